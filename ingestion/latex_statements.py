@@ -1,0 +1,277 @@
+"""Find theorem-like environments in a flattened LaTeX document.
+
+Custom environments declared with ``\\newtheorem`` (and thmtools' ``\\declaretheorem``) are
+mapped to canonical kinds by their printed title ("Main Theorem" is a theorem), falling back
+to the environment name's usual abbreviations (``thm``, ``lem``, ``defn``, ...).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from ingestion.latex_text import (
+    normalize_whitespace,
+    read_group,
+    read_optional_argument,
+    read_required_argument,
+    skip_spaces,
+)
+from ingestion.records import StatementKind
+
+# Order matters only for titles holding two keywords; the earliest keyword in the title wins.
+_KIND_KEYWORDS: dict[str, StatementKind] = {
+    "theorem": StatementKind.THEOREM,
+    "lemma": StatementKind.LEMMA,
+    "proposition": StatementKind.PROPOSITION,
+    "corollary": StatementKind.COROLLARY,
+    "definition": StatementKind.DEFINITION,
+    "conjecture": StatementKind.CONJECTURE,
+    "remark": StatementKind.REMARK,
+    "example": StatementKind.EXAMPLE,
+    "claim": StatementKind.CLAIM,
+    "fact": StatementKind.FACT,
+    "observation": StatementKind.OBSERVATION,
+    "exercise": StatementKind.EXERCISE,
+    "problem": StatementKind.PROBLEM,
+    "question": StatementKind.QUESTION,
+    "notation": StatementKind.NOTATION,
+    "assumption": StatementKind.ASSUMPTION,
+    "axiom": StatementKind.AXIOM,
+    "hypothesis": StatementKind.HYPOTHESIS,
+    "principle": StatementKind.THEOREM,
+    "criterion": StatementKind.THEOREM,
+    "property": StatementKind.FACT,
+}
+
+# Environment names that papers use without declaring (amsthm class defaults, common macros).
+_ABBREVIATIONS: dict[str, StatementKind] = {
+    "thm": StatementKind.THEOREM,
+    "theo": StatementKind.THEOREM,
+    "thrm": StatementKind.THEOREM,
+    "lem": StatementKind.LEMMA,
+    "lemm": StatementKind.LEMMA,
+    "prop": StatementKind.PROPOSITION,
+    "pro": StatementKind.PROPOSITION,
+    "cor": StatementKind.COROLLARY,
+    "coro": StatementKind.COROLLARY,
+    "corr": StatementKind.COROLLARY,
+    "defn": StatementKind.DEFINITION,
+    "def": StatementKind.DEFINITION,
+    "dfn": StatementKind.DEFINITION,
+    "defi": StatementKind.DEFINITION,
+    "conj": StatementKind.CONJECTURE,
+    "rem": StatementKind.REMARK,
+    "rmk": StatementKind.REMARK,
+    "rema": StatementKind.REMARK,
+    "ex": StatementKind.EXAMPLE,
+    "exa": StatementKind.EXAMPLE,
+    "exm": StatementKind.EXAMPLE,
+    "expl": StatementKind.EXAMPLE,
+    "eg": StatementKind.EXAMPLE,
+    "obs": StatementKind.OBSERVATION,
+    "exer": StatementKind.EXERCISE,
+    "exo": StatementKind.EXERCISE,
+    "prob": StatementKind.PROBLEM,
+    "qn": StatementKind.QUESTION,
+    "ques": StatementKind.QUESTION,
+    "nota": StatementKind.NOTATION,
+    "notn": StatementKind.NOTATION,
+    "assu": StatementKind.ASSUMPTION,
+    "ass": StatementKind.ASSUMPTION,
+    "hyp": StatementKind.HYPOTHESIS,
+    "ax": StatementKind.AXIOM,
+}
+
+
+def kind_for(env_name: str, title: str = "") -> StatementKind | None:
+    """Canonical kind of a theorem-like environment, from its printed title or its name."""
+    lowered = title.lower()
+    hits = [(lowered.find(word), kind) for word, kind in _KIND_KEYWORDS.items() if word in lowered]
+    if hits:
+        return min(hits, key=lambda hit: hit[0])[1]
+    base = env_name.rstrip("*").lower()
+    if base in _KIND_KEYWORDS:
+        return _KIND_KEYWORDS[base]
+    if base in _ABBREVIATIONS:
+        return _ABBREVIATIONS[base]
+    if base.endswith("s") and base[:-1] in _KIND_KEYWORDS:  # "remarks", "examples"
+        return _KIND_KEYWORDS[base[:-1]]
+    return StatementKind.OTHER if title else None
+
+
+@dataclass(frozen=True, slots=True)
+class TheoremEnvironment:
+    """A theorem-like environment the document can use."""
+
+    name: str
+    title: str
+    kind: StatementKind
+
+
+_NEWTHEOREM = re.compile(r"\\(?:sp)?newtheorem(?P<star>\*?)\s*\{(?P<name>[^{}]+)\}")
+_DECLARETHEOREM = re.compile(r"\\declaretheorem\s*(?:\[(?P<opts>[^\]]*)\])?\s*\{(?P<name>[^{}]+)\}")
+_TITLE_OPTION = re.compile(r"(?:^|,)\s*(?:name|title)\s*=\s*\{?(?P<title>[^,}]+)\}?")
+
+
+def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
+    """Every theorem-like environment declared in ``document`` plus undeclared common names."""
+    environments: dict[str, TheoremEnvironment] = {}
+    for match in _NEWTHEOREM.finditer(document):
+        name = match.group("name").strip()
+        if "#" in name or "\\" in name:  # a \newtheorem inside a macro definition
+            continue
+        pos = match.end()
+        _, pos = read_optional_argument(document, pos)  # shared counter
+        title, _ = read_required_argument(document, pos)
+        title = normalize_whitespace(title or name)
+        kind = kind_for(name, title) or StatementKind.OTHER
+        for env_name in (name, name + "*") if not match.group("star") else (name,):
+            environments[env_name] = TheoremEnvironment(env_name, title, kind)
+    for match in _DECLARETHEOREM.finditer(document):
+        name = match.group("name").strip()
+        title_match = _TITLE_OPTION.search(match.group("opts") or "")
+        title = title_match.group("title").strip() if title_match else name.capitalize()
+        kind = kind_for(name, title) or StatementKind.OTHER
+        environments[name] = TheoremEnvironment(name, title, kind)
+        environments[name + "*"] = TheoremEnvironment(name + "*", title, kind)
+    for name in set(re.findall(r"\\begin\{([A-Za-z]+\*?)\}", document)):
+        if name not in environments and name.rstrip("*").lower() != "proof":
+            kind = kind_for(name)
+            if kind is not None:
+                environments[name] = TheoremEnvironment(name, kind.title, kind)
+    return environments
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedStatement:
+    """A statement as found in the source, before it becomes a record."""
+
+    environment: str
+    kind: StatementKind
+    name: str
+    label: str
+    text: str
+    proof: str
+    section: str
+    subsection: str
+    offset: int
+
+
+_LABEL = re.compile(r"\\label\s*\{([^{}]*)\}")
+_HEADING = re.compile(r"\\(?P<level>chapter|section|subsection)\*?(?=[\s\[{])")
+
+
+class _Headings:
+    """Positions of chapter/section/subsection titles, for looking up where a statement sits."""
+
+    def __init__(self, document: str) -> None:
+        self.sections: list[tuple[int, str]] = []
+        self.subsections: list[tuple[int, str]] = []
+        for match in _HEADING.finditer(document):
+            _, pos = read_optional_argument(document, match.end())
+            title, _ = read_required_argument(document, pos)
+            if title is None:
+                continue
+            title = normalize_whitespace(_LABEL.sub("", title)).replace("\n", " ")
+            if match.group("level") == "subsection":
+                self.subsections.append((match.start(), title))
+            else:
+                self.sections.append((match.start(), title))
+                # A new section ends the previous subsection.
+                self.subsections.append((match.start(), ""))
+
+    def at(self, offset: int) -> tuple[str, str]:
+        return _latest(self.sections, offset), _latest(self.subsections, offset)
+
+
+def _latest(entries: list[tuple[int, str]], offset: int) -> str:
+    index = bisect.bisect_right([pos for pos, _ in entries], offset) - 1
+    return entries[index][1] if index >= 0 else ""
+
+
+def extract_statements(document: str, environments: dict[str, TheoremEnvironment]) -> list[ExtractedStatement]:
+    """Every theorem-like environment in ``document``, with its name, label and proof."""
+    if not environments:
+        return []
+    names = sorted(environments, key=len, reverse=True)
+    begin_pattern = re.compile(r"\\begin\{(" + "|".join(re.escape(name) for name in names) + r")\}")
+    headings = _Headings(document)
+    statements = []
+    for match in begin_pattern.finditer(document):
+        env = environments[match.group(1)]
+        body_start = match.end()
+        body_end, after = _matching_end(document, env.name, body_start)
+        name, body_start = read_optional_argument(document, body_start)
+        body = document[body_start:body_end]
+        label_match = _LABEL.search(body)
+        label = label_match.group(1).strip() if label_match else ""
+        text = normalize_whitespace(_LABEL.sub("", body))
+        if not text:
+            continue
+        section, subsection = headings.at(match.start())
+        statements.append(
+            ExtractedStatement(
+                environment=env.name,
+                kind=env.kind,
+                name=normalize_whitespace(name or "").replace("\n", " "),
+                label=label,
+                text=text,
+                proof=_following_proof(document, after),
+                section=section,
+                subsection=subsection,
+                offset=match.start(),
+            )
+        )
+    return statements
+
+
+def _matching_end(document: str, env_name: str, start: int) -> tuple[int, int]:
+    """Position of the ``\\end{env}`` matching an already-open ``\\begin{env}``."""
+    escaped = re.escape(env_name)
+    pattern = re.compile(r"\\(begin|end)\{" + escaped + r"\}")
+    depth = 1
+    for match in pattern.finditer(document, start):
+        depth += 1 if match.group(1) == "begin" else -1
+        if depth == 0:
+            return match.start(), match.end()
+    return len(document), len(document)
+
+
+_PROOF_PREFIX = re.compile(r"(?:\\noindent\b|\\medskip\b|\\smallskip\b|\\bigskip\b|\\par\b|\s)*")
+
+
+def _following_proof(document: str, pos: int) -> str:
+    """The proof environment directly after a statement, if there is one."""
+    pos = _PROOF_PREFIX.match(document, pos).end()
+    if not document.startswith("\\begin{proof}", pos):
+        return ""
+    start = pos + len("\\begin{proof}")
+    end, _ = _matching_end(document, "proof", start)
+    _, start = read_optional_argument(document, start)
+    return normalize_whitespace(_LABEL.sub("", document[start:end]))
+
+
+def document_title(document: str) -> str:
+    """The argument of ``\\title`` (short optional form ignored), whitespace-normalized."""
+    match = re.search(r"\\title\s*(?=[\[{])", document)
+    if not match:
+        return ""
+    _, pos = read_optional_argument(document, match.end())
+    title, _ = read_required_argument(document, pos)
+    return normalize_whitespace(title or "").replace("\n", " ").replace("\\\\", " ").strip()
+
+
+def document_authors(document: str) -> list[str]:
+    """Author names from ``\\author`` commands (``\\and`` separates several in one)."""
+    authors: list[str] = []
+    for match in re.finditer(r"\\author\s*(?=[\[{])", document):
+        _, pos = read_optional_argument(document, match.end())
+        pos = skip_spaces(document, pos)
+        value, _ = read_group(document, pos)
+        for name in re.split(r"\\and\b|,\s*and\s+|\\\\", value):
+            name = normalize_whitespace(re.sub(r"\\thanks\{.*?\}", "", name, flags=re.DOTALL))
+            if name:
+                authors.append(name.replace("\n", " "))
+    return authors

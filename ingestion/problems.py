@@ -1,0 +1,33 @@
+"""Problems met while ingesting: reported with their place and reason, never fatal to a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    WARNING = "warning"  # the source was ingested, something in it was skipped
+    ERROR = "error"  # the source (file, paper, archive) produced nothing
+
+
+@dataclass(frozen=True, slots=True)
+class IngestProblem:
+    """Something wrong with one input: which file (and line, when known) and why."""
+
+    path: str
+    reason: str
+    severity: Severity = Severity.ERROR
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{self.severity.value}: {where}: {self.reason}"
+
+
+class LatexSourceError(Exception):
+    """A LaTeX source cannot be read at all (binary, corrupt archive, unreadable)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.problem = IngestProblem(path=path, reason=reason)

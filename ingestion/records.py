@@ -1,0 +1,129 @@
+"""Typed records that flow from ingestion into the retriever.
+
+A :class:`StatementRecord` is one retrievable unit: a theorem-like statement from a LaTeX
+source (later also a Math StackExchange answer). Records are immutable; their id is derived
+from their content so that ingesting the same source twice yields the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Source(StrEnum):
+    """Where a statement came from."""
+
+    ARXIV = "arxiv"
+    MSE = "mse"
+    LOCAL = "local"
+
+
+class StatementKind(StrEnum):
+    """Canonical statement kinds; custom LaTeX environments are mapped onto these."""
+
+    THEOREM = "theorem"
+    LEMMA = "lemma"
+    PROPOSITION = "proposition"
+    COROLLARY = "corollary"
+    DEFINITION = "definition"
+    CONJECTURE = "conjecture"
+    REMARK = "remark"
+    EXAMPLE = "example"
+    CLAIM = "claim"
+    FACT = "fact"
+    OBSERVATION = "observation"
+    EXERCISE = "exercise"
+    PROBLEM = "problem"
+    QUESTION = "question"
+    NOTATION = "notation"
+    ASSUMPTION = "assumption"
+    AXIOM = "axiom"
+    HYPOTHESIS = "hypothesis"
+    ANSWER = "answer"
+    OTHER = "other"
+
+    @property
+    def title(self) -> str:
+        return self.value.capitalize()
+
+
+MetadataValue = str | int | float | bool
+
+
+def statement_id(source: str, paper_id: str, kind: str, text: str, occurrence: int = 0) -> str:
+    """Content-derived id: the same statement in the same paper always gets the same id.
+
+    ``occurrence`` separates verbatim repeats of one statement inside one paper.
+    """
+    payload = "\x1f".join([source, paper_id, kind, " ".join(text.split()), str(occurrence)])
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+@dataclass(frozen=True, slots=True)
+class StatementRecord:
+    """One statement chunk with its provenance.
+
+    ``text`` keeps the mathematics as LaTeX; ``formulas`` lists the math spans found in it.
+    """
+
+    id: str
+    source: Source
+    kind: StatementKind
+    text: str
+    paper_id: str
+    name: str = ""
+    formulas: tuple[str, ...] = ()
+    label: str = ""
+    section: str = ""
+    url: str = ""
+    proof: str = ""
+    title: str = ""
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+
+    @property
+    def display_name(self) -> str:
+        """A human heading such as ``Lemma (Nakayama)``."""
+        heading = self.kind.title
+        return f"{heading} ({self.name})" if self.name else heading
+
+    def search_text(self) -> str:
+        """The text the retriever indexes: heading, section context and the statement."""
+        parts = [self.display_name + "."]
+        if self.section:
+            parts.insert(0, self.section + ".")
+        parts.append(self.text)
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["source"] = self.source.value
+        data["kind"] = self.kind.value
+        data["formulas"] = list(self.formulas)
+        data["metadata"] = dict(self.metadata)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StatementRecord:
+        return cls(
+            id=data["id"],
+            source=Source(data["source"]),
+            kind=StatementKind(data["kind"]),
+            text=data["text"],
+            paper_id=data["paper_id"],
+            name=data.get("name", ""),
+            formulas=tuple(data.get("formulas", ())),
+            label=data.get("label", ""),
+            section=data.get("section", ""),
+            url=data.get("url", ""),
+            proof=data.get("proof", ""),
+            title=data.get("title", ""),
+            metadata=dict(data.get("metadata", {})),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)

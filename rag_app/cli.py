@@ -1,0 +1,258 @@
+"""The ``rag-app`` command line: ingest, search, ask, ui, llm serve.
+
+Command names, flags and JSON fields here are contracts that scripts rely on: add, don't rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rag_app.llm_server import LLMServerError, LocalLLMServer, running_server_url
+from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError, resolve_gguf
+from rag_app.pipeline import MathRAG, demo_corpus_path
+from rag_app.settings import Settings
+from retriever import SearchHit, SearchMode
+
+app = typer.Typer(help="Ask questions of mathematics: LaTeX papers in, cited answers out.", no_args_is_help=True)
+llm_app = typer.Typer(help="The LLM server that writes answers.", no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+
+ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="settings TOML file", envvar="RAG_APP_CONFIG")]
+IndexOption = Annotated[Optional[Path], typer.Option("--index", help="index directory (default from settings)")]
+KOption = Annotated[Optional[int], typer.Option("--k", "-k", min=1, help="number of statements")]
+JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+
+
+def _settings(config: Path | None, index: Path | None = None) -> Settings:
+    try:
+        settings = Settings.load(config)
+    except FileNotFoundError as error:
+        raise typer.BadParameter(str(error)) from error
+    if index is not None:
+        settings = settings.model_copy(update={"index_dir": index.expanduser()})
+    return settings
+
+
+def _err(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="LaTeX files, directories or archives")] = None,
+    index: IndexOption = None,
+    demo: Annotated[bool, typer.Option("--demo", help="also ingest the demo corpus shipped with the app")] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Extract theorem-like statements and index them (idempotent: unchanged input adds nothing)."""
+    sources = [*(paths or []), *([demo_corpus_path()] if demo else [])]
+    if not sources:
+        raise typer.BadParameter("give at least one PATH, or --demo")
+    rag = MathRAG(_settings(config, index))
+    report = rag.ingest(sources, show_progress=not as_json)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        for problem in report.problems:
+            _err(str(problem))
+        typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
+    if report.statements == 0 and report.errors:
+        raise typer.Exit(1)
+
+
+def _print_hits(hits: list[SearchHit]) -> None:
+    if not hits:
+        typer.echo("no statements found")
+    for hit in hits:
+        record = hit.record
+        where = f"{record.paper_id}:{record.label}" if record.label else record.paper_id
+        typer.echo(f"{hit.rank:>2}. {hit.score:.4f}  {record.display_name}  [{where}]")
+        text = " ".join(record.text.split())
+        typer.echo(f"    {text[:240]}{' …' if len(text) > 240 else ''}")
+
+
+@app.command()
+def search(
+    query: Annotated[Optional[str], typer.Argument(help="the question or formula")] = None,
+    k: KOption = None,
+    mode: Annotated[Optional[SearchMode], typer.Option("--mode", help="retriever")] = None,
+    queries: Annotated[
+        Optional[Path], typer.Option("--queries", help="file with one query per line ('-': stdin)")
+    ] = None,
+    index: IndexOption = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Search the index. With --queries, run many queries in one process (JSON lines out)."""
+    if (query is None) == (queries is None):
+        raise typer.BadParameter("give either QUERY or --queries FILE")
+    rag = MathRAG(_settings(config, index))
+    if queries is None:
+        hits = rag.search(query or "", k, mode)
+        if as_json:
+            typer.echo(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False))
+        else:
+            _print_hits(hits)
+        return
+    lines = sys.stdin.read().splitlines() if str(queries) == "-" else queries.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        if not line.strip():
+            continue
+        hits = rag.search(line.strip(), k, mode)
+        if as_json:
+            typer.echo(json.dumps({"query": line.strip(), "results": [h.to_dict() for h in hits]}, ensure_ascii=False))
+        else:
+            typer.echo(f"# {line.strip()}")
+            _print_hits(hits)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="a question, LaTeX welcome")],
+    k: KOption = None,
+    index: IndexOption = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Answer from the indexed statements, citing them by number."""
+    with MathRAG(_settings(config, index)) as rag:
+        stream = rag.ask_stream(question, k)
+        if as_json:
+            typer.echo(json.dumps(stream.result().to_dict(), ensure_ascii=False))
+            return
+        for chunk in stream:
+            typer.echo(chunk, nl=False)
+        answer = stream.result()
+        if answer.llm_error:
+            typer.echo(answer.text)
+        else:
+            typer.echo("")
+            if answer.invalid_citations:
+                _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
+        typer.echo("\nSources:")
+        for number, hit in enumerate(answer.sources, start=1):
+            record = hit.record
+            cited = "*" if number in answer.cited else " "
+            link = f"  {record.url}" if record.url else ""
+            typer.echo(f"{cited}[{number}] {record.display_name} — {record.title or record.paper_id}{link}")
+
+
+@app.command()
+def status(index: IndexOption = None, config: ConfigOption = None) -> None:
+    """What is indexed and where answers come from."""
+    rag = MathRAG(_settings(config, index))
+    manifest = rag.index.manifest()
+    typer.echo(f"index:      {rag.settings.resolved_index_dir}")
+    typer.echo(f"statements: {rag.index.count()}")
+    typer.echo(f"embedder:   {manifest.get('embedder', rag.settings.embedding.model)}")
+    typer.echo(f"updated:    {manifest.get('updated', 'never')}")
+    typer.echo(f"llm:        {rag.llm_status()}")
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option(help="port for the chat")] = 8501,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    demo: Annotated[bool, typer.Option("--demo", help="ingest the demo corpus first if the index is empty")] = False,
+    index: IndexOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Start the Streamlit chat on localhost (and the local LLM server, when none is configured)."""
+    settings = _settings(config, index)
+    rag = MathRAG(settings)
+    if demo and rag.index.count() == 0:
+        typer.echo("The index is empty: ingesting the demo corpus ...")
+        typer.echo(rag.ingest_demo(show_progress=True).summary())
+    env = dict(os.environ)
+    env["RAG_APP_INDEX_DIR"] = str(settings.resolved_index_dir)
+    if config is not None:
+        env["RAG_APP_CONFIG"] = str(config)
+    server = None
+    if not settings.llm.base_url and not running_server_url(settings.data_dir):
+        typer.echo(f"Starting the local LLM server ({settings.llm.local_model}) ...")
+        try:
+            server = _local_server(settings)
+            server.start()
+            env["RAG_APP_LLM__BASE_URL"] = server.base_url
+        except (PackagedModelError, LLMServerError) as error:
+            _err(f"LLM unavailable, the chat will show retrieved statements only: {error}")
+    app_file = Path(__file__).resolve().parent.parent / "ui" / "chat_app.py"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app_file),
+        "--server.port", str(port), "--server.address", host, "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    typer.echo(f"Chat running at http://{host}:{port}  (Ctrl-C to stop)")
+    try:
+        subprocess.run(command, env=env, check=False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _local_server(settings: Settings, model: str | None = None, port: int | None = None) -> LocalLLMServer:
+    llm = settings.llm
+    model_name = model or llm.local_model
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return LocalLLMServer(
+        model_path=resolve_gguf(model_name, settings.data_dir),
+        model_alias=llm.model or Path(model_name).stem,
+        host=llm.host,
+        port=llm.port if port is None else port,
+        context_window=llm.context_window,
+        threads=llm.threads,
+        startup_timeout_s=llm.startup_timeout_s,
+        log_path=settings.data_dir / "llm-server.log",
+    )
+
+
+@llm_app.command("serve")
+def llm_serve(
+    model: Annotated[Optional[str], typer.Option(help="packaged model name or .gguf path")] = None,
+    port: Annotated[Optional[int], typer.Option(help="port (default from settings; 0 picks one)")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run the local OpenAI-compatible server until Ctrl-C; ask and ui reuse it."""
+    settings = _settings(config)
+    try:
+        server = _local_server(settings, model, port)
+        server.start()
+    except (PackagedModelError, LLMServerError) as error:
+        _err(str(error))
+        raise typer.Exit(1) from error
+    state = server.write_state(settings.data_dir)
+    typer.echo(f"LLM server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
+    try:
+        while server.running:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        state.unlink(missing_ok=True)
+
+
+@llm_app.command("models")
+def llm_models() -> None:
+    """The chat models that ship as packages."""
+    for spec in PACKAGED_GGUFS.values():
+        typer.echo(f"{spec.name}  ({spec.size / 1e6:,.0f} MB{', split in %d parts' % len(spec.parts) if spec.parts else ''})")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

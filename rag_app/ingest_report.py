@@ -1,0 +1,44 @@
+"""The summary of one ingest run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ingestion.problems import IngestProblem, Severity
+
+
+@dataclass
+class IngestReport:
+    papers: int = 0
+    statements: int = 0
+    added: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    problems: list[IngestProblem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[IngestProblem]:
+        return [p for p in self.problems if p.severity is Severity.ERROR]
+
+    def summary(self) -> str:
+        return (
+            f"{self.papers} papers, {self.statements} statements "
+            f"({self.added} added, {self.unchanged} unchanged, {self.removed} removed) "
+            f"in {self.seconds:.1f} s; {len(self.errors)} errors, "
+            f"{len(self.problems) - len(self.errors)} warnings"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "papers": self.papers,
+            "statements": self.statements,
+            "added": self.added,
+            "unchanged": self.unchanged,
+            "removed": self.removed,
+            "seconds": round(self.seconds, 3),
+            "problems": [
+                {"path": p.path, "line": p.line, "severity": p.severity.value, "reason": p.reason}
+                for p in self.problems
+            ],
+        }

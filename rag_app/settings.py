@@ -1,0 +1,122 @@
+"""The one settings object: defaults, then a TOML file, then ``RAG_APP_*`` environment variables.
+
+Nested fields are set from the environment with a double underscore, for example
+``RAG_APP_LLM__BASE_URL=http://gpu-box:8000/v1`` or ``RAG_APP_RETRIEVAL__TOP_K=8``.
+The TOML file is ``$RAG_APP_CONFIG`` if set, else ``rag_app.toml`` in the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_ENV = "RAG_APP_CONFIG"
+DEFAULT_CONFIG_FILE = "rag_app.toml"
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "rag-app"
+
+
+class EmbeddingSettings(BaseModel):
+    model: str = Field("packaged:all-MiniLM-L6-v2", description="packaged:NAME, a local path or a hub id")
+    device: str = "cpu"
+    batch_size: int = 64
+    max_seq_length: int | None = 256
+
+
+class RetrievalSettings(BaseModel):
+    top_k: int = Field(5, ge=1, description="statements returned by search and given to the LLM")
+    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    candidates: int = Field(50, ge=1, description="results each channel contributes before fusion")
+    rrf_k: float = Field(60.0, gt=0, description="reciprocal rank fusion constant")
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+
+
+class LLMSettings(BaseModel):
+    base_url: str | None = Field(
+        None, description="an OpenAI-compatible endpoint (vLLM in production); unset: start the local server"
+    )
+    api_key: str = "not-needed"
+    model: str | None = Field(None, description="model name sent to the server; unset: the server's first model")
+    local_model: str = Field(
+        "qwen2.5-coder-1.5b-instruct", description="packaged GGUF (see `rag-app llm models`) or a .gguf path"
+    )
+    host: str = "127.0.0.1"
+    port: int = Field(0, description="port for the local server; 0 picks a free one")
+    context_window: int = 4096
+    threads: int | None = None
+    temperature: float = 0.2
+    max_tokens: int = 512
+    # llama.cpp's server defaults to 1.1, which penalizes the repeated symbols of mathematics.
+    extra_body: dict[str, Any] = Field(default_factory=lambda: {"repeat_penalty": 1.0})
+    timeout_s: float = 120.0
+    retries: int = 3
+    startup_timeout_s: float = 300.0
+    prompt: str = "answer_with_citations"
+
+
+class Settings(BaseSettings):
+    """Everything configurable, grouped by stage."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_APP_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    index_dir: Path | None = Field(None, description="defaults to DATA_DIR/index")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+
+    @property
+    def resolved_index_dir(self) -> Path:
+        return self.index_dir if self.index_dir is not None else self.data_dir / "index"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Precedence: explicit arguments, then the environment, then the TOML file.
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=_config_file()))
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
+        """Settings from ``config_file`` (else the default file) and the environment."""
+        if config_file is not None and not config_file.is_file():
+            raise FileNotFoundError(f"settings file not found: {config_file}")
+        token = _explicit_config_file.set(config_file)
+        try:
+            return cls(**overrides)
+        finally:
+            _explicit_config_file.reset(token)
+
+
+# Set only for the duration of Settings.load(config_file=...), so construction can see it.
+_explicit_config_file: ContextVar[Path | None] = ContextVar("explicit_config_file", default=None)
+
+
+def _config_file() -> Path | None:
+    explicit = _explicit_config_file.get()
+    if explicit is not None:
+        return explicit
+    configured = os.environ.get(CONFIG_ENV)
+    if configured:
+        return Path(configured)
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default if default.is_file() else None

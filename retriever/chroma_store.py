@@ -1,0 +1,130 @@
+"""Statement records and their vectors in a Chroma collection on disk."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import chromadb
+import numpy as np
+from chromadb.config import Settings as ChromaClientSettings
+
+from ingestion.records import Source, StatementKind, StatementRecord
+from retriever.types import ScoredId
+
+COLLECTION = "statements"
+
+
+class ChromaStatementStore:
+    """The vector store and the system of record for statements.
+
+    We always pass our own embeddings: Chroma's default embedding function would download a
+    model. Records round-trip through the document and its metadata.
+    """
+
+    def __init__(self, path: Path, collection: str = COLLECTION) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self._client = chromadb.PersistentClient(
+            path=str(path), settings=ChromaClientSettings(anonymized_telemetry=False, allow_reset=False)
+        )
+        self._collection = self._client.get_or_create_collection(
+            name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
+
+    def count(self) -> int:
+        return self._collection.count()
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for batch in _batches(list(ids), 1000):
+            found.update(self._collection.get(ids=batch, include=[])["ids"])
+        return found
+
+    def ids_for_paper(self, paper_id: str) -> set[str]:
+        return set(self._collection.get(where={"paper_id": paper_id}, include=[])["ids"])
+
+    def upsert(self, records: Sequence[StatementRecord], embeddings: np.ndarray) -> None:
+        batch_size = self._client.get_max_batch_size()
+        for start in range(0, len(records), batch_size):
+            chunk = records[start : start + batch_size]
+            self._collection.upsert(
+                ids=[r.id for r in chunk],
+                documents=[r.text for r in chunk],
+                metadatas=[_to_metadata(r) for r in chunk],
+                embeddings=embeddings[start : start + batch_size],
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for batch in _batches(list(ids), 1000):
+            self._collection.delete(ids=batch)
+
+    def query(self, embedding: np.ndarray, k: int) -> list[ScoredId]:
+        if k <= 0 or self.count() == 0:
+            return []
+        result = self._collection.query(
+            query_embeddings=[embedding], n_results=min(k, self.count()), include=["distances"]
+        )
+        # Cosine distance is 1 - cosine similarity.
+        return [ScoredId(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+
+    def get(self, ids: Sequence[str]) -> list[StatementRecord]:
+        """Records for ``ids`` in the order asked (unknown ids are left out)."""
+        if not ids:
+            return []
+        result = self._collection.get(ids=list(ids), include=["documents", "metadatas"])
+        by_id = {
+            doc_id: _from_metadata(doc_id, document, metadata)
+            for doc_id, document, metadata in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
+        }
+        return [by_id[i] for i in ids if i in by_id]
+
+    def iter_records(self, batch_size: int = 2000) -> Iterator[StatementRecord]:
+        """Every record in insertion order, read in pages."""
+        offset = 0
+        while True:
+            page = self._collection.get(include=["documents", "metadatas"], limit=batch_size, offset=offset)
+            if not page["ids"]:
+                return
+            for doc_id, document, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
+                yield _from_metadata(doc_id, document, metadata)
+            offset += len(page["ids"])
+
+
+def _batches(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _to_metadata(record: StatementRecord) -> dict[str, str]:
+    return {
+        "source": record.source.value,
+        "kind": record.kind.value,
+        "paper_id": record.paper_id,
+        "name": record.name,
+        "label": record.label,
+        "section": record.section,
+        "url": record.url,
+        "title": record.title,
+        "proof": record.proof,
+        "formulas_json": json.dumps(list(record.formulas), ensure_ascii=False),
+        "metadata_json": json.dumps(dict(record.metadata), ensure_ascii=False),
+    }
+
+
+def _from_metadata(doc_id: str, document: str | None, metadata: dict) -> StatementRecord:
+    return StatementRecord(
+        id=doc_id,
+        source=Source(metadata["source"]),
+        kind=StatementKind(metadata["kind"]),
+        text=document or "",
+        paper_id=metadata["paper_id"],
+        name=metadata.get("name", ""),
+        formulas=tuple(json.loads(metadata.get("formulas_json", "[]"))),
+        label=metadata.get("label", ""),
+        section=metadata.get("section", ""),
+        url=metadata.get("url", ""),
+        proof=metadata.get("proof", ""),
+        title=metadata.get("title", ""),
+        metadata=json.loads(metadata.get("metadata_json", "{}")),
+    )

@@ -1,0 +1,164 @@
+"""The statement index: vectors in Chroma, BM25 beside them, searched by mode.
+
+Layout of an index directory::
+
+    manifest.json   which embedder built the vectors (searching with another is refused)
+    chroma/         the Chroma persistent store (records and vectors)
+    bm25/           the BM25 index, rebuilt from the store after each ingest
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from ingestion.records import StatementRecord
+from retriever.bm25_index import BM25Index
+from retriever.bm25_searcher import BM25Searcher
+from retriever.chroma_store import ChromaStatementStore
+from retriever.dense_searcher import DenseSearcher
+from retriever.embedder import Embedder
+from retriever.hybrid_searcher import HybridSearcher
+from retriever.types import ScoredId, SearchHit
+
+MANIFEST = "manifest.json"
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    DENSE = "dense"
+    BM25 = "bm25"
+
+
+class IndexMismatchError(RuntimeError):
+    """The index was built with another embedding model than the one configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    added: int
+    unchanged: int
+
+
+class StatementIndex:
+    def __init__(
+        self,
+        directory: Path,
+        embedder: Embedder,
+        candidates: int = 50,
+        rrf_k: float = 60.0,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        self.directory = directory
+        self.embedder = embedder
+        self.candidates = candidates
+        self.rrf_k = rrf_k
+        self.weights = dict(weights or {})
+        directory.mkdir(parents=True, exist_ok=True)
+        self._check_manifest()
+        self.store = ChromaStatementStore(directory / "chroma")
+        self._bm25: BM25Index | None = None
+
+    # ----------------------------------------------------------------- writing
+    def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> AddResult:
+        """Embed and store the records not yet indexed (ids are content hashes)."""
+        existing = self.store.existing_ids([r.id for r in records])
+        new_records = list({r.id: r for r in records if r.id not in existing}.values())
+        if new_records:
+            vectors = self.embedder.embed_documents([r.search_text() for r in new_records], show_progress)
+            self.store.upsert(new_records, vectors)
+            self._write_manifest()
+            self._bm25 = None
+        return AddResult(added=len(new_records), unchanged=len(records) - len(new_records))
+
+    def remove_stale(self, ids_by_paper: Mapping[str, set[str]]) -> int:
+        """Delete statements a re-ingested paper no longer has; returns how many."""
+        stale: set[str] = set()
+        for paper_id, ids in ids_by_paper.items():
+            stale |= self.store.ids_for_paper(paper_id) - ids
+        if stale:
+            self.store.delete(sorted(stale))
+            self._write_manifest()
+            self._bm25 = None
+        return len(stale)
+
+    def rebuild_lexical(self) -> None:
+        """Rebuild the BM25 index from every record in the store."""
+        ids, texts = [], []
+        for record in self.store.iter_records():
+            ids.append(record.id)
+            texts.append(record.search_text())
+        index = BM25Index.build(ids, texts)
+        index.save(self.directory / "bm25")
+        self._bm25 = index
+
+    # ----------------------------------------------------------------- reading
+    def count(self) -> int:
+        return self.store.count()
+
+    def get(self, ids: Sequence[str]) -> list[StatementRecord]:
+        return self.store.get(ids)
+
+    def search(self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID) -> list[SearchHit]:
+        mode = SearchMode(mode)
+        if not query.strip() or self.count() == 0:
+            return []
+        dense = DenseSearcher(self.embedder, self.store)
+        bm25 = BM25Searcher(self._lexical())
+        if mode is SearchMode.DENSE:
+            runs = {"dense": dense.search(query, k)}
+            fused = runs["dense"]
+        elif mode is SearchMode.BM25:
+            runs = {"bm25": bm25.search(query, k)}
+            fused = runs["bm25"]
+        else:
+            hybrid = HybridSearcher([dense, bm25], self.candidates, self.rrf_k, self.weights)
+            runs = hybrid.runs(query, k)
+            fused = hybrid.fuse(runs, k)
+        return self._hits(fused, runs)
+
+    def manifest(self) -> dict[str, object]:
+        path = self.directory / MANIFEST
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    # ----------------------------------------------------------------- helpers
+    def _hits(self, fused: Sequence[ScoredId], runs: Mapping[str, Sequence[ScoredId]]) -> list[SearchHit]:
+        ranks = {name: {hit.id: rank for rank, hit in enumerate(run, start=1)} for name, run in runs.items()}
+        records = {record.id: record for record in self.store.get([hit.id for hit in fused])}
+        hits = []
+        for hit in fused:
+            if hit.id not in records:
+                continue  # BM25 may briefly know an id deleted from the store
+            channel_ranks = {name: by_id[hit.id] for name, by_id in ranks.items() if hit.id in by_id}
+            hits.append(SearchHit(records[hit.id], round(hit.score, 6), len(hits) + 1, channel_ranks))
+        return hits
+
+    def _lexical(self) -> BM25Index:
+        if self._bm25 is None:
+            self._bm25 = BM25Index.load(self.directory / "bm25")
+            if len(self._bm25) != self.count():
+                self.rebuild_lexical()
+        assert self._bm25 is not None
+        return self._bm25
+
+    def _check_manifest(self) -> None:
+        built_with = self.manifest().get("embedder")
+        if built_with and built_with != self.embedder.model_name:
+            raise IndexMismatchError(
+                f"the index in {self.directory} was built with the embedder {built_with!r}, "
+                f"but the settings name {self.embedder.model_name!r}; re-ingest into a new index directory"
+            )
+
+    def _write_manifest(self) -> None:
+        manifest = {
+            "format": 1,
+            "embedder": self.embedder.model_name,
+            "dimension": self.embedder.dimension,
+            "statements": self.count(),
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (self.directory / MANIFEST).write_text(json.dumps(manifest, indent=2))
