@@ -107,12 +107,12 @@ class MathRAG:
         return self.index.search(query, k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode)
 
     # ------------------------------------------------------------------ answers
-    def ask(self, question: str, k: int | None = None) -> Answer:
-        return self.ask_stream(question, k).result()
+    def ask(self, question: str, k: int | None = None, mode: SearchMode | str | None = None) -> Answer:
+        return self.ask_stream(question, k, mode).result()
 
-    def ask_stream(self, question: str, k: int | None = None) -> AnswerStream:
+    def ask_stream(self, question: str, k: int | None = None, mode: SearchMode | str | None = None) -> AnswerStream:
         """Retrieve, then stream the LLM's answer; when the LLM is down, say so and keep the sources."""
-        hits = self.search(question, k)
+        hits = self.search(question, k, mode)
         llm = self.settings.llm
         prompt = load_prompt(llm.prompt)
         budget = max(256, llm.context_window - llm.max_tokens - 400)

@@ -1,0 +1,76 @@
+"""Shared fixtures: a demo-corpus index built once, and a real llama.cpp server on loopback."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from rag_app import MathRAG, Settings  # noqa: E402
+from rag_app.llm_server import LocalLLMServer  # noqa: E402
+from rag_app.packaged_models import resolve_gguf  # noqa: E402
+
+# The smallest packaged chat model keeps the suite fast; the app's default is Qwen2.5-Coder-1.5B.
+TEST_CHAT_MODEL = "smollm2-135m-instruct"
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test reads the developer's own settings file, environment or data directory."""
+    for name in list(os.environ):
+        if name.startswith("RAG_APP_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("RAG_APP_DATA_DIR", str(tmp_path_factory.getbasetemp() / "default-data"))
+    monkeypatch.chdir(tmp_path_factory.getbasetemp())
+
+
+def make_settings(tmp: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"data_dir": tmp / "data", "index_dir": tmp / "index"}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture(scope="session")
+def demo_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index of the shipped demo corpus, built once per session. Tests must not modify it."""
+    base = tmp_path_factory.mktemp("demo")
+    rag = MathRAG(make_settings(base))
+    report = rag.ingest_demo()
+    assert report.errors == [], report.problems
+    return base / "index"
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLLMServer]:
+    """A real llama.cpp OpenAI-compatible server with a packaged model, on 127.0.0.1."""
+    data_dir = tmp_path_factory.mktemp("llm")
+    server = LocalLLMServer(
+        model_path=resolve_gguf(TEST_CHAT_MODEL, data_dir, show_progress=False),
+        model_alias=TEST_CHAT_MODEL,
+        context_window=4096,
+        startup_timeout_s=120,
+        log_path=data_dir / "server.log",
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def demo_rag(demo_index_dir: Path, tmp_path: Path, llm_server: LocalLLMServer) -> Iterator[MathRAG]:
+    """MathRAG over the demo index, answering with the test server (short answers)."""
+    settings = make_settings(tmp_path, index_dir=demo_index_dir)
+    settings.llm.base_url = llm_server.base_url
+    settings.llm.max_tokens = 48
+    settings.llm.retries = 0
+    with MathRAG(settings) as rag:
+        yield rag

@@ -1,0 +1,135 @@
+"""Sources on disk (files, directories, archives) to records, including bad input."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+from ingestion import LatexIngestor, Severity, Source, StatementKind
+from rag_app.pipeline import demo_corpus_path
+
+PAPER = r"""\documentclass{article}
+\newtheorem{theorem}{Theorem}
+\newtheorem{lemma}[theorem]{Lemma}
+\title{Test Paper}
+\begin{document}
+\input{body}
+\end{document}
+"""
+BODY = r"""
+\section{Results}
+\begin{theorem}[Main]\label{thm:main}
+Every $x$ satisfies $x = x$. % a comment that must vanish
+\end{theorem}
+\begin{lemma}\label{lem:aux}
+Also $y = y$.
+\end{lemma}
+"""
+
+
+def write_paper(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "main.tex").write_text(PAPER)
+    (directory / "body.tex").write_text(BODY)
+    return directory
+
+
+def test_directory_with_input_file_is_one_paper_named_after_the_directory(tmp_path: Path) -> None:
+    [result] = list(LatexIngestor().ingest([write_paper(tmp_path / "my-paper")]))
+    assert result.paper_id == "my-paper"
+    assert result.problems == []
+    main, aux = result.records
+    assert (main.kind, main.name, main.label) == (StatementKind.THEOREM, "Main", "thm:main")
+    assert main.text == "Every $x$ satisfies $x = x$."
+    assert main.formulas == ("x", "x = x")
+    assert main.section == "Results" and main.title == "Test Paper"
+    assert main.source is Source.LOCAL and main.url == ""
+    assert aux.kind is StatementKind.LEMMA
+
+
+def test_ids_are_stable_across_runs_and_distinct_within_a_paper(tmp_path: Path) -> None:
+    paper = write_paper(tmp_path / "p")
+    first = [r.id for r in next(iter(LatexIngestor().ingest([paper]))).records]
+    second = [r.id for r in next(iter(LatexIngestor().ingest([paper]))).records]
+    assert first == second and len(set(first)) == len(first)
+
+
+def test_arxiv_tarball_and_gzipped_single_file(tmp_path: Path) -> None:
+    source = write_paper(tmp_path / "src")
+    tarball = tmp_path / "2501.01947.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name in ("main.tex", "body.tex"):
+            tar.add(source / name, arcname=name)
+    single = tmp_path / "2502.00001.gz"
+    single.write_bytes(gzip.compress((PAPER.replace("\\input{body}", BODY)).encode()))
+    results = {r.paper_id: r for r in LatexIngestor().ingest([tarball, single])}
+    assert set(results) == {"2501.01947", "2502.00001"}
+    for paper_id, result in results.items():
+        assert len(result.records) == 2
+        assert result.records[0].source is Source.ARXIV
+        assert result.records[0].url == f"https://arxiv.org/abs/{paper_id}"
+
+
+def test_gzipped_tar_without_tar_suffix(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        data = PAPER.replace("\\input{body}", BODY).encode()
+        info = tarfile.TarInfo("paper.tex")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "2503.12345v2.gz"
+    archive.write_bytes(gzip.compress(buffer.getvalue()))
+    [result] = list(LatexIngestor().ingest([archive]))
+    assert result.paper_id == "2503.12345v2" and len(result.records) == 2
+
+
+def test_bad_inputs_are_reported_with_path_and_reason_and_the_rest_goes_on(tmp_path: Path) -> None:
+    good = write_paper(tmp_path / "good")
+    binary = tmp_path / "binary.tex"
+    binary.write_bytes(b"\x00\x01\x02 not latex")
+    empty = tmp_path / "empty.tex"
+    empty.write_text("\\documentclass{article}\\begin{document}No statements here.\\end{document}")
+    broken = tmp_path / "broken.tar.gz"
+    broken.write_bytes(b"this is not a tarball")
+    pdf = tmp_path / "2501.00002.pdf"
+    pdf.write_bytes(b"%PDF-1.5")
+    missing = tmp_path / "missing.tex"
+    results = list(LatexIngestor().ingest([binary, empty, broken, pdf, missing, good]))
+    problems = {p.path: p for r in results for p in r.problems}
+    assert "not a text file" in problems[str(binary)].reason
+    assert "no theorem-like statements" in problems[str(empty)].reason
+    assert "cannot unpack archive" in problems[str(broken)].reason
+    assert "PDF-only" in problems[str(pdf)].reason
+    assert "no such file" in problems[str(missing)].reason
+    assert all(p.severity is Severity.ERROR for p in problems.values())
+    assert [len(r.records) for r in results if r.paper_id == "good"] == [2]
+
+
+def test_missing_include_is_a_warning_with_line_number(tmp_path: Path) -> None:
+    paper = tmp_path / "paper.tex"
+    paper.write_text(PAPER.replace("\\input{body}", "\\input{nowhere}\n" + BODY))
+    [result] = list(LatexIngestor().ingest([paper]))
+    [problem] = result.problems
+    assert problem.severity is Severity.WARNING and problem.line == 6
+    assert "nowhere" in problem.reason
+    assert len(result.records) == 2
+
+
+def test_include_cycle_is_cut(tmp_path: Path) -> None:
+    (tmp_path / "a.tex").write_text("\\begin{document}\\input{b}\\begin{theorem}A\\end{theorem}\\end{document}")
+    (tmp_path / "b.tex").write_text("\\input{a}")
+    [result] = list(LatexIngestor().ingest([tmp_path / "a.tex"]))
+    assert any("cycle" in p.reason for p in result.problems)
+    assert len(result.records) == 1
+
+
+def test_demo_corpus_has_at_least_15_papers_and_200_statements() -> None:
+    results = list(LatexIngestor().ingest([demo_corpus_path()]))
+    assert len(results) >= 15
+    assert sum(len(r.records) for r in results) >= 200
+    assert all(r.problems == [] for r in results)
+    areas = " ".join(r.records[0].title.lower() for r in results)
+    for word in ("group", "analysis", "topolog", "prime", "graph", "probability"):
+        assert word in areas or word in " ".join(r.paper_id for r in results)

@@ -1,0 +1,91 @@
+from ingestion.latex_statements import (
+    document_authors,
+    document_title,
+    extract_statements,
+    kind_for,
+    theorem_environments,
+)
+from ingestion.records import StatementKind
+
+PREAMBLE = r"""
+\documentclass{amsart}
+\newtheorem{thm}{Theorem}[section]
+\newtheorem{keylem}[thm]{Key Lemma}
+\newtheorem*{mainthm}{Main Theorem}
+\newtheorem{conj}{Conjecture}
+\declaretheorem[name=Proposition]{proposicion}
+\newcommand{\mythm}[2]{\newtheorem{#1}{#2}}
+\title[Short]{A \emph{Long} Title}
+\author{Ada Lovelace \and Emmy Noether}
+"""
+
+
+def test_newtheorem_aliases_map_to_canonical_kinds() -> None:
+    environments = theorem_environments(PREAMBLE + r"\begin{document}\begin{defn}x\end{defn}\end{document}")
+    assert environments["thm"].kind is StatementKind.THEOREM
+    assert environments["keylem"].kind is StatementKind.LEMMA  # by title, not by name
+    assert environments["mainthm"].kind is StatementKind.THEOREM
+    assert environments["conj"].kind is StatementKind.CONJECTURE
+    assert environments["proposicion"].kind is StatementKind.PROPOSITION
+    assert environments["defn"].kind is StatementKind.DEFINITION  # undeclared common name
+    assert "#1" not in environments  # \newtheorem inside a macro body is not a declaration
+    assert "thm*" in environments
+
+
+def test_kind_for_earliest_keyword_and_plural_names() -> None:
+    assert kind_for("x", "Main Theorem") is StatementKind.THEOREM
+    assert kind_for("x", "Lemma-Definition") is StatementKind.LEMMA
+    assert kind_for("remarks") is StatementKind.REMARK
+    assert kind_for("figure") is None
+
+
+def test_statements_with_names_labels_sections_and_proofs() -> None:
+    body = r"""
+\begin{document}
+\section{Groups}\label{sec:groups}
+\begin{thm}[Lagrange]\label{thm:lagrange}
+The order of a subgroup divides $|G|$.
+\end{thm}
+\noindent
+\begin{proof}[Proof of Lagrange]
+Cosets partition $G$. \begin{proof} nested \end{proof}
+\end{proof}
+\subsection{Sylow}
+\begin{keylem}
+A $p$-group has a nontrivial center.
+\begin{thm} Inner \end{thm}
+\end{keylem}
+\section{Next}
+\begin{conj}Open.\end{conj}
+\end{document}
+"""
+    document = PREAMBLE + body
+    statements = extract_statements(document, theorem_environments(document))
+    assert [s.kind for s in statements] == [
+        StatementKind.THEOREM,
+        StatementKind.LEMMA,
+        StatementKind.THEOREM,
+        StatementKind.CONJECTURE,
+    ]
+    lagrange = statements[0]
+    assert lagrange.name == "Lagrange"
+    assert lagrange.label == "thm:lagrange"
+    assert lagrange.text == "The order of a subgroup divides $|G|$."
+    assert lagrange.proof.startswith("Cosets partition $G$.")
+    assert lagrange.proof.endswith("\\end{proof}")  # the nested proof stays inside the outer one
+    assert lagrange.section == "Groups"
+    key = statements[1]
+    assert key.section == "Groups" and key.subsection == "Sylow"
+    assert "\\begin{thm} Inner \\end{thm}" in key.text
+    assert statements[3].section == "Next" and statements[3].subsection == ""
+
+
+def test_unclosed_environment_does_not_raise() -> None:
+    document = r"\begin{document}\begin{theorem}[Broken] never closed"
+    statements = extract_statements(document, theorem_environments(document))
+    assert len(statements) == 1 and statements[0].name == "Broken"
+
+
+def test_title_and_authors() -> None:
+    assert document_title(PREAMBLE) == "A \\emph{Long} Title"
+    assert document_authors(PREAMBLE) == ["Ada Lovelace", "Emmy Noether"]

@@ -1,0 +1,95 @@
+"""The CLI contracts: commands, flags and JSON fields that other tools script against."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rag_app.cli import app
+from rag_app.llm_server import LocalLLMServer
+
+runner = CliRunner()
+HIT_FIELDS = {"id", "score", "kind", "name", "text", "paper_id", "label", "url"}
+
+
+def test_search_json_contract(demo_index_dir: Path) -> None:
+    result = runner.invoke(app, ["search", "Cauchy integral formula", "--k", "4", "--json", "--index", str(demo_index_dir)])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)
+    assert len(hits) == 4 and HIT_FIELDS <= set(hits[0])
+    assert hits[0]["name"] == "Cauchy's integral formula"
+    assert hits[0]["label"] == "thm:cauchy-formula" and hits[0]["paper_id"] == "complex-analysis"
+
+
+def test_search_many_queries_one_json_line_each(demo_index_dir: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "queries.txt"
+    queries.write_text("Sylow subgroups are conjugate\n\nbinomial theorem\n")
+    result = runner.invoke(
+        app, ["search", "--queries", str(queries), "--json", "--k", "2", "--index", str(demo_index_dir)]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["query"] for line in lines] == ["Sylow subgroups are conjugate", "binomial theorem"]
+    assert all(len(line["results"]) == 2 and HIT_FIELDS <= set(line["results"][0]) for line in lines)
+    assert lines[1]["results"][0]["name"] == "Binomial theorem"
+
+
+def test_search_needs_a_query_or_a_file(demo_index_dir: Path) -> None:
+    result = runner.invoke(app, ["search", "--index", str(demo_index_dir)])
+    assert result.exit_code != 0 and "QUERY" in result.output
+
+
+def test_ingest_reports_bad_files_and_exit_codes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tex"
+    bad.write_bytes(b"\x00binary")
+    result = runner.invoke(app, ["ingest", str(bad), "--index", str(tmp_path / "index")])
+    assert result.exit_code == 1
+    assert f"{bad}: not a text file" in result.output
+    paper = tmp_path / "p.tex"
+    paper.write_text("\\begin{document}\\begin{theorem}[T] $1+1=2$.\\end{theorem}\\end{document}")
+    result = runner.invoke(app, ["ingest", str(bad), str(paper), "--index", str(tmp_path / "index"), "--json"])
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert report["statements"] == 1 and report["added"] == 1
+    assert report["problems"][0]["path"] == str(bad)
+
+
+def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LocalLLMServer, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("RAG_APP_LLM__MAX_TOKENS", "32")
+    result = runner.invoke(app, ["ask", "What is Fermat's little theorem?", "--json", "--k", "3", "--index", str(demo_index_dir)])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["answer"] and answer["llm_error"] is None
+    assert {"question", "cited", "invalid_citations", "sources"} <= set(answer)
+    assert any(source["name"] == "Fermat's little theorem" for source in answer["sources"])
+
+
+def test_ask_plain_output_when_llm_is_down(demo_index_dir: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    result = runner.invoke(app, ["ask", "Hilbert basis theorem", "--index", str(demo_index_dir)])
+    assert result.exit_code == 0
+    assert "not available" in result.stdout and "Sources:" in result.stdout
+    assert "Hilbert's basis theorem" in result.stdout
+
+
+def test_installed_console_script_runs(demo_index_dir: Path) -> None:
+    executable = Path(sys.executable).parent / "rag-app"
+    if not executable.exists():
+        pytest.fail("the rag-app console script is not installed in this environment")
+    completed = subprocess.run(
+        [str(executable), "search", "Tychonoff product compact", "--json", "--k", "1", "--index", str(demo_index_dir)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)[0]["name"] == "Tychonoff"

@@ -1,0 +1,99 @@
+"""Retries and errors, against a scripted HTTP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from rag_app.llm_client import ChatClient, LLMUnavailableError
+
+
+class ScriptedServer:
+    """Answers chat requests with a scripted list of status codes, then a streamed reply."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses = statuses
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                status = outer.statuses.pop(0) if outer.statuses else 200
+                if status != 200:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"error": {"message": f"status {status}"}}).encode())
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for piece in ("By [1], ", "yes."):
+                    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                             "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}  # fmt: skip
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+
+
+@pytest.fixture
+def scripted() -> Iterator[callable]:
+    servers: list[ScriptedServer] = []
+
+    def make(statuses: list[int]) -> ScriptedServer:
+        servers.append(ScriptedServer(statuses))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def test_retries_on_503_and_429_then_streams(scripted) -> None:  # noqa: ANN001
+    server = scripted([503, 429])
+    client = ChatClient(server.url, model="m", retries=3, extra_body={"repeat_penalty": 1.0})
+    assert list(client.stream_chat(MESSAGES)) == ["By [1], ", "yes."]
+    assert len(server.requests) == 3
+    assert server.requests[-1]["repeat_penalty"] == 1.0 and server.requests[-1]["stream"] is True
+
+
+def test_no_retry_on_other_4xx(scripted) -> None:  # noqa: ANN001
+    import openai
+
+    server = scripted([400])
+    client = ChatClient(server.url, model="m", retries=3)
+    with pytest.raises(openai.BadRequestError):
+        client.chat(MESSAGES)
+    assert len(server.requests) == 1
+
+
+def test_gives_up_after_retries_with_a_clear_error(scripted) -> None:  # noqa: ANN001
+    server = scripted([500, 500, 500])
+    client = ChatClient(server.url, model="m", retries=2)
+    with pytest.raises(LLMUnavailableError, match="not reachable"):
+        client.chat(MESSAGES)
+    assert len(server.requests) == 3
+
+
+def test_unreachable_server() -> None:
+    client = ChatClient("http://127.0.0.1:9/v1", model="m", retries=0, timeout_s=2)
+    with pytest.raises(LLMUnavailableError, match="127.0.0.1:9"):
+        client.chat(MESSAGES)

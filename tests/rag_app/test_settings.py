@@ -1,0 +1,39 @@
+from pathlib import Path
+
+import pytest
+
+from rag_app.settings import Settings
+
+
+def test_defaults_are_the_embedded_setup(tmp_path: Path) -> None:
+    settings = Settings()
+    assert settings.embedding.model == "packaged:all-MiniLM-L6-v2"
+    assert settings.llm.base_url is None  # start the local llama.cpp server
+    assert settings.llm.extra_body == {"repeat_penalty": 1.0}
+    assert settings.retrieval.mode == "hybrid"
+    assert settings.resolved_index_dir == settings.data_dir / "index"
+
+
+def test_toml_file_then_environment_then_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "rag.toml"
+    config.write_text(
+        '[retrieval]\ntop_k = 9\nrrf_k = 10\n[llm]\nbase_url = "http://gpu:8000/v1"\nmodel = "Qwen/Qwen2.5-7B"\n'
+    )
+    monkeypatch.setenv("RAG_APP_RETRIEVAL__TOP_K", "7")
+    settings = Settings.load(config)
+    assert settings.retrieval.top_k == 7  # the environment beats the file
+    assert settings.retrieval.rrf_k == 10
+    assert settings.llm.base_url == "http://gpu:8000/v1"
+    assert Settings.load(config, index_dir=tmp_path / "x").resolved_index_dir == tmp_path / "x"
+    # The explicit file applies to that call only.
+    assert Settings().llm.base_url is None
+
+
+def test_config_file_from_environment_and_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "rag.toml"
+    config.write_text('data_dir = "/srv/rag"\n')
+    monkeypatch.setenv("RAG_APP_CONFIG", str(config))
+    monkeypatch.delenv("RAG_APP_DATA_DIR")
+    assert Settings().data_dir == Path("/srv/rag")
+    with pytest.raises(FileNotFoundError, match="nowhere.toml"):
+        Settings.load(tmp_path / "nowhere.toml")
