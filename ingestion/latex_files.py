@@ -77,7 +77,9 @@ class LatexFlattener:
                 return ""
             if target.resolve() in stack:
                 result.problems.append(
-                    IngestProblem(str(path), f"include cycle through {target.name}, not followed", Severity.WARNING, line)
+                    IngestProblem(
+                        str(path), f"include cycle through {target.name}, not followed", Severity.WARNING, line
+                    )
                 )
                 return ""
             if len(stack) > self.max_depth:
@@ -89,7 +91,9 @@ class LatexFlattener:
                 return "\n" + self._expand(target, root, result, stack) + "\n"
             except LatexSourceError as error:
                 result.problems.append(
-                    IngestProblem(str(path), f"included file unreadable: {error.problem.reason}", Severity.WARNING, line)
+                    IngestProblem(
+                        str(path), f"included file unreadable: {error.problem.reason}", Severity.WARNING, line
+                    )
                 )
                 return ""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 
@@ -28,7 +28,7 @@ def available_prompts() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> PromptTemplate:
     """The template ``prompts/NAME.toml``; unknown names list the known ones."""
     path = resources.files(__name__) / f"{name}.toml"

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -185,7 +186,7 @@ def ui(
             env["RAG_APP_LLM__BASE_URL"] = server.base_url
         except (PackagedModelError, LLMServerError) as error:
             _err(f"LLM unavailable, the chat will show retrieved statements only: {error}")
-    app_file = Path(__file__).resolve().parent.parent / "ui" / "chat_app.py"
+    app_file = Path(str(resources.files("ui") / "chat_app.py"))
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_file),
         "--server.port", str(port), "--server.address", host, "--server.headless", "true",
@@ -247,7 +248,8 @@ def llm_serve(
 def llm_models() -> None:
     """The chat models that ship as packages."""
     for spec in PACKAGED_GGUFS.values():
-        typer.echo(f"{spec.name}  ({spec.size / 1e6:,.0f} MB{', split in %d parts' % len(spec.parts) if spec.parts else ''})")
+        parts = f", split in {len(spec.parts)} parts" if spec.parts else ""
+        typer.echo(f"{spec.name}  ({spec.size / 1e6:,.0f} MB{parts})")
 
 
 def main() -> None:

@@ -77,7 +77,7 @@ class ChatClient:
     def chat(self, messages: Sequence[dict[str, str]]) -> str:
         return "".join(self.stream_chat(messages))
 
-    def _call(self, request):  # noqa: ANN001, ANN202 - a thunk returning whatever the API returns
+    def _call(self, request):
         retrying = Retrying(
             retry=retry_if_exception_type(RETRYABLE),
             stop=stop_after_attempt(self.retries + 1),

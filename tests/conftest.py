@@ -8,14 +8,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+from collections.abc import Iterator
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-from rag_app import MathRAG, Settings  # noqa: E402
-from rag_app.llm_server import LocalLLMServer  # noqa: E402
-from rag_app.packaged_models import resolve_gguf  # noqa: E402
+from rag_app import MathRAG, Settings
+from rag_app.llm_server import LocalLLMServer
+from rag_app.packaged_models import resolve_gguf
 
 # The smallest packaged chat model keeps the suite fast; the app's default is Qwen2.5-Coder-1.5B.
 TEST_CHAT_MODEL = "smollm2-135m-instruct"

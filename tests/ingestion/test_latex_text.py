@@ -38,10 +38,7 @@ def test_optional_argument_with_brackets_inside_math_braces() -> None:
 
 
 def test_extract_formulas_all_delimiters() -> None:
-    text = (
-        "Let $x^2$ and \\(y\\) be; then $$a+b$$ and \\[c\\] and "
-        "\\begin{align*}d &= e\\end{align*} but not \\$5."
-    )
+    text = "Let $x^2$ and \\(y\\) be; then $$a+b$$ and \\[c\\] and \\begin{align*}d &= e\\end{align*} but not \\$5."
     assert extract_formulas(text) == ["x^2", "y", "a+b", "c", "d &= e"]
 
 

@@ -35,5 +35,5 @@ def test_config_file_from_environment_and_missing_file(tmp_path: Path, monkeypat
     monkeypatch.setenv("RAG_APP_CONFIG", str(config))
     monkeypatch.delenv("RAG_APP_DATA_DIR")
     assert Settings().data_dir == Path("/srv/rag")
-    with pytest.raises(FileNotFoundError, match="nowhere.toml"):
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.toml"):
         Settings.load(tmp_path / "nowhere.toml")
