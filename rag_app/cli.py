@@ -20,9 +20,13 @@ from rag_app.llm_server import LLMServerError, LocalLLMServer, running_server_ur
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError, resolve_gguf
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
-from retriever import SearchHit, SearchMode
+from retriever import IndexMismatchError, SearchHit, SearchMode
 
-app = typer.Typer(help="Ask questions of mathematics: LaTeX papers in, cited answers out.", no_args_is_help=True)
+app = typer.Typer(
+    help="Ask questions of mathematics: LaTeX papers in, cited answers out.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
 llm_app = typer.Typer(help="The LLM server that writes answers.", no_args_is_help=True)
 app.add_typer(llm_app, name="llm")
 
@@ -253,7 +257,11 @@ def llm_models() -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except (IndexMismatchError, PackagedModelError) as error:
+        _err(f"error: {error}")
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -97,3 +97,18 @@ def test_installed_console_script_runs(demo_index_dir: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout)[0]["name"] == "Tychonoff"
+
+
+def test_index_built_with_another_embedder_is_a_clear_error(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / "manifest.json").write_text(json.dumps({"format": 1, "embedder": "some/other-model"}))
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "rag-app"), "search", "anything", "--index", str(index)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 2
+    assert "built with the embedder 'some/other-model'" in completed.stderr
+    assert "Traceback" not in completed.stderr

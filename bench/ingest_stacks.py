@@ -1,0 +1,115 @@
+"""Benchmark: ingest the whole Stacks project, then time searches.
+
+Reports statements, wall time, statements per second, peak RSS, bytes on disk, and search
+latency p50/p95 over 100 queries for each retriever mode. The queries are section titles of
+the Stacks project drawn with a fixed seed (a realistic "what is this about" query shape).
+
+    python bench/ingest_stacks.py [--stacks ../shared/corpora/stacks-project] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from rag_app import MathRAG, Settings
+from retriever import SearchMode
+
+DEFAULT_STACKS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "stacks-project"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def disk_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stacks", type=Path, default=DEFAULT_STACKS)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--device", default="cpu", help="embedding device (cuda on a GPU machine)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bench-stacks-") as tmp:
+        settings = Settings(data_dir=Path(tmp) / "data", index_dir=Path(tmp) / "index")
+        settings.embedding.device = args.device
+        rag = MathRAG(settings)
+        started = time.perf_counter()
+        report = rag.ingest([args.stacks], show_progress=True)
+        ingest_seconds = time.perf_counter() - started
+        rss_after_ingest = peak_rss_mb()
+
+        sections = sorted({r.section for r in rag.index.store.iter_records() if r.section})
+        queries = random.Random(0).sample(sections, min(args.queries, len(sections)))
+        rag.search("warm up", 10)  # load the model and BM25 once, outside the timings
+        latencies: dict[str, dict[str, float]] = {}
+        for mode in SearchMode:
+            timings = []
+            for query in queries:
+                t0 = time.perf_counter()
+                rag.search(query, 10, mode)
+                timings.append((time.perf_counter() - t0) * 1000)
+            latencies[mode.value] = {
+                "p50_ms": round(percentile(timings, 50), 2),
+                "p95_ms": round(percentile(timings, 95), 2),
+                "mean_ms": round(statistics.fmean(timings), 2),
+            }
+        size = disk_bytes(Path(tmp) / "index")
+
+    result = {
+        "benchmark": "ingest_stacks",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "embedder": settings.embedding.model,
+        "device": args.device,
+        "papers": report.papers,
+        "statements": report.statements,
+        "problems": len(report.problems),
+        "wall_seconds": round(ingest_seconds, 1),
+        "statements_per_second": round(report.statements / ingest_seconds, 1),
+        "peak_rss_mb": round(max(rss_after_ingest, peak_rss_mb()), 1),
+        "index_bytes": size,
+        "index_bytes_per_statement": round(size / max(report.statements, 1)),
+        "queries": len(queries),
+        "search_latency": latencies,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest_stacks.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [
+        "| metric | value |",
+        "| --- | --- |",
+        f"| statements | {result['statements']:,} from {result['papers']} chapters |",
+        f"| ingest wall time | {result['wall_seconds']} s |",
+        f"| statements per second | {result['statements_per_second']} |",
+        f"| peak RSS | {result['peak_rss_mb']} MB |",
+        f"| index on disk | {size / 1e6:.1f} MB ({result['index_bytes_per_statement']} B per statement) |",
+    ]
+    for mode, numbers in latencies.items():
+        lines.append(f"| search {mode} p50 / p95 | {numbers['p50_ms']} / {numbers['p95_ms']} ms |")
+    table = "\n".join(lines)
+    (args.out / "ingest_stacks.md").write_text(
+        f"# Stacks project ingest ({result['date']}, {result['machine']['cpus']} CPUs, {args.device})\n\n{table}\n"
+    )
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
