@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rag_app.llm_server import LLMServerError, LocalLLMServer, running_server_url
+from rag_app.llm_server import STATE_FILE, LLMServerError, LocalLLMServer, running_server_url
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError, resolve_gguf
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
@@ -187,6 +187,7 @@ def ui(
         try:
             server = _local_server(settings)
             server.start()
+            server.write_state(settings.data_dir)  # `ask` and `status` reuse it meanwhile
             env["RAG_APP_LLM__BASE_URL"] = server.base_url
         except (PackagedModelError, LLMServerError) as error:
             _err(f"LLM unavailable, the chat will show retrieved statements only: {error}")
@@ -204,6 +205,7 @@ def ui(
     finally:
         if server is not None:
             server.stop()
+            (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
 
 
 def _local_server(settings: Settings, model: str | None = None, port: int | None = None) -> LocalLLMServer:

@@ -1,0 +1,42 @@
+"""`rag-app llm serve`: a real server process that other commands find and reuse."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rag_app import MathRAG
+from rag_app.llm_server import STATE_FILE
+from tests.conftest import TEST_CHAT_MODEL, make_settings
+
+
+def test_llm_serve_is_reused_by_ask_and_stops_cleanly(demo_index_dir: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    env = {**os.environ, "RAG_APP_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    command = [str(Path(sys.executable).parent / "rag-app"), "llm", "serve", "--model", TEST_CHAT_MODEL]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        state = data_dir / STATE_FILE
+        deadline = time.monotonic() + 120
+        while not state.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.25)
+        assert state.exists(), process.stdout.read() if process.poll() is not None else "no state file"
+        base_url = json.loads(state.read_text())["base_url"]
+        assert base_url.startswith("http://127.0.0.1:")
+
+        settings = make_settings(tmp_path, index_dir=demo_index_dir)  # no base_url: find the running server
+        settings.llm.max_tokens = 16
+        rag = MathRAG(settings)
+        assert "started by `llm serve`" in rag.llm_status()
+        answer = rag.ask("State the Tietze extension theorem.", k=2)
+        assert answer.llm_error is None and answer.model == TEST_CHAT_MODEL
+        assert rag._server is None  # reused, not started
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    assert not (data_dir / STATE_FILE).exists()
