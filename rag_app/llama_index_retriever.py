@@ -8,6 +8,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from rag_app.pipeline import MathRAG
 from retriever import SearchMode
 
+# Carried by the node itself (id, text, score) or too bulky for metadata filters.
+_NOT_METADATA = {"id", "text", "score", "rank", "formulas", "channel_ranks"}
+
 
 class MathRAGRetriever(BaseRetriever):
     """Wraps :meth:`MathRAG.search`; each statement becomes a ``TextNode`` with its provenance."""
@@ -21,21 +24,8 @@ class MathRAGRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         nodes = []
         for hit in self._rag.search(query_bundle.query_str, self._k, self._mode):
-            record = hit.record
-            node = TextNode(
-                id_=record.id,
-                text=record.text,
-                metadata={
-                    "kind": record.kind.value,
-                    "name": record.name,
-                    "display_name": record.display_name,
-                    "paper_id": record.paper_id,
-                    "title": record.title,
-                    "label": record.label,
-                    "section": record.section,
-                    "url": record.url,
-                    "source": record.source.value,
-                },
-            )
+            # The hit's JSON fields (one definition, in SearchHit.to_dict) become node metadata.
+            metadata = {key: value for key, value in hit.to_dict().items() if key not in _NOT_METADATA}
+            node = TextNode(id_=hit.record.id, text=hit.record.text, metadata=metadata)
             nodes.append(NodeWithScore(node=node, score=hit.score))
         return nodes
