@@ -16,8 +16,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from rag_app.llm_server import STATE_FILE, LLMServerError, LocalLLMServer, running_server_url
-from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError, resolve_gguf
+from rag_app.llm_server import STATE_FILE, LLMServerError, local_server_from_settings, running_server_url
+from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, SearchHit, SearchMode
@@ -185,7 +185,7 @@ def ui(
     if not settings.llm.base_url and not running_server_url(settings.data_dir):
         typer.echo(f"Starting the local LLM server ({settings.llm.local_model}) ...")
         try:
-            server = _local_server(settings)
+            server = local_server_from_settings(settings)
             server.start()
             server.write_state(settings.data_dir)  # `ask` and `status` reuse it meanwhile
             env["RAG_APP_LLM__BASE_URL"] = server.base_url
@@ -208,22 +208,6 @@ def ui(
             (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
 
 
-def _local_server(settings: Settings, model: str | None = None, port: int | None = None) -> LocalLLMServer:
-    llm = settings.llm
-    model_name = model or llm.local_model
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return LocalLLMServer(
-        model_path=resolve_gguf(model_name, settings.data_dir),
-        model_alias=llm.model or Path(model_name).stem,
-        host=llm.host,
-        port=llm.port if port is None else port,
-        context_window=llm.context_window,
-        threads=llm.threads,
-        startup_timeout_s=llm.startup_timeout_s,
-        log_path=settings.data_dir / "llm-server.log",
-    )
-
-
 @llm_app.command("serve")
 def llm_serve(
     model: Annotated[Optional[str], typer.Option(help="packaged model name or .gguf path")] = None,
@@ -233,7 +217,7 @@ def llm_serve(
     """Run the local OpenAI-compatible server until Ctrl-C; ask and ui reuse it."""
     settings = _settings(config)
     try:
-        server = _local_server(settings, model, port)
+        server = local_server_from_settings(settings, model, port)
         server.start()
     except (PackagedModelError, LLMServerError) as error:
         _err(str(error))

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import httpx
 
+from rag_app.packaged_models import resolve_gguf
+from rag_app.settings import Settings
+
 STATE_FILE = "llm-server.json"
 
 
@@ -126,3 +129,21 @@ def running_server_url(data_dir: Path) -> str | None:
     except (ValueError, KeyError):
         return None
     return base_url if is_healthy(base_url) else None
+
+
+def local_server_from_settings(settings: Settings, model: str | None = None, port: int | None = None) -> LocalLLMServer:
+    """A (not yet started) local server for ``model`` (default: the settings' packaged model)."""
+    llm = settings.llm
+    model_name = model or llm.local_model
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    alias = Path(model_name).stem if model_name.endswith(".gguf") else model_name
+    return LocalLLMServer(
+        model_path=resolve_gguf(model_name, settings.data_dir),
+        model_alias=llm.model or alias,
+        host=llm.host,
+        port=llm.port if port is None else port,
+        context_window=llm.context_window,
+        threads=llm.threads,
+        startup_timeout_s=llm.startup_timeout_s,
+        log_path=settings.data_dir / "llm-server.log",
+    )

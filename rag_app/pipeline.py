@@ -23,8 +23,14 @@ from rag_app.citations import check_citations
 from rag_app.context import format_sources
 from rag_app.ingest_report import IngestReport
 from rag_app.llm_client import ChatClient, LLMUnavailableError
-from rag_app.llm_server import LLMServerError, LocalLLMServer, is_healthy, running_server_url
-from rag_app.packaged_models import PackagedModelError, resolve_gguf
+from rag_app.llm_server import (
+    LLMServerError,
+    LocalLLMServer,
+    is_healthy,
+    local_server_from_settings,
+    running_server_url,
+)
+from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchHit, SearchMode, StatementIndex
 
@@ -170,19 +176,7 @@ class MathRAG:
         return f"local llama.cpp server, started on first question ({llm.local_model})"
 
     def _start_local_server(self) -> str:
-        llm = self.settings.llm
-        model_path = resolve_gguf(llm.local_model, self.settings.data_dir)
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
-        server = LocalLLMServer(
-            model_path=model_path,
-            model_alias=llm.model or llm.local_model,
-            host=llm.host,
-            port=llm.port,
-            context_window=llm.context_window,
-            threads=llm.threads,
-            startup_timeout_s=llm.startup_timeout_s,
-            log_path=self.settings.data_dir / "llm-server.log",
-        )
+        server = local_server_from_settings(self.settings)
         server.start()
         self._server = server
         atexit.register(server.stop)

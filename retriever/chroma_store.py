@@ -60,10 +60,11 @@ class ChromaStatementStore:
             self._collection.delete(ids=batch)
 
     def query(self, embedding: np.ndarray, k: int) -> list[ScoredId]:
-        if k <= 0 or self.count() == 0:
+        available = self.count()
+        if k <= 0 or available == 0:
             return []
         result = self._collection.query(
-            query_embeddings=[embedding], n_results=min(k, self.count()), include=["distances"]
+            query_embeddings=[embedding], n_results=min(k, available), include=["distances"]
         )
         # Cosine distance is 1 - cosine similarity.
         return [ScoredId(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
