@@ -1,8 +1,10 @@
-"""Ingestion: sources (LaTeX papers, later Math StackExchange) to typed statement records."""
+"""Ingestion: sources (LaTeX papers, statement CSV datasets, later Math StackExchange) to typed records."""
 
 from ingestion.latex_ingestor import LatexIngestor, PaperStatements
 from ingestion.problems import IngestProblem, Severity
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
+from ingestion.sources import ingest_sources
+from ingestion.statement_csv import read_statement_csv
 
 __all__ = [
     "IngestProblem",
@@ -12,5 +14,7 @@ __all__ = [
     "Source",
     "StatementKind",
     "StatementRecord",
+    "ingest_sources",
+    "read_statement_csv",
     "statement_id",
 ]

@@ -25,6 +25,11 @@ from ingestion.records import Source, StatementRecord, statement_id
 _ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
 
 
+def arxiv_abs_url(paper_id: str) -> str:
+    """The arXiv abstract page of ``paper_id``, or "" when it is not an arXiv identifier."""
+    return f"https://arxiv.org/abs/{paper_id}" if _ARXIV_ID.match(paper_id) else ""
+
+
 @dataclass
 class PaperStatements:
     """The outcome of ingesting one paper: its records, or why there are none."""
@@ -74,9 +79,8 @@ class LatexIngestor:
         statements = [s for s in extract_statements(document, environments) if s.offset >= body_offset]
         title = document_title(document)
         authors = document_authors(document)
-        is_arxiv = bool(_ARXIV_ID.match(paper.paper_id))
-        source = Source.ARXIV if is_arxiv else Source.LOCAL
-        url = f"https://arxiv.org/abs/{paper.paper_id}" if is_arxiv else ""
+        url = arxiv_abs_url(paper.paper_id)
+        source = Source.ARXIV if url else Source.LOCAL
         seen: Counter[tuple[str, str]] = Counter()
         records = []
         for statement in statements:

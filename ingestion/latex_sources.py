@@ -44,6 +44,17 @@ def is_archive(path: Path) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
+# Main-file names that say nothing about the paper; such a file is named after its directory.
+GENERIC_MAIN_STEMS = frozenset({"main", "paper", "ms", "article", "manuscript", "root", "arxiv"})
+
+
+def single_file_paper_id(path: Path) -> str:
+    """``algebra.tex`` is paper "algebra"; ``hott-book/main.tex`` is paper "hott-book"."""
+    if path.stem.lower() in GENERIC_MAIN_STEMS and path.parent.name:
+        return path.resolve().parent.name
+    return path.stem
+
+
 def discover_papers(path: Path, workdir: Path) -> Iterator[LatexPaper | IngestProblem]:
     """Yield each paper found under ``path``; unreadable inputs are yielded as problems."""
     if not path.exists():
@@ -58,7 +69,7 @@ def discover_papers(path: Path, workdir: Path) -> Iterator[LatexPaper | IngestPr
             return
         yield from _papers_in_directory(unpacked, workdir, origin=str(path))
     elif path.suffix.lower() in (".tex", ".ltx", ".latex"):
-        yield LatexPaper(path.stem, path, str(path))
+        yield LatexPaper(single_file_paper_id(path), path, str(path))
     elif path.suffix.lower() == ".pdf":
         yield IngestProblem(str(path), "PDF-only source: no LaTeX to extract statements from")
     else:

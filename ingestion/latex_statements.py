@@ -96,6 +96,8 @@ def kind_for(env_name: str, title: str = "") -> StatementKind | None:
         return _KIND_KEYWORDS[base]
     if base in _ABBREVIATIONS:
         return _ABBREVIATIONS[base]
+    if base.endswith("ies") and base[:-3] + "y" in _KIND_KEYWORDS:  # "corollaries"
+        return _KIND_KEYWORDS[base[:-3] + "y"]
     if base.endswith("s") and base[:-1] in _KIND_KEYWORDS:  # "remarks", "examples"
         return _KIND_KEYWORDS[base[:-1]]
     return StatementKind.OTHER if title else None

@@ -25,9 +25,14 @@ class IngestProblem:
         return f"{self.severity.value}: {where}: {self.reason}"
 
 
-class LatexSourceError(Exception):
-    """A LaTeX source cannot be read at all (binary, corrupt archive, unreadable)."""
+class SourceError(Exception):
+    """A source cannot be read at all; carries the problem to report."""
 
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.problem = IngestProblem(path=path, reason=reason)
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+        self.problem = IngestProblem(path=path, reason=reason, line=line)
+
+
+class LatexSourceError(SourceError):
+    """A LaTeX source cannot be read at all (binary, corrupt archive, unreadable)."""

@@ -91,6 +91,20 @@ class StatementRecord:
         heading = self.kind.title
         return f"{heading} ({self.name})" if self.name else heading
 
+    @property
+    def docno(self) -> str:
+        """A key for relevance judgments that survives changes to the text.
+
+        ``metadata["docno"]`` when the source has its own (a dataset row, a Math StackExchange post id),
+        else ``paper#label`` for a labelled statement, else the content-derived id.
+        """
+        explicit = self.metadata.get("docno")
+        if explicit:
+            return str(explicit)
+        if self.label:
+            return f"{self.paper_id}#{self.label}"
+        return self.id
+
     def search_text(self) -> str:
         """The text the retriever indexes: heading, section context and the statement."""
         parts = [self.display_name + "."]

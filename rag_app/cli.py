@@ -1,4 +1,4 @@
-"""The ``rag-app`` command line: ingest, search, ask, ui, llm serve.
+"""The ``rag-app`` command line: ingest, search, ask, eval, ui, llm serve.
 
 Command names, flags and JSON fields here are contracts that scripts rely on: add, don't rename.
 """
@@ -16,6 +16,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
+from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
 from rag_app.llm_server import STATE_FILE, LLMServerError, local_server_from_settings, running_server_url
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
@@ -206,6 +208,62 @@ def ui(
         if server is not None:
             server.stop()
             (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+@app.command("eval")
+def eval_command(
+    sets: Annotated[Optional[list[Path]], typer.Argument(help="query set files (eval/sets/*.jsonl)")] = None,
+    retriever: Annotated[
+        Optional[list[str]],
+        typer.Option("--retriever", "-r", help="retriever by name (bm25, dense, hybrid, ...) or run:PATH; repeatable"),
+    ] = None,
+    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels file (ARQMath judgments)")] = None,
+    topics: Annotated[Optional[Path], typer.Option("--topics", help="ARQMath topic XML giving the query texts")] = None,
+    run: Annotated[Optional[list[Path]], typer.Option("--run", help="TREC run file to score; repeatable")] = None,
+    protocol: Annotated[
+        Optional[Protocol], typer.Option("--protocol", help="measures for --qrels (default arqmath)")
+    ] = None,
+    seen_papers: Annotated[
+        Optional[Path], typer.Option("--seen-papers", help="papers seen in training, one id per line")
+    ] = None,
+    k: Annotated[Optional[int], typer.Option("--k", "-k", min=1, max=1000, help="results per query")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="only the first N queries of each set")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="report directory (default from settings)")] = None,
+    ingest_corpus: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--ingest-corpus/--no-ingest-corpus", help="ingest the sets' corpus first (default: only without --index)"
+        ),
+    ] = None,
+    index: IndexOption = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Score retrievers side by side on query sets; write JSON, markdown, a PNG chart and TREC runs."""
+    settings = _settings(config)
+    specs = list(retriever or ([] if run else DEFAULT_RETRIEVERS)) + [f"run:{path}" for path in run or []]
+    request = EvalRequest(
+        sets=list(sets or []),
+        retrievers=specs,
+        qrels=qrels,
+        topics=topics,
+        protocol=protocol,
+        seen_papers=seen_papers,
+        k=k,
+        limit=limit,
+        ingest_corpus=ingest_corpus,
+    )
+    try:
+        report = run_evaluation(request, settings, index.expanduser() if index else None, show_progress=not as_json)
+    except (QuerySetError, TrecFormatError, UnknownRetrieverError, FileNotFoundError, ValueError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    paths = report.write(out or settings.evaluation.out_dir)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        report.print()
+        typer.echo(f"report: {paths['markdown']}  ({paths['json'].name}, {paths['png'].name}, runs/)")
 
 
 @llm_app.command("serve")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ingestion import LatexIngestor, StatementRecord
+from ingestion import StatementRecord, ingest_sources
 from prompts import load_prompt
 from rag_app.answer import Answer, AnswerStream
 from rag_app.citations import check_citations
@@ -73,7 +73,7 @@ class MathRAG:
         return self._index
 
     def ingest(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
-        """Ingest LaTeX files, directories and archives; problems are reported, not raised.
+        """Ingest LaTeX files, directories, archives and statement CSVs; problems are reported, not raised.
 
         Re-ingesting unchanged sources adds nothing; a changed paper's statements are replaced.
         """
@@ -81,7 +81,7 @@ class MathRAG:
         report = IngestReport()
         pending: dict[str, list[StatementRecord]] = {}
         ids_by_paper: dict[str, set[str]] = {}
-        papers = LatexIngestor().ingest(Path(p).expanduser() for p in paths)
+        papers = ingest_sources(Path(p).expanduser() for p in paths)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
             report.problems.extend(paper.problems)
             if not paper.records:

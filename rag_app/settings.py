@@ -29,6 +29,11 @@ def default_data_dir() -> Path:
     return Path(base) / "rag-app"
 
 
+def default_shared_dir() -> Path:
+    """``../shared`` beside the checkout: third-party corpora for tests and development sets."""
+    return Path(__file__).resolve().parents[2] / "shared"
+
+
 class EmbeddingSettings(BaseModel):
     model: str = Field("packaged:all-MiniLM-L6-v2", description="packaged:NAME, a local path or a hub id")
     device: str = "cpu"
@@ -68,6 +73,14 @@ class LLMSettings(BaseModel):
     prompt: str = "answer_with_citations"
 
 
+class EvaluationSettings(BaseModel):
+    shared_dir: Path = Field(default_factory=default_shared_dir, description="root of corpora named by query sets")
+    index_dir: Path | None = Field(None, description="index of the development corpus; defaults to DATA_DIR/eval/index")
+    out_dir: Path = Field(Path("eval/results/latest"), description="where eval writes its reports and runs")
+    k: int | None = Field(None, ge=1, le=1000, description="results per query; unset: 1000 for ARQMath, else 100")
+    resamples: int = Field(10_000, ge=100, description="sign flips in the paired randomization test")
+
+
 class Settings(BaseSettings):
     """Everything configurable, grouped by stage."""
 
@@ -78,10 +91,15 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
 
     @property
     def resolved_index_dir(self) -> Path:
         return self.index_dir if self.index_dir is not None else self.data_dir / "index"
+
+    @property
+    def resolved_eval_index_dir(self) -> Path:
+        return self.evaluation.index_dir or self.data_dir / "eval" / "index"
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,72 @@
+"""Math StackExchange HTML (post bodies, ARQMath topics) to readable text with the math kept as LaTeX."""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+_BLOCKS = {"p", "div", "li", "ul", "ol", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "tr"}
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
+
+
+def html_to_text(html: str) -> str:
+    """Text of an MSE HTML fragment: math spans as ``$...$``/``$$...$$``, links by their text,
+    images by their alt text, block quotes prefixed with ``>``, code kept verbatim."""
+    soup = BeautifulSoup(html, "html.parser")
+    parts: list[str] = []
+    _walk(soup, parts)
+    text = "".join(parts)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def math_spans(html: str) -> list[str]:
+    """The LaTeX of every formula in an MSE HTML fragment, in order, without delimiters."""
+    soup = BeautifulSoup(html, "html.parser")
+    containers = soup.find_all("span", class_="math-container")
+    if containers:
+        return [_strip_delimiters(span.get_text()) for span in containers]
+    return [(m.group(1) or m.group(2)).strip() for m in _MATH_SPAN.finditer(soup.get_text())]
+
+
+def _walk(node: Tag, parts: list[str]) -> None:
+    for child in node.children:
+        if isinstance(child, NavigableString):
+            # Runs of spaces in prose collapse; math and code (handled below) keep theirs.
+            parts.append(re.sub(r"[ \t]{2,}", " ", str(child)))
+            continue
+        if not isinstance(child, Tag):
+            continue
+        name = child.name
+        if name == "span" and "math-container" in (child.get("class") or []):
+            parts.append(child.get_text())  # already delimited with $ or $$ by MSE
+        elif name == "img":
+            alt = child.get("alt") or ""
+            parts.append(f"[image: {alt}]" if alt else "[image]")
+        elif name == "br":
+            parts.append("\n")
+        elif name == "pre":
+            parts.append("\n```\n" + child.get_text().strip("\n") + "\n```\n")
+        elif name == "blockquote":
+            inner: list[str] = []
+            _walk(child, inner)
+            quoted = "\n".join("> " + line if line.strip() else ">" for line in "".join(inner).strip().splitlines())
+            parts.append("\n" + quoted + "\n")
+        elif name == "li":
+            parts.append("\n- ")
+            _walk(child, parts)
+        else:
+            if name in _BLOCKS:
+                parts.append("\n")
+            _walk(child, parts)
+            if name in _BLOCKS:
+                parts.append("\n")
+
+
+def _strip_delimiters(latex: str) -> str:
+    latex = latex.strip()
+    for left, right in (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")):
+        if latex.startswith(left) and latex.endswith(right) and len(latex) >= len(left) + len(right):
+            return latex[len(left) : len(latex) - len(right)].strip()
+    return latex

@@ -1,0 +1,235 @@
+"""Development query sets built from the third-party corpora in ``../shared``.
+
+Every set is judged against one development corpus (the Stacks project, the HoTT book and the
+reference thesis's sample rows, ingested together), so the other corpora act as distractors.
+We tune on these sets; reports say so. ``scripts/build_dev_sets.py`` writes them as versioned files.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from pylatexenc.latex2text import LatexNodes2Text
+
+from ingestion import LatexIngestor, StatementKind, StatementRecord, read_statement_csv
+from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
+
+STACKS = "corpora/stacks-project"
+HOTT = "corpora/hott-book/main.tex"
+THESIS_SAMPLE = "corpora/thesis-sample/data_sample.csv"
+DEV_CORPUS = (STACKS, HOTT, THESIS_SAMPLE)
+BUILT_BY = "scripts/build_dev_sets.py"
+VERSION = 1
+
+_DEFINE = re.compile(r"\\define\{((?:[^{}]|\{[^{}]*\})*)\}")
+_LABEL_KIND_PREFIXES = frozenset(
+    {k.value for k in StatementKind} | {"situation", "section", "subsection", "equation", "item", "exercise"}
+)
+_latex_to_text = LatexNodes2Text()
+
+
+def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
+    """The statement records of one development corpus, parsed the way ``ingest`` parses it."""
+    path = shared_dir / relative
+    if not path.exists():
+        raise FileNotFoundError(f"development corpus not found: {path} (is ../shared beside the checkout?)")
+    papers = read_statement_csv(path) if path.suffix == ".csv" else LatexIngestor().ingest([path])
+    return [record for paper in papers for record in paper.records]
+
+
+def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> list[QuerySet]:
+    stacks = read_corpus(shared_dir, STACKS)
+    hott = read_corpus(shared_dir, HOTT)
+    thesis = read_corpus(shared_dir, THESIS_SAMPLE)
+    return [
+        stacks_names(stacks),
+        stacks_sections(stacks, random.Random(seed), sample),
+        stacks_labels(stacks, random.Random(seed), sample),
+        hott_named(hott),
+        hott_defined_terms(hott),
+        thesis_sample(thesis, shared_dir / THESIS_SAMPLE),
+    ]
+
+
+def plain_name(name: str) -> str:
+    """A statement name as a person would type it: accents resolved, math left as LaTeX."""
+    if "$" in name or "\\(" in name:
+        return name
+    return " ".join(_latex_to_text.latex_to_text(name).split())
+
+
+def label_words(label: str) -> str:
+    """``lemma-directed-colimit-exact`` to ``directed colimit exact``; "" when too little is left."""
+    words = [w for w in re.split(r"[-_:./\s]+", label) if w]
+    if words and words[0].lower() in _LABEL_KIND_PREFIXES:
+        words = words[1:]
+    words = [w for w in words if not w.isdigit()]
+    if len(words) < 2 or not any(len(w) >= 4 and w.isalpha() for w in words):
+        return ""
+    return " ".join(words)
+
+
+def stacks_names(records: Sequence[StatementRecord]) -> QuerySet:
+    by_name = _group(records, lambda r: plain_name(r.name) if r.name else "")
+    queries = _known_items("stacks-name", by_name, origin="statement name")
+    return _set(
+        "stacks-names",
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"Every named statement of the Stacks project (`\\begin{{lemma}}[Nakayama's lemma]`): the name, with "
+        f"accents resolved, is the query and the statement(s) bearing it are gold ({len(queries)} distinct names).",
+    )
+
+
+def stacks_sections(records: Sequence[StatementRecord], rng: random.Random, sample: int) -> QuerySet:
+    """Section and subsection titles; every statement under the title is relevant."""
+    by_title: dict[str, dict[tuple[str, str], list[StatementRecord]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        if record.section:
+            by_title[plain_name(record.section)][(record.paper_id, "section")].append(record)
+        subsection = str(record.metadata.get("subsection", ""))
+        if subsection:
+            by_title[plain_name(subsection)][(record.paper_id, "subsection")].append(record)
+    # A title used in several chapters ("Introduction", "Examples") names no single place: dropped.
+    unique = {title: next(iter(places.items())) for title, places in by_title.items() if len(places) == 1}
+    titles = sorted(title for title in unique if len(title) >= 4)
+    chosen = sorted(rng.sample(titles, min(sample, len(titles))))
+    queries = []
+    for number, title in enumerate(chosen, start=1):
+        (paper_id, level), statements = unique[title]
+        queries.append(
+            EvalQuery(
+                qid=f"stacks-section-{number:04d}",
+                text=title,
+                relevant=dict.fromkeys(sorted({r.docno for r in statements}), 1),
+                paper_ids=(paper_id,),
+                origin=f"{level} title",
+            )
+        )
+    return _set(
+        "stacks-sections",
+        Protocol.RELEVANT_SET,
+        queries,
+        f"Stacks project section and subsection titles used in one chapter only (seeded sample of {len(queries)} "
+        f"of {len(titles)}): every statement in that section is relevant. Statement text carries its section "
+        "title, so lexical matching is favoured here.",
+    )
+
+
+def stacks_labels(records: Sequence[StatementRecord], rng: random.Random, sample: int) -> QuerySet:
+    by_words = _group(records, lambda r: label_words(r.label))
+    keys = sorted(by_words)
+    chosen = {key: by_words[key] for key in sorted(rng.sample(keys, min(sample, len(keys))))}
+    queries = _known_items("stacks-label", chosen, origin="label words")
+    return _set(
+        "stacks-labels",
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"The words of Stacks project labels (`lemma-directed-colimit-exact` to `directed colimit exact`; the kind "
+        f"prefix and numbers dropped, at least two words left): seeded sample of {len(queries)} of {len(keys)}. "
+        "Labels are not indexed, so the words must be matched against the statement itself.",
+    )
+
+
+def hott_named(records: Sequence[StatementRecord]) -> QuerySet:
+    by_name = _group(records, lambda r: plain_name(r.name) if r.name else "")
+    queries = _known_items("hott-name", by_name, origin="statement name")
+    return _set(
+        "hott-named",
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"Every named theorem, lemma and definition of the HoTT book (`\\begin{{thm}}[Univalence]`): "
+        f"{len(queries)} distinct names.",
+    )
+
+
+def hott_defined_terms(records: Sequence[StatementRecord]) -> QuerySet:
+    definitions = [r for r in records if r.kind is StatementKind.DEFINITION]
+    by_term: dict[str, list[StatementRecord]] = defaultdict(list)
+    for record in definitions:
+        for term in _DEFINE.findall(record.text):
+            term = plain_name(" ".join(term.split()))
+            if len(term) >= 3 and record not in by_term[term]:
+                by_term[term].append(record)
+    queries = _known_items("hott-term", by_term, origin="defined term")
+    return _set(
+        "hott-defined-terms",
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"Terms the HoTT book defines (`\\define{{mere proposition}}` inside a definition): the term is the query, "
+        f"the definition(s) defining it are gold ({len(queries)} terms).",
+    )
+
+
+def thesis_sample(records: Sequence[StatementRecord], csv_path: Path) -> QuerySet:
+    """The reference thesis's protocol: its LLM-generated question; every statement of the paper is relevant."""
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        rows = {row["id"]: row.get("question") or "" for row in csv.DictReader(handle)}
+    by_paper = _group(records, lambda r: r.paper_id)
+    queries = []
+    for record in records:
+        question = rows.get(str(record.metadata.get("row_id", "")), "")
+        if not question.strip():
+            continue
+        queries.append(
+            EvalQuery(
+                qid=f"thesis-{record.metadata.get('row_id', record.id)}",
+                text=question.strip(),
+                relevant=dict.fromkeys(sorted({r.docno for r in by_paper[record.paper_id]}), 1),
+                paper_ids=(record.paper_id,),
+                origin="generated question",
+                metadata={"gold": record.docno},
+            )
+        )
+    return _set(
+        "thesis-sample",
+        Protocol.RELEVANT_SET,
+        queries,
+        f"The {len(queries)} rows of the reference thesis's sample (arXiv statements of January to March 2025, "
+        "one LLM-generated question each): every statement of the question's paper is relevant, as in the thesis.",
+    )
+
+
+def _group(
+    records: Iterable[StatementRecord], key_of: Callable[[StatementRecord], str]
+) -> dict[str, list[StatementRecord]]:
+    groups: dict[str, list[StatementRecord]] = defaultdict(list)
+    for record in records:
+        key = key_of(record)
+        if key:
+            groups[key].append(record)
+    return dict(groups)
+
+
+def _known_items(prefix: str, groups: dict[str, list[StatementRecord]], origin: str) -> list[EvalQuery]:
+    queries = []
+    for number, (text, statements) in enumerate(sorted(groups.items()), start=1):
+        queries.append(
+            EvalQuery(
+                qid=f"{prefix}-{number:04d}",
+                text=text,
+                relevant=dict.fromkeys(sorted({r.docno for r in statements}), 1),
+                paper_ids=tuple(sorted({r.paper_id for r in statements})),
+                origin=origin,
+            )
+        )
+    return queries
+
+
+def _set(name: str, protocol: Protocol, queries: list[EvalQuery], description: str) -> QuerySet:
+    return QuerySet(
+        name=name,
+        version=VERSION,
+        protocol=protocol,
+        queries=tuple(queries),
+        description=description + " Judged against the development corpus (Stacks + HoTT + thesis sample).",
+        built_by=BUILT_BY,
+        corpus=DEV_CORPUS,
+        corpus_root="shared",
+        tuning=True,
+    )

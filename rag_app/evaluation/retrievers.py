@@ -1,0 +1,80 @@
+"""Retrievers by name, so that one command can run several side by side.
+
+A retriever turns a query into a ranked run: ``RunEntry(docno, score, paper_id)``. Index-backed
+retrievers are registered in :data:`RETRIEVERS`; later variants (fine-tuned embeddings, formula
+fusion) register here under their own names. ``run:PATH`` replays a TREC run file, ours or anyone's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from rag_app.evaluation.query_set import EvalQuery
+from rag_app.evaluation.trec_files import RunEntry, read_run
+from retriever import SearchMode, StatementIndex
+
+
+class Retriever(Protocol):
+    name: str
+
+    def retrieve(self, query: EvalQuery, k: int) -> list[RunEntry]: ...
+
+
+class IndexRetriever:
+    """One search mode of a :class:`StatementIndex`; statements that share a docno count once."""
+
+    def __init__(self, name: str, index: StatementIndex, mode: SearchMode) -> None:
+        self.name = name
+        self.index = index
+        self.mode = mode
+
+    def retrieve(self, query: EvalQuery, k: int) -> list[RunEntry]:
+        entries: list[RunEntry] = []
+        seen: set[str] = set()
+        for hit in self.index.search(query.text, k, self.mode):
+            docno = hit.record.docno
+            if docno not in seen:
+                seen.add(docno)
+                entries.append(RunEntry(docno, hit.score, hit.record.paper_id))
+        return entries
+
+
+class RunFileRetriever:
+    """A fixed TREC run: each topic's results as the file ranks them."""
+
+    def __init__(self, path: str | Path, name: str | None = None) -> None:
+        self.path = Path(path)
+        self.name = name or self.path.name
+        self.run = read_run(self.path)
+
+    def retrieve(self, query: EvalQuery, k: int) -> list[RunEntry]:
+        return self.run.get(query.qid, [])[:k]
+
+
+RetrieverFactory = Callable[[StatementIndex], Retriever]
+
+RETRIEVERS: dict[str, RetrieverFactory] = {
+    "bm25": lambda index: IndexRetriever("bm25", index, SearchMode.BM25),
+    "dense": lambda index: IndexRetriever("dense", index, SearchMode.DENSE),
+    "hybrid": lambda index: IndexRetriever("hybrid", index, SearchMode.HYBRID),
+}
+
+DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+class UnknownRetrieverError(ValueError):
+    pass
+
+
+def build_retriever(spec: str, index: StatementIndex | None) -> Retriever:
+    """A retriever from its name (``bm25``, ``dense``, ``hybrid``, ...) or ``run:PATH``."""
+    if spec.startswith("run:"):
+        return RunFileRetriever(spec.removeprefix("run:"))
+    if spec not in RETRIEVERS:
+        known = ", ".join([*RETRIEVERS, "run:PATH"])
+        raise UnknownRetrieverError(f"unknown retriever {spec!r} (known: {known})")
+    if index is None:
+        raise UnknownRetrieverError(f"retriever {spec!r} needs an index")
+    return RETRIEVERS[spec](index)
