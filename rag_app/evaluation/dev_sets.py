@@ -17,6 +17,7 @@ from pathlib import Path
 from pylatexenc.latex2text import LatexNodes2Text
 
 from ingestion import LatexIngestor, StatementKind, StatementRecord, read_statement_csv
+from rag_app.evaluation.formula_share import formula_tokens
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 
 STACKS = "corpora/stacks-project"
@@ -46,7 +47,9 @@ def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> lis
     stacks = read_corpus(shared_dir, STACKS)
     hott = read_corpus(shared_dir, HOTT)
     thesis = read_corpus(shared_dir, THESIS_SAMPLE)
+    everything = [*stacks, *hott, *thesis]
     return [
+        stacks_formulas(stacks, everything, random.Random(seed), sample // 2),
         stacks_names(stacks),
         stacks_sections(stacks, random.Random(seed), sample),
         stacks_labels(stacks, random.Random(seed), sample),
@@ -75,14 +78,8 @@ def label_words(label: str) -> str:
 
 
 def stacks_names(records: Sequence[StatementRecord]) -> QuerySet:
-    by_name = _group(records, lambda r: plain_name(r.name) if r.name else "")
-    queries = _known_items("stacks-name", by_name, origin="statement name")
-    return _set(
-        "stacks-names",
-        Protocol.KNOWN_ITEM,
-        queries,
-        f"Every named statement of the Stacks project (`\\begin{{lemma}}[Nakayama's lemma]`): the name, with "
-        f"accents resolved, is the query and the statement(s) bearing it are gold ({len(queries)} distinct names).",
+    return _named_statements(
+        records, "stacks-names", "stacks-name", "the Stacks project (`\\begin{lemma}[Nakayama's lemma]`)"
     )
 
 
@@ -136,15 +133,64 @@ def stacks_labels(records: Sequence[StatementRecord], rng: random.Random, sample
     )
 
 
-def hott_named(records: Sequence[StatementRecord]) -> QuerySet:
-    by_name = _group(records, lambda r: plain_name(r.name) if r.name else "")
-    queries = _known_items("hott-name", by_name, origin="statement name")
+def stacks_formulas(
+    records: Sequence[StatementRecord], corpus: Sequence[StatementRecord], rng: random.Random, sample: int
+) -> QuerySet:
+    """Search by formula: a formula of a statement is the query; every statement holding it is gold.
+
+    Every other query puts the section title before the formula ("Colimits: $...$"), so the set has
+    both formula-only and mixed queries. Formulas of 10 to 60 LaTeX tokens only: shorter ones are
+    generic ("$x \\in X$"), longer ones are not what a person types.
+    """
+    holders: dict[str, set[str]] = defaultdict(set)
+    for record in corpus:
+        for formula in record.formulas:
+            holders[" ".join(formula.split())].add(record.docno)
+    candidates: dict[str, StatementRecord] = {}
+    for record in records:
+        for formula in record.formulas:
+            key = " ".join(formula.split())
+            if 10 <= len(formula_tokens(key)) <= 60 and key not in candidates:
+                candidates[key] = record
+    chosen = sorted(rng.sample(sorted(candidates), min(sample, len(candidates))))
+    queries = []
+    for number, formula in enumerate(chosen, start=1):
+        record = candidates[formula]
+        mixed = number % 2 == 0 and bool(record.section)
+        text = f"{plain_name(record.section)}: ${formula}$" if mixed else f"${formula}$"
+        queries.append(
+            EvalQuery(
+                qid=f"stacks-formula-{number:04d}",
+                text=text,
+                relevant=dict.fromkeys(sorted(holders[formula]), 1),
+                paper_ids=(record.paper_id,),
+                origin="section title and formula" if mixed else "formula",
+            )
+        )
     return _set(
-        "hott-named",
+        "stacks-formulas",
         Protocol.KNOWN_ITEM,
         queries,
-        f"Every named theorem, lemma and definition of the HoTT book (`\\begin{{thm}}[Univalence]`): "
-        f"{len(queries)} distinct names.",
+        f"Formulas of 10-60 LaTeX tokens taken from Stacks project statements (seeded sample of {len(queries)} of "
+        f"{len(candidates)} distinct formulas), every other one preceded by its section title: every statement of "
+        "the development corpus holding the same formula (up to whitespace) is gold. The formula-heavy set.",
+    )
+
+
+def hott_named(records: Sequence[StatementRecord]) -> QuerySet:
+    return _named_statements(records, "hott-named", "hott-name", "the HoTT book (`\\begin{thm}[Univalence]`)")
+
+
+def _named_statements(records: Sequence[StatementRecord], set_name: str, qid_prefix: str, source: str) -> QuerySet:
+    """Statement names as known-item queries: the statement(s) bearing the name are gold."""
+    by_name = _group(records, lambda r: plain_name(r.name) if r.name else "")
+    queries = _known_items(qid_prefix, by_name, "statement name")
+    return _set(
+        set_name,
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"Every named statement of {source}: the name, with accents resolved, is the query and the statement(s) "
+        f"bearing it are gold ({len(queries)} distinct names).",
     )
 
 

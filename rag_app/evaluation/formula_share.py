@@ -40,6 +40,11 @@ def formula_share(text: str) -> float:
     return math_tokens / total if total else 0.0
 
 
+def formula_tokens(latex: str) -> list[str]:
+    """The tokens of a formula as this module counts them (commands whole, braces not counted)."""
+    return _MATH_TOKEN.findall(latex)
+
+
 def formula_slice(share: float) -> str:
     """The band a formula share falls in."""
     for name, low, high in SLICES:

@@ -99,7 +99,10 @@ class EvaluationReport:
 
     # ----------------------------------------------------------------- console
     def print(self, console: Console | None = None) -> None:
-        console = console or Console()
+        if console is None:
+            console = Console()
+            if not console.is_terminal:  # piped to a file: don't squeeze the tables into 80 columns
+                console = Console(width=200)
         for evaluation in self.evaluations:
             qs = evaluation.query_set
             table = Table(title=f"{qs.name} v{qs.version} · {qs.protocol.value} · {evaluation.scored} queries")
@@ -145,7 +148,7 @@ class EvaluationReport:
             axis.set_ylim(0, 1)
             qs = evaluation.query_set
             axis.set_title(f"{qs.name} ({qs.protocol.value}, {evaluation.scored} queries)", fontsize=10)
-            axis.legend(fontsize=8, loc="upper right")
+            axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: bars reach 1.0
             axis.grid(axis="y", alpha=0.3)
         figure.tight_layout()
         figure.savefig(path, dpi=110)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rag_app.evaluation.dev_sets import build_dev_sets, label_words, plain_name
+from rag_app.evaluation.formula_share import formula_share, formula_slice
 from rag_app.evaluation.query_set import QuerySet
 from tests.conftest import SHARED
 
@@ -23,6 +24,9 @@ def test_committed_sets_are_reproducible() -> None:
         assert on_disk == query_set, f"{name}: rerun scripts/build_dev_sets.py (and bump the version if it changed)"
         assert (on_disk.tuning and on_disk.size == len(on_disk.queries) > 10) or name == "thesis-sample"
     assert built["thesis-sample"].size == 15
+    # The formula set gives the formula-heavy slice its queries.
+    slices = [formula_slice(formula_share(q.text)) for q in built["stacks-formulas"].queries]
+    assert slices.count("formula >70%") > 0.8 * len(slices)
     assert all(q.relevant for s in built.values() for q in s.queries)
 
 
