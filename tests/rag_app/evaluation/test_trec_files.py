@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,37 +15,26 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("text", "line", "problem"),
+    ("reader", "text", "line", "problem"),
     [
-        ("A.1 0 11 2\nA.1 0 12\n", 2, "expected 4 fields"),
-        ("A.1 0 11 2\n\nA.1 0 12 high\n", 3, "grade 'high' is not an integer"),
-        ("A.1 0 11 2\nA.1 0 11 3\n", 2, "judged twice"),
+        (read_qrels, "A.1 0 11 2\nA.1 0 12\n", 2, "expected 4 fields"),
+        (read_qrels, "A.1 0 11 2\n\nA.1 0 12 high\n", 3, "grade 'high' is not an integer"),
+        (read_qrels, "A.1 0 11 2\nA.1 0 11 3\n", 2, "judged twice"),
+        (read_run, "A.1 Q0 11 1 2.0 tag\nA.1 Q0 12 2 tag\n", 2, "expected 6 fields"),
+        (read_run, "A.1 Q0 11 first 2.0 tag\n", 1, "rank 'first' must be an integer"),
+        (read_run, "A.1 Q0 11 1 nan tag\n", 1, "not finite"),
+        (read_run, "A.1 Q0 11 1 2.0 tag\nA.1 Q0 11 2 1.0 tag\n", 2, "appears twice"),
     ],
 )
-def test_malformed_qrels_name_file_line_and_problem(tmp_path: Path, text: str, line: int, problem: str) -> None:
-    path = write(tmp_path, "bad.qrels", text)
+def test_malformed_lines_name_file_line_and_problem(
+    tmp_path: Path, reader: Callable[[Path], object], text: str, line: int, problem: str
+) -> None:
+    path = write(tmp_path, "bad.txt", text)
     with pytest.raises(TrecFormatError) as caught:
-        read_qrels(path)
-    assert caught.value.line == line
-    assert problem in caught.value.reason
-    assert str(caught.value).startswith(f"{path}:{line}: ")
-
-
-@pytest.mark.parametrize(
-    ("text", "line", "problem"),
-    [
-        ("A.1 Q0 11 1 2.0 tag\nA.1 Q0 12 2 tag\n", 2, "expected 6 fields"),
-        ("A.1 Q0 11 first 2.0 tag\n", 1, "rank 'first' must be an integer"),
-        ("A.1 Q0 11 1 nan tag\n", 1, "not finite"),
-        ("A.1 Q0 11 1 2.0 tag\nA.1 Q0 11 2 1.0 tag\n", 2, "appears twice"),
-    ],
-)
-def test_malformed_runs_name_file_line_and_problem(tmp_path: Path, text: str, line: int, problem: str) -> None:
-    path = write(tmp_path, "bad.run", text)
-    with pytest.raises(TrecFormatError) as caught:
-        read_run(path)
+        reader(path)
     assert (caught.value.line, caught.value.path) == (line, str(path))
     assert problem in caught.value.reason
+    assert str(caught.value).startswith(f"{path}:{line}: ")
 
 
 def test_run_deeper_than_the_limit_is_refused(tmp_path: Path) -> None:
