@@ -165,6 +165,12 @@ _LABEL = re.compile(r"\\label\s*\{([^{}]*)\}")
 _HEADING = re.compile(r"\\(?P<level>chapter|section|subsection)\*?(?=[\s\[{])")
 
 
+def split_label(body: str) -> tuple[str, str]:
+    """The statement's label (its first ``\\label``) and its text with every ``\\label`` removed."""
+    match = _LABEL.search(body)
+    return (match.group(1).strip() if match else ""), normalize_whitespace(_LABEL.sub("", body))
+
+
 class _Headings:
     """Positions of chapter/section/subsection titles, for looking up where a statement sits."""
 
@@ -207,9 +213,7 @@ def extract_statements(document: str, environments: dict[str, TheoremEnvironment
         body_end, after = _matching_end(document, env.name, body_start)
         name, body_start = read_optional_argument(document, body_start)
         body = document[body_start:body_end]
-        label_match = _LABEL.search(body)
-        label = label_match.group(1).strip() if label_match else ""
-        text = normalize_whitespace(_LABEL.sub("", body))
+        label, text = split_label(body)
         if not text:
             continue
         section, subsection = headings.at(match.start())

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import ast
 import csv
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from ingestion.latex_ingestor import PaperStatements, arxiv_abs_url
-from ingestion.latex_statements import kind_for
+from ingestion.latex_statements import kind_for, split_label
 from ingestion.latex_text import extract_formulas, normalize_whitespace
 from ingestion.problems import IngestProblem
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 
 REQUIRED_COLUMNS = ("paper id", "type", "content")
-_LABEL = re.compile(r"\\label\s*\{([^{}]*)\}")
 
 
 def read_statement_csv(path: Path) -> Iterator[PaperStatements]:
@@ -65,8 +63,7 @@ def _record_from_row(
         problems.append(IngestProblem(str(path), "row without a paper id or content; skipped", line=line))
         return None
     kind = kind_for(family) or StatementKind.OTHER
-    label_match = _LABEL.search(content)
-    text = normalize_whitespace(_LABEL.sub("", content))
+    label, text = split_label(content)
     row_id = (row.get("id") or "").strip()
     url = arxiv_abs_url(paper_id)
     source = Source.ARXIV if url else Source.LOCAL
@@ -85,7 +82,7 @@ def _record_from_row(
         text=text,
         paper_id=paper_id,
         formulas=tuple(extract_formulas(text)),
-        label=label_match.group(1).strip() if label_match else "",
+        label=label,
         url=url,
         title=normalize_whitespace(row.get("title") or ""),
         metadata=metadata,

@@ -170,25 +170,6 @@ def _json_object(path: Path, number: int, line: str) -> dict[str, Any]:
     return data
 
 
-def with_judgments(query_set: QuerySet, qrels: Mapping[str, Mapping[str, int]]) -> QuerySet:
-    """``query_set`` with its judgments replaced by ``qrels`` (topic id to docno to grade)."""
-    queries = tuple(
-        EvalQuery(q.qid, q.text, dict(qrels.get(q.qid, {})), q.paper_ids, q.origin, q.metadata)
-        for q in query_set.queries
-    )
-    return QuerySet(
-        query_set.name,
-        query_set.version,
-        query_set.protocol,
-        queries,
-        query_set.description,
-        query_set.built_by,
-        query_set.corpus,
-        query_set.corpus_root,
-        query_set.tuning,
-    )
-
-
 def judged(queries: Iterable[EvalQuery]) -> tuple[list[EvalQuery], list[EvalQuery]]:
     """Split into queries with at least one judgment and those without (skipped, as ARQMath does)."""
     scored, skipped = [], []

@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -147,17 +147,8 @@ def run_evaluation(
 
 
 def _first(query_set: QuerySet, limit: int) -> QuerySet:
-    return QuerySet(
-        query_set.name,
-        query_set.version,
-        query_set.protocol,
-        query_set.queries[:limit],
-        query_set.description + f" (first {limit} queries only)",
-        query_set.built_by,
-        query_set.corpus,
-        query_set.corpus_root,
-        query_set.tuning,
-    )
+    description = query_set.description + f" (first {limit} queries only)"
+    return replace(query_set, queries=query_set.queries[:limit], description=description)
 
 
 def _read_seen_papers(path: Path) -> set[str]:
