@@ -17,6 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
+from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
 from rag_app.llm_server import STATE_FILE, LLMServerError, local_server_from_settings, running_server_url
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
@@ -213,6 +214,9 @@ def ui(
 @app.command("eval")
 def eval_command(
     sets: Annotated[Optional[list[Path]], typer.Argument(help="query set files (eval/sets/*.jsonl)")] = None,
+    dev: Annotated[
+        bool, typer.Option("--dev", help="build the development sets from ../shared and evaluate them all")
+    ] = False,
     retriever: Annotated[
         Optional[list[str]],
         typer.Option("--retriever", "-r", help="retriever by name (bm25, dense, hybrid, ...) or run:PATH; repeatable"),
@@ -242,6 +246,12 @@ def eval_command(
     """Score retrievers side by side on query sets; write JSON, markdown, a PNG chart and TREC runs."""
     settings = _settings(config)
     specs = list(retriever or ([] if run else DEFAULT_RETRIEVERS)) + [f"run:{path}" for path in run or []]
+    if dev:
+        try:
+            sets = [*(sets or []), *write_dev_sets(settings.evaluation.shared_dir, settings.evaluation.sets_dir)]
+        except FileNotFoundError as error:
+            _err(f"error: {error}")
+            raise typer.Exit(2) from error
     request = EvalRequest(
         sets=list(sets or []),
         retrievers=specs,

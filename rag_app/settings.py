@@ -77,6 +77,7 @@ class EvaluationSettings(BaseModel):
     shared_dir: Path = Field(default_factory=default_shared_dir, description="root of corpora named by query sets")
     index_dir: Path | None = Field(None, description="index of the development corpus; defaults to DATA_DIR/eval/index")
     out_dir: Path = Field(Path("eval/results/latest"), description="where eval writes its reports and runs")
+    sets_dir: Path = Field(Path("eval/sets"), description="where eval --dev builds the development sets")
     k: int | None = Field(None, ge=1, le=1000, description="results per query; unset: 1000 for ARQMath, else 100")
     resamples: int = Field(10_000, ge=100, description="sign flips in the paired randomization test")
 

@@ -8,6 +8,8 @@ We tune on these sets; reports say so. ``scripts/build_dev_sets.py`` writes them
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import random
 import re
 from collections import defaultdict
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from pylatexenc.latex2text import LatexNodes2Text
 
-from ingestion import LatexIngestor, StatementKind, StatementRecord, read_statement_csv
+from ingestion import StatementKind, StatementRecord, ingest_sources
 from rag_app.evaluation.formula_share import formula_tokens
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 
@@ -26,6 +28,7 @@ THESIS_SAMPLE = "corpora/thesis-sample/data_sample.csv"
 DEV_CORPUS = (STACKS, HOTT, THESIS_SAMPLE)
 BUILT_BY = "scripts/build_dev_sets.py"
 VERSION = 1
+MANIFEST = "MANIFEST.json"
 
 _DEFINE = re.compile(r"\\define\{((?:[^{}]|\{[^{}]*\})*)\}")
 _LABEL_KIND_PREFIXES = frozenset(
@@ -39,8 +42,7 @@ def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
     path = shared_dir / relative
     if not path.exists():
         raise FileNotFoundError(f"development corpus not found: {path} (is ../shared beside the checkout?)")
-    papers = read_statement_csv(path) if path.suffix == ".csv" else LatexIngestor().ingest([path])
-    return [record for paper in papers for record in paper.records]
+    return [record for paper in ingest_sources([path]) for record in paper.records]
 
 
 def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> list[QuerySet]:
@@ -57,6 +59,27 @@ def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> lis
         hott_defined_terms(hott),
         thesis_sample(thesis, shared_dir / THESIS_SAMPLE),
     ]
+
+
+def write_dev_sets(shared_dir: Path, out_dir: Path, seed: int = 2026, sample: int = 500) -> list[Path]:
+    """Build the development sets and write them with a manifest of their sizes and sha256 sums.
+
+    The set files quote the third-party corpora (names, titles, formulas, the thesis's questions), so
+    they are built where they are used and never committed; the committed ``MANIFEST.json`` pins what
+    a build must produce.
+    """
+    paths, manifest = [], {}
+    for query_set in build_dev_sets(shared_dir, seed=seed, sample=sample):
+        path = out_dir / f"{query_set.name}.v{query_set.version}.jsonl"
+        query_set.save(path)
+        paths.append(path)
+        manifest[path.name] = {"size": query_set.size, "protocol": query_set.protocol.value, "sha256": _sha256(path)}
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return paths
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def plain_name(name: str) -> str:

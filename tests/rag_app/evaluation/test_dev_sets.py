@@ -1,12 +1,13 @@
-"""The committed development sets are exactly what the build script makes of ../shared today."""
+"""A fresh build of the development sets from ../shared matches the committed manifest."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from rag_app.evaluation.dev_sets import build_dev_sets, label_words, plain_name
+from rag_app.evaluation.dev_sets import MANIFEST, label_words, plain_name, write_dev_sets
 from rag_app.evaluation.formula_share import formula_share, formula_slice
 from rag_app.evaluation.query_set import QuerySet
 from tests.conftest import SHARED
@@ -15,14 +16,14 @@ SETS_DIR = Path(__file__).resolve().parents[3] / "eval" / "sets"
 
 
 @pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
-def test_committed_sets_are_reproducible() -> None:
-    built = {query_set.name: query_set for query_set in build_dev_sets(SHARED)}
-    committed = {path.name: QuerySet.load(path) for path in sorted(SETS_DIR.glob("*.jsonl"))}
-    assert sorted(committed) == sorted(f"{name}.v{s.version}.jsonl" for name, s in built.items())
+def test_built_sets_match_the_committed_manifest(tmp_path: Path) -> None:
+    paths = write_dev_sets(SHARED, tmp_path)
+    committed = json.loads((SETS_DIR / MANIFEST).read_text())
+    built_manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert built_manifest == committed, "rerun scripts/build_dev_sets.py (and bump the version if a set changed)"
+    built = {query_set.name: query_set for query_set in map(QuerySet.load, paths)}
     for name, query_set in built.items():
-        on_disk = committed[f"{name}.v{query_set.version}.jsonl"]
-        assert on_disk == query_set, f"{name}: rerun scripts/build_dev_sets.py (and bump the version if it changed)"
-        assert (on_disk.tuning and on_disk.size == len(on_disk.queries) > 10) or name == "thesis-sample"
+        assert (query_set.tuning and query_set.size == len(query_set.queries) > 10) or name == "thesis-sample"
     assert built["thesis-sample"].size == 15
     # The formula set gives the formula-heavy slice its queries.
     slices = [formula_slice(formula_share(q.text)) for q in built["stacks-formulas"].queries]

@@ -174,3 +174,14 @@ def test_without_an_index_the_sets_corpus_is_ingested_into_the_eval_index(tmp_pa
 
     again = runner.invoke(app, args, env={"RAG_APP_DATA_DIR": str(data)})
     assert "(0 added, 15 unchanged" in json.loads(again.stdout)["provenance"]["corpus_ingest"]
+
+
+@pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
+def test_dev_flag_builds_and_evaluates_every_development_set(demo_index_dir: Path, tmp_path: Path) -> None:
+    env = {"RAG_APP_EVALUATION__SHARED_DIR": str(SHARED), "RAG_APP_EVALUATION__SETS_DIR": str(tmp_path / "sets")}
+    args = ["eval", "--dev", "--limit", "3", "-r", "bm25", "--index", str(demo_index_dir), "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*args, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    names = [s["query_set"]["name"] for s in json.loads(result.stdout)["sets"]]
+    assert "stacks-formulas" in names and "thesis-sample" in names and len(names) == 7
+    assert (tmp_path / "sets" / "MANIFEST.json").is_file()
