@@ -26,7 +26,7 @@ def read_latex_file(path: Path) -> str:
     if b"\x00" in data[:8192]:
         raise LatexSourceError(str(path), "not a text file (contains NUL bytes)")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark, when present, is not text
     except UnicodeDecodeError:
         # Older arXiv sources are often Latin-1; every byte string decodes as Latin-1.
         return data.decode("latin-1")

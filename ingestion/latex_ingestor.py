@@ -1,25 +1,38 @@
-"""LaTeX sources to statement records: the ingestion stage for papers."""
+"""LaTeX sources to statement records: the ingestion stage for papers.
+
+For each paper: flatten its includes, collect its macros and theorem environments, number its
+statements and sections as LaTeX would, then turn each statement into readable text (macros
+expanded, math normalized, references resolved) and split the over-long ones.
+"""
 
 from __future__ import annotations
 
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_files import LatexFlattener
-from ingestion.latex_sources import LatexPaper, discover_papers
+from ingestion.latex_macros import MacroExpansionError, MacroTable
+from ingestion.latex_numbering import number_document
+from ingestion.latex_readable import ReadableLatex
+from ingestion.latex_sources import LatexPaper, PaperFinder
 from ingestion.latex_statements import (
+    ExtractedStatement,
+    document_abstract,
     document_authors,
     document_title,
     extract_statements,
     theorem_environments,
 )
-from ingestion.latex_text import extract_formulas
+from ingestion.latex_text import extract_formulas, read_group
 from ingestion.problems import IngestProblem, LatexSourceError
-from ingestion.records import Source, StatementRecord, statement_id
+from ingestion.records import Source, StatementKind, StatementRecord, statement_id
+from ingestion.stacks_tags import read_tags, stacks_url, tags_file_for
+from ingestion.statement_split import split_statement
 
 # New-style (2501.01947, optional version) and old-style (math/0501001) arXiv identifiers.
 _ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
@@ -38,6 +51,10 @@ class PaperStatements:
     path: str
     records: list[StatementRecord] = field(default_factory=list)
     problems: list[IngestProblem] = field(default_factory=list)
+    version: str = ""
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    abstract: str = ""
 
 
 class LatexIngestor:
@@ -46,68 +63,154 @@ class LatexIngestor:
     One bad paper never stops the others: its problems are reported in its result.
     """
 
-    def __init__(self, flattener: LatexFlattener | None = None) -> None:
-        self.flattener = flattener or LatexFlattener()
+    def __init__(self, limits: IngestLimits | None = None) -> None:
+        self.limits = limits or IngestLimits()
+        self.flattener = LatexFlattener(max_depth=self.limits.max_include_depth)
 
     def ingest(self, paths: Iterable[Path]) -> Iterator[PaperStatements]:
         with tempfile.TemporaryDirectory(prefix="rag-app-unpack-") as workdir:
+            finder = PaperFinder(Path(workdir), self.limits)
             for path in paths:
-                for found in discover_papers(Path(path), Path(workdir)):
+                for found in self.find(finder, Path(path)):
                     if isinstance(found, IngestProblem):
                         yield PaperStatements(paper_id="", path=found.path, problems=[found])
                     else:
                         yield self.ingest_paper(found)
 
+    @staticmethod
+    def find(finder: PaperFinder, path: Path) -> Iterator[LatexPaper | IngestProblem]:
+        yield from finder.find(path)
+
     def ingest_paper(self, paper: LatexPaper) -> PaperStatements:
-        result = PaperStatements(paper_id=paper.paper_id, path=str(paper.main))
+        result = PaperStatements(paper_id=paper.paper_id, path=str(paper.main), version=paper.version)
         try:
             flat = self.flattener.flatten(paper.main)
         except LatexSourceError as error:
             result.problems.append(error.problem)
             return result
         result.problems.extend(flat.problems)
-        result.records = self.records_from_document(flat.text, paper)
+        try:
+            self._fill(result, flat.text, paper)
+        except MacroExpansionError as error:
+            result.records = []
+            result.problems.append(IngestProblem(str(paper.main), f"macro expansion failed: {error}"))
+            return result
         if not result.records:
             result.problems.append(IngestProblem(str(paper.main), "no theorem-like statements found"))
         return result
 
-    @staticmethod
-    def records_from_document(document: str, paper: LatexPaper) -> list[StatementRecord]:
-        environments = theorem_environments(document)
+    def records_from_document(self, document: str, paper: LatexPaper) -> list[StatementRecord]:
+        result = PaperStatements(paper_id=paper.paper_id, path=str(paper.main), version=paper.version)
+        self._fill(result, document, paper)
+        return result.records
+
+    def _fill(self, result: PaperStatements, document: str, paper: LatexPaper) -> None:
+        macros = MacroTable.from_document(document, self.limits.max_macro_expansions, self.limits.max_expanded_chars)
+        environments = theorem_environments(_declarations_expanded(document, macros))
+        numbering = number_document(document, environments)
+        readable = ReadableLatex(numbering.labels)
+
+        def clean(latex: str) -> str:
+            return readable.convert(macros.expand(latex)) if latex else ""
+
         begin = document.find("\\begin{document}")
         body_offset = begin if begin >= 0 else 0
         statements = [s for s in extract_statements(document, environments) if s.offset >= body_offset]
-        title = document_title(document)
-        authors = document_authors(document)
+        result.title = clean(document_title(document)).replace("\n", " ")
+        result.authors = [clean(author).replace("\n", " ") for author in document_authors(document)]
+        result.abstract = clean(document_abstract(document))
+        tags_file = tags_file_for(paper.main.parent)
+        tags = read_tags(tags_file) if tags_file else {}
         url = arxiv_abs_url(paper.paper_id)
         source = Source.ARXIV if url else Source.LOCAL
         seen: Counter[tuple[str, str]] = Counter()
-        records = []
+        sections: dict[str, str] = {}
         for statement in statements:
-            key = (statement.kind.value, statement.text)
-            occurrence = seen[key]
-            seen[key] += 1
-            metadata: dict[str, str | int | float | bool] = {"environment": statement.environment}
+            text = clean(statement.text)
+            if not text:
+                continue
+            parts = split_statement(text, self.limits.max_statement_chars)
+            section = sections.setdefault(statement.section, clean(statement.section).replace("\n", " "))
+            metadata = self._metadata(statement, result, paper, numbering.statement_numbers.get(statement.offset, ""))
             if statement.subsection:
-                metadata["subsection"] = statement.subsection
-            if authors:
-                metadata["authors"] = "; ".join(authors)
-            metadata["file"] = paper.main.name
-            records.append(
-                StatementRecord(
-                    id=statement_id(source.value, paper.paper_id, statement.kind.value, statement.text, occurrence),
-                    source=source,
-                    kind=statement.kind,
-                    text=statement.text,
-                    paper_id=paper.paper_id,
-                    name=statement.name,
-                    formulas=tuple(extract_formulas(statement.text)),
-                    label=statement.label,
-                    section=statement.section,
-                    url=url,
-                    proof=statement.proof,
-                    title=title,
-                    metadata=metadata,
+                metadata["subsection"] = sections.setdefault(
+                    "\x00" + statement.subsection, clean(statement.subsection).replace("\n", " ")
                 )
-            )
-        return records
+            proof = clean(statement.proof)
+            if statement.kind is StatementKind.DEFINITION:
+                terms = defined_terms(macros.expand(statement.text), clean)
+                if terms:
+                    metadata["defined_terms"] = "; ".join(terms)
+            for index, part in enumerate(parts, start=1):
+                key = (statement.kind.value, part)
+                occurrence = seen[key]
+                seen[key] += 1
+                part_metadata = dict(metadata)
+                if len(parts) > 1:
+                    part_metadata.update(part=index, parts=len(parts))
+                result.records.append(
+                    StatementRecord(
+                        id=statement_id(source.value, paper.paper_id, statement.kind.value, part, occurrence),
+                        source=source,
+                        kind=statement.kind,
+                        text=part,
+                        paper_id=paper.paper_id,
+                        name=clean(statement.name).replace("\n", " "),
+                        formulas=tuple(extract_formulas(part)),
+                        label=statement.label,
+                        section=section,
+                        url=url or stacks_url(tags, paper.paper_id, statement.label),
+                        proof=proof if index == 1 else "",
+                        title=result.title,
+                        metadata=part_metadata,
+                    )
+                )
+
+    @staticmethod
+    def _metadata(
+        statement: ExtractedStatement, result: PaperStatements, paper: LatexPaper, number: str
+    ) -> dict[str, str | int | float | bool]:
+        metadata: dict[str, str | int | float | bool] = {"environment": statement.environment}
+        if number:
+            metadata["number"] = number
+        if result.authors:
+            metadata["authors"] = "; ".join(result.authors)
+        if paper.version:
+            metadata["arxiv_version"] = paper.version
+        metadata["file"] = paper.main.name
+        return metadata
+
+
+_EMPHASIS = re.compile(r"\\(?:emph|textbf|textit|textsl|bf|em|it)\s*\{")
+
+
+def defined_terms(latex: str, clean: Callable[[str], str]) -> list[str]:
+    """The terms a definition introduces: what it sets in emphasis or bold (``\\emph{Noetherian}``)."""
+    terms: list[str] = []
+    for match in _EMPHASIS.finditer(latex):
+        inner, _ = read_group(latex, match.end() - 1)
+        term = " ".join(clean(inner).split())
+        if term and term not in terms and len(term) <= 80:
+            terms.append(term)
+    return terms
+
+
+def _declarations_expanded(document: str, macros: MacroTable) -> str:
+    """The document with calls of theorem-declaring macros expanded (the HoTT book's ``\\defthm``)."""
+    declaring = {name for name, macro in macros.macros.items() if "newtheorem" in macro.body}
+    if not declaring:
+        return document
+    subset = MacroTable(macros.max_expansions, max(macros.max_length, 2 * len(document)))
+    subset.macros = {name: macros.macros[name] for name in declaring}
+    begin = document.find("\\begin{document}")
+    preamble, body = (document[:begin], document[begin:]) if begin >= 0 else (document, "")
+    # Definitions themselves must not be expanded, only their calls.
+    calls = re.sub(
+        r"\\(?:def|gdef|newcommand|renewcommand)\*?\s*\{?\\(?:" + "|".join(map(re.escape, declaring)) + r")\b",
+        "",
+        preamble,
+    )
+    try:
+        return subset.expand(calls) + body
+    except MacroExpansionError:
+        return document

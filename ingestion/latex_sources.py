@@ -1,35 +1,86 @@
-"""Find the LaTeX papers inside what a user points at: files, directories and archives.
+"""Find the LaTeX papers inside what a user points at: files, directories, archives, arXiv e-prints.
 
-A *paper* is one main file (the one holding ``\\begin{document}``) with the files it includes.
-Archives are unpacked into a working directory first. Nothing here parses statements.
+A *paper* is one main file with the files it includes. Layouts understood:
+
+- a plain ``.tex`` file;
+- an arXiv e-print, named by its id (``2301.01234v2``, ``2301.01234.gz``, ``math0501001.gz``): a
+  gzipped tar, a gzipped single ``.tex``, a tar or zip, or a PDF (skipped, with the reason);
+- the bulk monthly layout, ``arXiv_src_YYMM_NNN.tar``, holding one e-print per paper;
+- any ``.tar.gz``/``.tgz``/``.tar``/``.zip`` of one paper;
+- a directory tree: each standalone document (``\\documentclass`` and ``\\begin{document}``) is a
+  paper; drivers that include the same chapters (the HoTT book's ``hott-online.tex`` and its
+  siblings) are one paper, read through the file that includes the others or else the largest.
+
+Archives are unpacked safely (:mod:`ingestion.safe_archive`) into a working directory.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
-import shutil
+import re
 import tarfile
-import zipfile
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_files import included_names, read_latex_file
+from ingestion.latex_statements import kind_for
 from ingestion.latex_text import strip_comments
 from ingestion.problems import IngestProblem, LatexSourceError
+from ingestion.safe_archive import (
+    UnsafeArchiveError,
+    content_type,
+    gunzip_bounded,
+    read_head,
+    reset_directory,
+    unpack_tar,
+    unpack_zip,
+)
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".gz")
+LATEX_SUFFIXES = (".tex", ".ltx", ".latex")
+
+# New-style ids (2301.01234, 0704.0001) and old-style ones (math/0501001, also written math0501001
+# in file names), each with an optional version.
+_NEW_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5})(?P<version>v\d+)?$")
+_OLD_ID = re.compile(r"^(?P<archive>[a-z\-]+(?:\.[A-Z]{2})?)/?(?P<number>\d{7})(?P<version>v\d+)?$")
+_BULK_TAR = re.compile(r"^arXiv_src_\d{4}_\d{3}\.tar$")
+
+
+@dataclass(frozen=True, slots=True)
+class ArxivName:
+    arxiv_id: str
+    version: str  # "v2", or "" when the file name does not say
+
+
+def parse_arxiv_name(name: str) -> ArxivName | None:
+    """The arXiv id and version in a file name such as ``2301.01234v2.tar.gz``, else None."""
+    stem = name
+    for suffix in (*ARCHIVE_SUFFIXES, ".pdf", *LATEX_SUFFIXES):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    match = _NEW_ID.match(stem)
+    if match:
+        return ArxivName(match.group("id"), match.group("version") or "")
+    match = _OLD_ID.match(stem)
+    if match:
+        return ArxivName(f"{match.group('archive')}/{match.group('number')}", match.group("version") or "")
+    return None
+
+
+def safe_paper_dir_name(paper_id: str) -> str:
+    return paper_id.replace("/", "_")
 
 
 @dataclass(frozen=True, slots=True)
 class LatexPaper:
-    """One main LaTeX file and the id of the paper it makes."""
+    """One main LaTeX file and the paper it makes."""
 
     paper_id: str
     main: Path
     origin: str  # the file, directory or archive the user named, for messages
+    version: str = ""  # arXiv version, when the file name gives one
 
 
 def archive_stem(path: Path) -> str:
@@ -44,6 +95,10 @@ def is_archive(path: Path) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
+def is_bulk_tar(path: Path) -> bool:
+    return bool(_BULK_TAR.match(path.name))
+
+
 # Main-file names that say nothing about the paper; such a file is named after its directory.
 GENERIC_MAIN_STEMS = frozenset({"main", "paper", "ms", "article", "manuscript", "root", "arxiv"})
 
@@ -55,88 +110,213 @@ def single_file_paper_id(path: Path) -> str:
     return path.stem
 
 
-def discover_papers(path: Path, workdir: Path) -> Iterator[LatexPaper | IngestProblem]:
-    """Yield each paper found under ``path``; unreadable inputs are yielded as problems."""
-    if not path.exists():
-        yield IngestProblem(str(path), "no such file or directory")
-    elif path.is_dir():
-        yield from _papers_in_directory(path, workdir, origin=str(path))
-    elif is_archive(path):
-        try:
-            unpacked = _unpack(path, workdir)
-        except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as error:
-            yield IngestProblem(str(path), f"cannot unpack archive: {error}")
-            return
-        yield from _papers_in_directory(unpacked, workdir, origin=str(path))
-    elif path.suffix.lower() in (".tex", ".ltx", ".latex"):
-        yield LatexPaper(single_file_paper_id(path), path, str(path))
-    elif path.suffix.lower() == ".pdf":
-        yield IngestProblem(str(path), "PDF-only source: no LaTeX to extract statements from")
-    else:
-        yield IngestProblem(str(path), f"not a LaTeX file or archive (suffix {path.suffix or 'none'!r})")
+class PaperFinder:
+    """Yields the papers (or the problems) in the paths a user names."""
 
+    def __init__(self, workdir: Path, limits: IngestLimits | None = None) -> None:
+        self.workdir = workdir
+        self.limits = limits or IngestLimits()
 
-def _papers_in_directory(directory: Path, workdir: Path, origin: str) -> Iterator[LatexPaper | IngestProblem]:
-    tex_files: dict[Path, str] = {}
-    for file in sorted(p for p in directory.rglob("*") if p.is_file()):
-        if file.suffix.lower() in (".tex", ".ltx"):
-            try:
-                tex_files[file] = strip_comments(read_latex_file(file))
-            except LatexSourceError as error:
-                yield error.problem
-        elif is_archive(file):
-            yield from discover_papers(file, workdir)
-
-    included = {name for text in tex_files.values() for name in included_names(text)}
-    included |= {name + ".tex" for name in included}
-
-    def is_included(file: Path) -> bool:
-        return file.name in included
-
-    mains = [f for f, text in tex_files.items() if "\\begin{document}" in text and not is_included(f)]
-    fragments = [f for f, text in tex_files.items() if "\\begin{document}" not in text and not is_included(f)]
-    mains_per_directory: dict[Path, int] = defaultdict(int)
-    for main in mains:
-        mains_per_directory[main.parent] += 1
-    for main in mains:
-        # A directory holding one paper is named after it (an arXiv id, a project name).
-        paper_id = main.parent.name if mains_per_directory[main.parent] == 1 else main.stem
-        yield LatexPaper(paper_id, main, origin)
-    for fragment in fragments:
-        yield LatexPaper(fragment.stem, fragment, origin)
-
-
-def _unpack(archive: Path, workdir: Path) -> Path:
-    """Unpack an archive into ``workdir/<stem>`` (path traversal refused) and return that dir."""
-    target = workdir / archive_stem(archive)
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    name = archive.name.lower()
-    if name.endswith(".zip"):
-        with zipfile.ZipFile(archive) as zipped:
-            for member in zipped.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise OSError(f"unsafe path in archive: {member}")
-            zipped.extractall(target)
-    elif name.endswith(".gz") and not name.endswith((".tar.gz", ".tgz")):
-        # arXiv serves single-file submissions gzipped, and multi-file ones as a tar inside .gz.
-        with gzip.open(archive) as handle:
-            data = handle.read()
-        if _is_tar(data):
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(target, filter="data")
+    def find(self, path: Path) -> Iterator[LatexPaper | IngestProblem]:
+        if not path.exists():
+            yield IngestProblem(str(path), "no such file or directory")
+        elif path.is_dir():
+            yield from self._papers_in_tree(path, origin=str(path))
+        elif is_bulk_tar(path):
+            yield from self._bulk_tar(path)
+        elif path.suffix.lower() in LATEX_SUFFIXES:
+            yield LatexPaper(single_file_paper_id(path), path, str(path))
+        elif path.suffix.lower() == ".pdf":
+            yield IngestProblem(str(path), "PDF-only source: no LaTeX to extract statements from")
+        elif is_archive(path) or parse_arxiv_name(path.name):
+            yield self.eprint(path, str(path))
         else:
-            (target / f"{archive_stem(archive)}.tex").write_bytes(data)
-    else:
-        with tarfile.open(archive) as tar:
-            tar.extractall(target, filter="data")
-    return target
+            yield IngestProblem(str(path), f"not a LaTeX file or archive (suffix {path.suffix or 'none'!r})")
+
+    # ------------------------------------------------------------------ one paper per file
+    def eprint(self, path: Path, origin: str) -> LatexPaper | IngestProblem:
+        """One paper from an e-print or archive file, whatever its compression."""
+        arxiv = parse_arxiv_name(path.name)
+        paper_id = arxiv.arxiv_id if arxiv else archive_stem(path)
+        version = arxiv.version if arxiv else ""
+        target = reset_directory(self.workdir / safe_paper_dir_name(paper_id) / (version or "src"))
+        try:
+            kind = content_type(read_head(path))
+            if kind == "gzip":
+                data = gunzip_bounded(path, self.limits.max_file_bytes)
+                kind = content_type(data[:512])
+                if kind == "tar":
+                    unpack_tar(data, target, self.limits)
+                elif kind in ("pdf", "postscript"):
+                    return IngestProblem(origin, f"{kind.upper()}-only submission: no LaTeX source")
+                else:
+                    (target / f"{safe_paper_dir_name(paper_id)}.tex").write_bytes(data)
+            elif kind == "tar":
+                unpack_tar(path, target, self.limits)
+            elif kind == "zip":
+                unpack_zip(path, target, self.limits)
+            elif kind in ("pdf", "postscript"):
+                return IngestProblem(origin, f"{kind.upper()}-only submission: no LaTeX source")
+            elif is_archive(path):
+                return IngestProblem(origin, "cannot unpack archive: not gzip, tar or zip data")
+            else:
+                if path.stat().st_size > self.limits.max_file_bytes:
+                    return IngestProblem(origin, f"file larger than {self.limits.max_file_bytes:,} bytes")
+                (target / f"{safe_paper_dir_name(paper_id)}.tex").write_bytes(path.read_bytes())
+        except UnsafeArchiveError as error:
+            return IngestProblem(origin, f"archive refused: {error}")
+        except OSError as error:
+            return IngestProblem(origin, f"cannot read: {error}")
+        main = choose_main_file(target)
+        if main is None:
+            return IngestProblem(origin, "no decodable LaTeX file in the submission (binary or empty)")
+        return LatexPaper(paper_id, main, origin, version)
+
+    def _bulk_tar(self, path: Path) -> Iterator[LatexPaper | IngestProblem]:
+        """The monthly bulk layout: each member is one paper's e-print, named by its id."""
+        staging = reset_directory(self.workdir / f"bulk-{path.stem}")
+        try:
+            with tarfile.open(path) as bulk:
+                for member in bulk:
+                    if not member.isfile():
+                        continue
+                    name = Path(member.name).name
+                    where = f"{path}:{member.name}"
+                    if member.size > self.limits.max_file_bytes:
+                        yield IngestProblem(where, f"e-print of {member.size:,} bytes exceeds the limit")
+                        continue
+                    if name.lower().endswith(".pdf"):
+                        yield IngestProblem(where, "PDF-only submission: no LaTeX source")
+                        continue
+                    handle = bulk.extractfile(member)
+                    if handle is None:
+                        continue
+                    staged = staging / name
+                    staged.write_bytes(handle.read())
+                    yield self.eprint(staged, where)
+        except (tarfile.TarError, OSError, EOFError) as error:
+            yield IngestProblem(str(path), f"cannot read bulk archive: {error}")
+
+    # ------------------------------------------------------------------ directory trees
+    def _papers_in_tree(self, directory: Path, origin: str) -> Iterator[LatexPaper | IngestProblem]:
+        tex_files: dict[Path, str] = {}
+        for file in sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink()):
+            if file.suffix.lower() in LATEX_SUFFIXES:
+                try:
+                    tex_files[file] = strip_comments(read_latex_file(file))
+                except LatexSourceError as error:
+                    yield error.problem
+            elif is_bulk_tar(file):
+                yield from self._bulk_tar(file)
+            elif is_archive(file):
+                yield self.eprint(file, str(file))
+        graph = IncludeGraph(tex_files)
+        for main in graph.papers():
+            paper_id = main.parent.name if graph.single_paper_in(main.parent) else single_file_paper_id(main)
+            yield LatexPaper(paper_id, main, origin)
 
 
-def _is_tar(data: bytes) -> bool:
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data)):
-            return True
-    except tarfile.TarError:
-        return False
+class IncludeGraph:
+    """Which LaTeX files include which, to tell main files from chapters and drivers."""
+
+    def __init__(self, texts: dict[Path, str]) -> None:
+        self.texts = texts
+        by_name: dict[str, list[Path]] = {}
+        for file in texts:
+            by_name.setdefault(file.name, []).append(file)
+            by_name.setdefault(file.stem, []).append(file)
+        self.includes: dict[Path, set[Path]] = {}
+        for file, text in texts.items():
+            targets: set[Path] = set()
+            for name in included_names(text):
+                # Prefer a same-named file beside the includer; else any with that name.
+                candidates = by_name.get(name, [])
+                near = [c for c in candidates if c.parent == file.parent]
+                targets.update(near or candidates[:1])
+            targets.discard(file)
+            self.includes[file] = targets
+        self._closure: dict[Path, set[Path]] = {}
+        self._papers: list[Path] | None = None
+
+    def closure(self, file: Path, max_depth: int = 16) -> set[Path]:
+        if file not in self._closure:
+            seen: set[Path] = set()
+            frontier = [file]
+            for _ in range(max_depth):
+                frontier = [t for f in frontier for t in self.includes.get(f, ()) if t not in seen]
+                seen.update(frontier)
+                if not frontier:
+                    break
+            self._closure[file] = seen
+        return self._closure[file]
+
+    def is_standalone(self, file: Path) -> bool:
+        """Has ``\\begin{document}`` and ``\\documentclass`` (itself or in what it includes)."""
+        text = self.texts[file]
+        if "\\begin{document}" not in text:
+            return False
+        return "\\documentclass" in text or any("\\documentclass" in self.texts[f] for f in self.closure(file))
+
+    def size(self, file: Path) -> int:
+        return len(self.texts[file]) + sum(len(self.texts[f]) for f in self.closure(file))
+
+    def _has_content(self, file: Path) -> bool:
+        # Drivers of one book share the chapters that hold its statements; independent documents
+        # may share a preamble or a table of contents, which does not make them one paper.
+        return _has_theorem_like(self.texts[file])
+
+    def papers(self) -> list[Path]:
+        """Main files: standalone documents, one per group sharing content, plus loose fragments."""
+        if self._papers is not None:
+            return self._papers
+        standalone = [f for f in self.texts if self.is_standalone(f)]
+        # A standalone file included by another standalone one is part of it (a driver's main.tex).
+        included_by_standalone = {g for f in standalone for g in self.closure(f)}
+        mains = [f for f in standalone if f not in included_by_standalone]
+        groups: list[list[Path]] = []
+        for main in sorted(mains, key=self.size, reverse=True):
+            shared = {f for f in self.closure(main) if self._has_content(f)}
+            for group in groups:
+                if shared & {f for g in group for f in self.closure(g)}:
+                    group.append(main)
+                    break
+            else:
+                groups.append([main])
+        chosen = [group[0] for group in groups]  # the largest of each group
+        covered = set(chosen) | {f for m in mains for f in self.closure(m)} | set(standalone)
+        # Loose files with statements that no document includes (notes, a bare chapter).
+        for file, text in self.texts.items():
+            if file in covered or any(file in self.closure(f) for f in self.texts if f != file):
+                continue
+            if not any(t in standalone for t in self.closure(file)) and _has_theorem_like(text):
+                chosen.append(file)
+        self._papers = sorted(chosen)
+        return self._papers
+
+    def single_paper_in(self, directory: Path) -> bool:
+        return sum(1 for main in self.papers() if main.parent == directory) == 1
+
+
+def _has_theorem_like(text: str) -> bool:
+    return any(kind_for(name) is not None for name in re.findall(r"\\begin\{([A-Za-z]+)\*?\}", text))
+
+
+def choose_main_file(directory: Path) -> Path | None:
+    """The main file of a one-paper submission.
+
+    The standalone document that includes the others; else the largest with its includes; else,
+    as the reference thesis does, the largest ``.tex`` file that decodes.
+    """
+    texts: dict[Path, str] = {}
+    for file in sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix.lower() in LATEX_SUFFIXES):
+        try:
+            texts[file] = strip_comments(read_latex_file(file))
+        except LatexSourceError:
+            continue
+    if not texts:
+        return None
+    graph = IncludeGraph(texts)
+    standalone = [f for f in texts if graph.is_standalone(f)]
+    if standalone:
+        return max(standalone, key=lambda f: (len(graph.closure(f) & set(standalone)), graph.size(f)))
+    return max(texts, key=lambda f: len(texts[f]))

@@ -40,6 +40,8 @@ _KIND_KEYWORDS: dict[str, StatementKind] = {
     "assumption": StatementKind.ASSUMPTION,
     "axiom": StatementKind.AXIOM,
     "hypothesis": StatementKind.HYPOTHESIS,
+    "situation": StatementKind.SITUATION,
+    "construction": StatementKind.CONSTRUCTION,
     "principle": StatementKind.THEOREM,
     "criterion": StatementKind.THEOREM,
     "property": StatementKind.FACT,
@@ -105,44 +107,66 @@ def kind_for(env_name: str, title: str = "") -> StatementKind | None:
 
 @dataclass(frozen=True, slots=True)
 class TheoremEnvironment:
-    """A theorem-like environment the document can use."""
+    """A theorem-like environment the document can use, with how it is numbered."""
 
     name: str
     title: str
     kind: StatementKind
+    counter: str = ""  # the counter it steps: its own name, or the one it shares
+    within: str = ""  # the sectioning counter that resets it ("section" gives 3.2)
+    numbered: bool = True
 
 
 _NEWTHEOREM = re.compile(r"\\(?:sp)?newtheorem(?P<star>\*?)\s*\{(?P<name>[^{}]+)\}")
-_DECLARETHEOREM = re.compile(r"\\declaretheorem\s*(?:\[(?P<opts>[^\]]*)\])?\s*\{(?P<name>[^{}]+)\}")
-_TITLE_OPTION = re.compile(r"(?:^|,)\s*(?:name|title)\s*=\s*\{?(?P<title>[^,}]+)\}?")
+_DECLARETHEOREM = re.compile(
+    r"\\declaretheorem\s*(?:\[(?P<opts>[^\]]*)\])?\s*\{(?P<name>[^{}]+)\}(?:\s*\[(?P<after>[^\]]*)\])?"
+)
+_OPTION = re.compile(r"(?:^|,)\s*(?P<key>[A-Za-z]+)\s*=\s*\{?(?P<value>[^,}]+)\}?")
 
 
 def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
-    """Every theorem-like environment declared in ``document`` plus undeclared common names."""
+    """Every theorem-like environment declared in ``document`` plus undeclared common names.
+
+    ``\\theoremstyle{definition}`` before a declaration only changes typesetting; the kind comes
+    from the title, so a "Remark" declared under the definition style is still a remark.
+    """
     environments: dict[str, TheoremEnvironment] = {}
     for match in _NEWTHEOREM.finditer(document):
         name = match.group("name").strip()
         if "#" in name or "\\" in name:  # a \newtheorem inside a macro definition
             continue
         pos = match.end()
-        _, pos = read_optional_argument(document, pos)  # shared counter
-        title, _ = read_required_argument(document, pos)
+        shared, pos = read_optional_argument(document, pos)
+        title, pos = read_required_argument(document, pos)
+        within, _ = read_optional_argument(document, pos) if shared is None else (None, pos)
         title = normalize_whitespace(title or name)
         kind = kind_for(name, title) or StatementKind.OTHER
-        for env_name in (name, name + "*") if not match.group("star") else (name,):
-            environments[env_name] = TheoremEnvironment(env_name, title, kind)
+        numbered = not match.group("star")
+        counter = (shared or name).strip()
+        own = TheoremEnvironment(name, title, kind, counter, (within or "").strip(), numbered)
+        environments[name] = own
+        if numbered:
+            environments[name + "*"] = TheoremEnvironment(name + "*", title, kind, counter, own.within, False)
     for match in _DECLARETHEOREM.finditer(document):
         name = match.group("name").strip()
-        title_match = _TITLE_OPTION.search(match.group("opts") or "")
-        title = title_match.group("title").strip() if title_match else name.capitalize()
+        options = {
+            m.group("key").lower(): m.group("value").strip()
+            for m in _OPTION.finditer(",".join(filter(None, (match.group("opts"), match.group("after")))))
+        }
+        title = options.get("name") or options.get("title") or name.capitalize()
         kind = kind_for(name, title) or StatementKind.OTHER
-        environments[name] = TheoremEnvironment(name, title, kind)
-        environments[name + "*"] = TheoremEnvironment(name + "*", title, kind)
+        numbered = options.get("numbered", "yes").lower() != "no"
+        counter = options.get("sibling") or options.get("sharenumber") or options.get("sharecounter") or name
+        within = options.get("numberwithin") or options.get("parent") or ""
+        environments[name] = TheoremEnvironment(name, title, kind, counter, within, numbered)
+        environments[name + "*"] = TheoremEnvironment(name + "*", title, kind, counter, within, False)
     for name in set(re.findall(r"\\begin\{([A-Za-z]+\*?)\}", document)):
         if name not in environments and name.rstrip("*").lower() != "proof":
             kind = kind_for(name)
             if kind is not None:
-                environments[name] = TheoremEnvironment(name, kind.title, kind)
+                environments[name] = TheoremEnvironment(
+                    name, kind.title, kind, name.rstrip("*"), "", not name.endswith("*")
+                )
     return environments
 
 
@@ -213,6 +237,7 @@ def extract_statements(document: str, environments: dict[str, TheoremEnvironment
         body_end, after = _matching_end(document, env.name, body_start)
         name, body_start = read_optional_argument(document, body_start)
         body = document[body_start:body_end]
+        body, inner_proof = _split_inner_proof(body)
         label, text = split_label(body)
         if not text:
             continue
@@ -224,7 +249,7 @@ def extract_statements(document: str, environments: dict[str, TheoremEnvironment
                 name=normalize_whitespace(name or "").replace("\n", " "),
                 label=label,
                 text=text,
-                proof=_following_proof(document, after),
+                proof=inner_proof or _following_proof(document, after),
                 section=section,
                 subsection=subsection,
                 offset=match.start(),
@@ -243,6 +268,17 @@ def _matching_end(document: str, env_name: str, start: int) -> tuple[int, int]:
         if depth == 0:
             return match.start(), match.end()
     return len(document), len(document)
+
+
+def _split_inner_proof(body: str) -> tuple[str, str]:
+    """A proof written inside the statement's environment is the proof, not the statement."""
+    start = body.find("\\begin{proof}")
+    if start < 0:
+        return body, ""
+    inner = start + len("\\begin{proof}")
+    end, after = _matching_end(body, "proof", inner)
+    _, inner = read_optional_argument(body, inner)
+    return body[:start] + body[after:], normalize_whitespace(_LABEL.sub("", body[inner:end]))
 
 
 _PROOF_PREFIX = re.compile(r"(?:\\noindent\b|\\medskip\b|\\smallskip\b|\\bigskip\b|\\par\b|\s)*")
@@ -281,3 +317,15 @@ def document_authors(document: str) -> list[str]:
             if name:
                 authors.append(name.replace("\n", " "))
     return authors
+
+
+def document_abstract(document: str) -> str:
+    """The body of the ``abstract`` environment (or ``\\abstract{...}``), as LaTeX."""
+    match = re.search(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", document, re.DOTALL)
+    if match:
+        return normalize_whitespace(match.group(1))
+    command = re.search(r"\\abstract\s*(?=\{)", document)
+    if command:
+        value, _ = read_group(document, command.end())
+        return normalize_whitespace(value)
+    return ""

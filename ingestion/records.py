@@ -44,6 +44,8 @@ class StatementKind(StrEnum):
     ASSUMPTION = "assumption"
     AXIOM = "axiom"
     HYPOTHESIS = "hypothesis"
+    SITUATION = "situation"  # the Stacks project's standing assumptions ("Situation 10.3.1")
+    CONSTRUCTION = "construction"
     ANSWER = "answer"
     OTHER = "other"
 

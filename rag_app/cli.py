@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -16,6 +17,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ingestion import LatexIngestor, ingest_sources
+from ingestion.arxiv_download import ArxivDownloader
+from ingestion.arxiv_month_sources import month_prefix
+from rag_app.arxiv_month import ArxivMonthIngest
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
@@ -24,6 +29,8 @@ from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, SearchHit, SearchMode
+from retriever.statement_index import PAPERS
+from retriever.types import record_to_dict
 
 app = typer.Typer(
     help="Ask questions of mathematics: LaTeX papers in, cited answers out.",
@@ -55,17 +62,48 @@ def _err(message: str) -> None:
 
 @app.command()
 def ingest(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="LaTeX files, directories or archives")] = None,
+    paths: Annotated[
+        Optional[list[Path]], typer.Argument(help="LaTeX files, directories or archives; or `arxiv` with --month")
+    ] = None,
     index: IndexOption = None,
     demo: Annotated[bool, typer.Option("--demo", help="also ingest the demo corpus shipped with the app")] = False,
     as_json: JsonOption = False,
+    parse_only: Annotated[
+        bool, typer.Option("--parse-only", help="print the statements that would be ingested; store nothing")
+    ] = False,
+    month: Annotated[Optional[str], typer.Option("--month", help="with `arxiv`: the month, YYYY-MM")] = None,
+    source: Annotated[
+        Optional[Path], typer.Option("--source", help="with `arxiv`: directory of bulk tars or per-paper e-prints")
+    ] = None,
+    metadata: Annotated[
+        Optional[Path], typer.Option("--metadata", help="with `arxiv`: arXiv metadata snapshot (JSON lines)")
+    ] = None,
+    download: Annotated[
+        bool, typer.Option("--download", help="with `arxiv`: fetch the month's listing and e-prints into --source")
+    ] = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="parser processes")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Extract theorem-like statements and index them (idempotent: unchanged input adds nothing)."""
+    """Extract theorem-like statements and index them (idempotent: unchanged input adds nothing).
+
+    `ingest arxiv --month 2023-01 --source DIR [--metadata FILE] [--download]` ingests one month of
+    arXiv e-prints (bulk `arXiv_src_2301_*.tar` files or per-paper files), resumably.
+    """
+    settings = _settings(config, index)
+    if workers is not None:
+        settings = settings.model_copy(update={"ingestion": settings.ingestion.model_copy(update={"workers": workers})})
+    if paths and str(paths[0]) == "arxiv" and not paths[0].exists():
+        _ingest_arxiv_month(settings, paths[1:], month, source, metadata, download, as_json)
+        return
+    if month or source or metadata or download:
+        raise typer.BadParameter("--month, --source, --metadata and --download go with `ingest arxiv`")
     sources = [*(paths or []), *([demo_corpus_path()] if demo else [])]
     if not sources:
         raise typer.BadParameter("give at least one PATH, or --demo")
-    rag = MathRAG(_settings(config, index))
+    if parse_only:
+        _parse_only(settings, sources, as_json)
+        return
+    rag = MathRAG(settings)
     report = rag.ingest(sources, show_progress=not as_json)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
@@ -75,6 +113,81 @@ def ingest(
         typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
     if report.statements == 0 and report.errors:
         raise typer.Exit(1)
+
+
+def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
+    """Statement records as JSON lines (the fields of `search --json`), problems on stderr."""
+    latex = LatexIngestor(settings.ingestion.limits())
+    count = 0
+    for paper in ingest_sources(sources, latex):
+        for problem in paper.problems:
+            _err(str(problem))
+        for record in paper.records:
+            count += 1
+            if as_json:
+                typer.echo(json.dumps(record_to_dict(record), ensure_ascii=False))
+            else:
+                typer.echo(f"{record.paper_id}  {record.display_name}  {record.label}")
+                typer.echo(f"    {' '.join(record.text.split())[:240]}")
+    if not as_json:
+        typer.echo(f"{count} statements (nothing stored)")
+
+
+def _ingest_arxiv_month(
+    settings: Settings,
+    extra: list[Path],
+    month: str | None,
+    source: Path | None,
+    metadata: Path | None,
+    download: bool,
+    as_json: bool,
+) -> None:
+    if extra:
+        raise typer.BadParameter(f"`ingest arxiv` takes no paths (got {', '.join(map(str, extra))}); use --source")
+    if month is None or source is None:
+        raise typer.BadParameter("`ingest arxiv` needs --month YYYY-MM and --source DIR")
+    try:
+        month_prefix(month)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from error
+    if download:
+        arxiv = settings.arxiv
+        downloader = ArxivDownloader(
+            arxiv.oai_url,
+            arxiv.eprint_url,
+            arxiv.set_spec,
+            arxiv.request_interval_s,
+            arxiv.timeout_s,
+            arxiv.retries,
+            arxiv.user_agent,
+        )
+        try:
+            fetched = downloader.download_month(month, source)
+        finally:
+            downloader.close()
+        _err(
+            f"downloaded {fetched.downloaded} e-prints ({fetched.already_present} already present, "
+            f"{len(fetched.failed)} failed) of {fetched.listed} listed in {fetched.seconds:.1f} s"
+        )
+        for arxiv_id, reason in fetched.failed:
+            _err(f"error: {arxiv_id}: download failed: {reason}")
+        metadata = metadata or source / "metadata.jsonl"
+    if not source.is_dir():
+        raise typer.BadParameter(f"--source {source}: not a directory")
+    if metadata is not None and not metadata.is_file():
+        raise typer.BadParameter(f"--metadata {metadata}: no such file")
+    rag = MathRAG(settings)
+    ingestion = settings.ingestion
+    run = ArxivMonthIngest(rag.index, ingestion.limits(), ingestion.workers, metadata, ingestion.batch_statements)
+    report = run.run(month, source, show_progress=not as_json)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+        return
+    for problem in report.problems:
+        _err(str(problem))
+    for paper, reason in report.failed:
+        _err(f"failed: {paper}: {reason}")
+    typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
 
 
 def _print_hits(hits: list[SearchHit]) -> None:
@@ -163,6 +276,11 @@ def status(index: IndexOption = None, config: ConfigOption = None) -> None:
     typer.echo(f"statements: {rag.index.count()}")
     typer.echo(f"embedder:   {manifest.get('embedder', rag.settings.embedding.model)}")
     typer.echo(f"updated:    {manifest.get('updated', 'never')}")
+    if (rag.index.directory / PAPERS).exists():
+        papers = rag.index.papers()
+        counts = ", ".join(f"{papers.count(state)} {state}" for state in ("ok", "skipped", "failed"))
+        papers.close()
+        typer.echo(f"papers:     {counts} (from `ingest arxiv`)")
     typer.echo(f"llm:        {rag.llm_status()}")
 
 
@@ -292,6 +410,14 @@ def llm_serve(
         raise typer.Exit(1) from error
     state = server.write_state(settings.data_dir)
     typer.echo(f"LLM server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Explicit handlers: a process started in the background inherits an ignored SIGINT, and
+    # service managers stop with SIGTERM; both must shut the server down cleanly.
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     try:
         while server.running:
             time.sleep(1)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ingestion import StatementRecord, ingest_sources
+from ingestion import LatexIngestor, StatementRecord, ingest_sources
 from prompts import load_prompt
 from rag_app.answer import Answer, AnswerStream
 from rag_app.citations import check_citations
@@ -81,7 +81,8 @@ class MathRAG:
         report = IngestReport()
         pending: dict[str, list[StatementRecord]] = {}
         ids_by_paper: dict[str, set[str]] = {}
-        papers = ingest_sources(Path(p).expanduser() for p in paths)
+        latex = LatexIngestor(self.settings.ingestion.limits())
+        papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
             report.problems.extend(paper.problems)
             if not paper.records:
@@ -94,7 +95,7 @@ class MathRAG:
                 self._flush(pending, report, show_progress)
         self._flush(pending, report, show_progress)
         report.removed = self.index.remove_stale(ids_by_paper)
-        if report.added or report.removed or not (self.index.directory / "bm25").exists():
+        if report.added or report.removed or self.index.lexical_stale:
             self.index.rebuild_lexical()
         report.seconds = time.perf_counter() - started
         return report

@@ -20,6 +20,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from ingestion.ingest_limits import IngestLimits
+
 CONFIG_ENV = "RAG_APP_CONFIG"
 DEFAULT_CONFIG_FILE = "rag_app.toml"
 
@@ -73,6 +75,46 @@ class LLMSettings(BaseModel):
     prompt: str = "answer_with_citations"
 
 
+class IngestionSettings(BaseModel):
+    """Bounds and parallelism for ingestion (see ``ingestion.IngestLimits``)."""
+
+    workers: int | None = Field(None, ge=1, description="parser processes; unset: one per CPU core")
+    max_statement_chars: int = Field(2000, ge=200, description="longer statements are split at sentence ends")
+    paper_timeout_s: float = Field(120.0, gt=0, description="time limit for parsing one paper")
+    batch_statements: int = Field(512, ge=1, description="statements embedded and committed together")
+    max_macro_expansions: int = 20_000
+    max_expanded_chars: int = 200_000
+    max_include_depth: int = 16
+    max_archive_members: int = 10_000
+    max_unpacked_bytes: int = 512 * 1024 * 1024
+    max_file_bytes: int = 64 * 1024 * 1024
+
+    def limits(self) -> IngestLimits:
+        return IngestLimits(
+            max_statement_chars=self.max_statement_chars,
+            max_macro_expansions=self.max_macro_expansions,
+            max_expanded_chars=self.max_expanded_chars,
+            max_include_depth=self.max_include_depth,
+            max_archive_members=self.max_archive_members,
+            max_unpacked_bytes=self.max_unpacked_bytes,
+            max_file_bytes=self.max_file_bytes,
+            paper_timeout_s=self.paper_timeout_s,
+        )
+
+
+class ArxivSettings(BaseModel):
+    """Where ``ingest arxiv --download`` fetches from, and how politely."""
+
+    oai_url: str = "https://oaipmh.arxiv.org/oai"
+    eprint_url: str = "https://arxiv.org/e-print/{id}"
+    set_spec: str = Field("math", description="OAI-PMH set listed for a month")
+    # arXiv asks automated clients for no more than one request every three seconds.
+    request_interval_s: float = Field(3.0, ge=0)
+    timeout_s: float = 60.0
+    retries: int = 4
+    user_agent: str = "rag-app (math question answering; arXiv ingestion)"
+
+
 class EvaluationSettings(BaseModel):
     shared_dir: Path = Field(default_factory=default_shared_dir, description="root of corpora named by query sets")
     index_dir: Path | None = Field(None, description="index of the development corpus; defaults to DATA_DIR/eval/index")
@@ -92,6 +134,8 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
+    arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
 
     @property

@@ -3,8 +3,10 @@
 Layout of an index directory::
 
     manifest.json   which embedder built the vectors (searching with another is refused)
+    papers.sqlite   which papers are in, at which version and content hash (``ingest arxiv``)
     chroma/         the Chroma persistent store (records and vectors)
     bm25/           the BM25 index, rebuilt from the store after each ingest
+    bm25.stale      present while the store has changed and BM25 not yet rebuilt (survives a crash)
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from retriever.chroma_store import ChromaStatementStore
 from retriever.dense_searcher import DenseSearcher
 from retriever.embedder import Embedder
 from retriever.hybrid_searcher import HybridSearcher
+from retriever.paper_manifest import PaperManifest
 from retriever.types import ScoredId, SearchHit
 
 MANIFEST = "manifest.json"
+PAPERS = "papers.sqlite"
+LEXICAL_STALE = "bm25.stale"
 
 
 class SearchMode(StrEnum):
@@ -69,6 +74,7 @@ class StatementIndex:
         existing = self.store.existing_ids([r.id for r in records])
         new_records = list({r.id: r for r in records if r.id not in existing}.values())
         if new_records:
+            self._mark_lexical_stale()
             vectors = self.embedder.embed_documents([r.search_text() for r in new_records], show_progress)
             self.store.upsert(new_records, vectors)
             self._write_manifest()
@@ -81,6 +87,7 @@ class StatementIndex:
         for paper_id, ids in ids_by_paper.items():
             stale |= self.store.ids_for_paper(paper_id) - ids
         if stale:
+            self._mark_lexical_stale()
             self.store.delete(sorted(stale))
             self._write_manifest()
             self._bm25 = None
@@ -95,6 +102,18 @@ class StatementIndex:
         index = BM25Index.build(ids, texts)
         index.save(self.directory / "bm25")
         self._bm25 = index
+        (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
+
+    @property
+    def lexical_stale(self) -> bool:
+        return (self.directory / LEXICAL_STALE).exists() or not (self.directory / "bm25").exists()
+
+    def _mark_lexical_stale(self) -> None:
+        (self.directory / LEXICAL_STALE).touch()
+
+    def papers(self) -> PaperManifest:
+        """The per-paper manifest (a new connection; close it when done)."""
+        return PaperManifest(self.directory / PAPERS)
 
     # ----------------------------------------------------------------- reading
     def count(self) -> int:
@@ -139,6 +158,10 @@ class StatementIndex:
 
     def _lexical(self) -> BM25Index:
         if self._bm25 is None:
+            if self.lexical_stale:
+                self.rebuild_lexical()
+                assert self._bm25 is not None
+                return self._bm25
             self._bm25 = BM25Index.load(self.directory / "bm25")
             if len(self._bm25) != self.count():
                 self.rebuild_lexical()

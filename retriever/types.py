@@ -26,21 +26,31 @@ class SearchHit:
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``search --json`` (a contract: fields are only ever added)."""
-        record = self.record
         return {
-            "id": record.id,
+            "id": self.record.id,
             "score": self.score,
             "rank": self.rank,
-            "kind": record.kind.value,
-            "name": record.name,
-            "display_name": record.display_name,
-            "text": record.text,
-            "paper_id": record.paper_id,
-            "title": record.title,
-            "label": record.label,
-            "section": record.section,
-            "url": record.url,
-            "source": record.source.value,
-            "formulas": list(record.formulas),
+            **record_to_dict(self.record),
             "channel_ranks": dict(self.channel_ranks),
         }
+
+
+def record_to_dict(record: StatementRecord) -> dict[str, object]:
+    """A statement's fields as ``search --json`` and ``ingest --parse-only --json`` print them."""
+    return {
+        "id": record.id,
+        "kind": record.kind.value,
+        "name": record.name,
+        "display_name": record.display_name,
+        "text": record.text,
+        "paper_id": record.paper_id,
+        "title": record.title,
+        "label": record.label,
+        "section": record.section,
+        "url": record.url,
+        "source": record.source.value,
+        "formulas": list(record.formulas),
+        "docno": record.docno,
+        "proof": record.proof,
+        "metadata": dict(record.metadata),
+    }

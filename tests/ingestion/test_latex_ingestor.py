@@ -82,7 +82,7 @@ def test_gzipped_tar_without_tar_suffix(tmp_path: Path) -> None:
     archive = tmp_path / "2503.12345v2.gz"
     archive.write_bytes(gzip.compress(buffer.getvalue()))
     [result] = list(LatexIngestor().ingest([archive]))
-    assert result.paper_id == "2503.12345v2" and len(result.records) == 2
+    assert (result.paper_id, result.version) == ("2503.12345", "v2") and len(result.records) == 2
 
 
 def test_bad_inputs_are_reported_with_path_and_reason_and_the_rest_goes_on(tmp_path: Path) -> None:

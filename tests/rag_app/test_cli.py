@@ -112,3 +112,32 @@ def test_index_built_with_another_embedder_is_a_clear_error(tmp_path: Path) -> N
     assert completed.returncode == 2
     assert "built with the embedder 'some/other-model'" in completed.stderr
     assert "Traceback" not in completed.stderr
+
+
+def test_parse_only_prints_records_with_the_search_fields_and_stores_nothing(
+    demo_index_dir: Path, tmp_path: Path
+) -> None:
+    paper = tmp_path / "note.tex"
+    paper.write_text(
+        "\\documentclass{article}\\newtheorem{thm}{Theorem}\\newcommand{\\Z}{\\mathbb{Z}}\\begin{document}"
+        "\\begin{thm}[Bezout]\\label{t} For $a, b \\in \\Z$ there are $x, y$ with \\(ax + by = \\gcd(a,b)\\)."
+        "\\end{thm}\\begin{thm} See Theorem~\\ref{t}. \\end{thm}\\end{document}"
+    )
+    index = tmp_path / "index"
+    result = runner.invoke(app, ["ingest", "--parse-only", "--json", str(paper), "--index", str(index)])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    search = runner.invoke(app, ["search", "Bezout", "--k", "1", "--json", "--index", str(demo_index_dir)])
+    search_fields = set(json.loads(search.stdout)[0]) - {"score", "rank", "channel_ranks"}
+    assert len(records) == 2 and set(records[0]) >= search_fields
+    assert records[0]["name"] == "Bezout"
+    assert records[0]["text"] == "For $a, b \\in \\mathbb{Z}$ there are $x, y$ with $ax + by = \\gcd(a,b)$."
+    assert records[1]["text"] == "See Theorem 1."
+    assert not index.exists()
+
+
+def test_ingest_arxiv_needs_month_and_source(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["ingest", "arxiv", "--month", "2023-13", "--source", str(tmp_path)])
+    assert result.exit_code == 2 and "YYYY-MM" in result.output
+    result = runner.invoke(app, ["ingest", "arxiv", "--month", "2023-01"])
+    assert result.exit_code == 2 and "--source" in result.output

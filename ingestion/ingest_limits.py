@@ -1,0 +1,21 @@
+"""Bounds that keep one hostile or broken source from hurting a run (set from the settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class IngestLimits:
+    # Statements longer than this are split at sentence boundaries outside math.
+    max_statement_chars: int = 2000
+    # Macro expansion: expansions per text and the size an expanded text may reach.
+    max_macro_expansions: int = 20_000
+    max_expanded_chars: int = 200_000
+    max_include_depth: int = 16
+    # Archives: members, unpacked bytes in all, and bytes in one file (decompression bombs).
+    max_archive_members: int = 10_000
+    max_unpacked_bytes: int = 512 * 1024 * 1024
+    max_file_bytes: int = 64 * 1024 * 1024
+    # Wall-clock time for parsing one paper in a worker process.
+    paper_timeout_s: float = 120.0

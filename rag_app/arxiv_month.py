@@ -1,0 +1,276 @@
+"""``ingest arxiv --month``: one month of arXiv e-prints into the index, resumable and parallel.
+
+Each e-print is parsed in a worker process with a time limit (pebble kills a worker that runs
+over). Papers whose content hash is already in the manifest are skipped, so a rerun changes
+nothing. Statements reach the store before their manifest entry, one batch at a time, and a
+paper's stale statements are removed in the same step; after a kill at any point, a rerun redoes
+exactly the papers without an entry and ends with the store an uninterrupted run would have made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import tempfile
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, TimeoutError
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pebble import ProcessExpired, ProcessPool
+from tqdm import tqdm
+
+from ingestion.arxiv_metadata import ArxivMetadata, read_arxiv_metadata
+from ingestion.arxiv_month_sources import EprintFile, id_in_month, month_eprints, month_prefix
+from ingestion.ingest_limits import IngestLimits
+from ingestion.latex_ingestor import PaperStatements, arxiv_abs_url
+from ingestion.paper_worker import parse_eprint
+from ingestion.problems import IngestProblem, Severity
+from ingestion.records import Source, StatementRecord
+from retriever.paper_manifest import PaperEntry, PaperManifest
+from retriever.statement_index import StatementIndex
+
+
+@dataclass
+class MonthReport:
+    """The summary of one month run (``--json`` prints :meth:`to_dict`)."""
+
+    month: str
+    papers_ok: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (paper, reason)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    statements_by_kind: Counter[str] = field(default_factory=Counter)
+    added: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+    problems: list[IngestProblem] = field(default_factory=list)
+
+    @property
+    def statements(self) -> int:
+        return sum(self.statements_by_kind.values())
+
+    def summary(self) -> str:
+        kinds = ", ".join(f"{kind} {count}" for kind, count in self.statements_by_kind.most_common())
+        return (
+            f"arXiv {self.month}: {self.papers_ok} papers ingested, {self.unchanged} unchanged, "
+            f"{len(self.skipped)} skipped, {len(self.failed)} failed; {self.statements} statements "
+            f"({self.added} added, {self.removed} removed) in {self.seconds:.1f} s" + (f"; {kinds}" if kinds else "")
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "month": self.month,
+            "papers_ok": self.papers_ok,
+            "unchanged": self.unchanged,
+            "skipped": [{"paper": p, "reason": r} for p, r in self.skipped],
+            "failed": [{"paper": p, "reason": r} for p, r in self.failed],
+            "statements": self.statements,
+            "statements_by_kind": dict(self.statements_by_kind),
+            "added": self.added,
+            "removed": self.removed,
+            "seconds": round(self.seconds, 3),
+            "problems": [
+                {"path": p.path, "line": p.line, "severity": p.severity.value, "reason": p.reason}
+                for p in self.problems
+            ],
+        }
+
+
+def content_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass
+class _Parsed:
+    eprint: EprintFile
+    digest: str
+    result: PaperStatements | None
+    error: str = ""
+
+
+class ArxivMonthIngest:
+    """Runs one month into one index."""
+
+    def __init__(
+        self,
+        index: StatementIndex,
+        limits: IngestLimits,
+        workers: int | None = None,
+        metadata_file: Path | None = None,
+        batch_statements: int = 512,
+    ) -> None:
+        self.index = index
+        self.limits = limits
+        self.workers = workers or os.cpu_count() or 1
+        self.metadata_file = metadata_file
+        self.batch_statements = batch_statements
+
+    def run(self, month: str, source: Path, show_progress: bool = False) -> MonthReport:
+        started = time.perf_counter()
+        prefix = month_prefix(month)
+        report = MonthReport(month)
+        metadata: dict[str, ArxivMetadata] = {}
+        if self.metadata_file is not None:
+            metadata = read_arxiv_metadata(self.metadata_file, lambda i: id_in_month(i, prefix), report.problems)
+        manifest = self.index.papers()
+        pending: dict[str, tuple[list[StatementRecord], PaperEntry]] = {}
+        try:
+            with tempfile.TemporaryDirectory(prefix="rag-app-month-") as staging:
+                progress = tqdm(desc=f"arXiv {month}", unit="paper", disable=not show_progress)
+                for parsed in self._parse_all(self._changed(source, month, Path(staging), manifest, report)):
+                    progress.update(1)
+                    self._take(parsed, metadata, manifest, pending, report)
+                    if sum(len(records) for records, _ in pending.values()) >= self.batch_statements:
+                        self._flush(pending, manifest, report)
+                progress.close()
+            self._flush(pending, manifest, report)
+        finally:
+            manifest.close()
+        if self.index.lexical_stale:
+            self.index.rebuild_lexical()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # ------------------------------------------------------------------ stages
+    def _changed(
+        self, source: Path, month: str, staging: Path, manifest: PaperManifest, report: MonthReport
+    ) -> Iterator[tuple[EprintFile, str]]:
+        """E-prints whose content is not yet in the manifest (the others are counted unchanged)."""
+        for item in month_eprints(source, month, staging, self.limits):
+            if isinstance(item, IngestProblem):
+                report.problems.append(item)
+                bucket = report.skipped if item.severity is Severity.WARNING else report.failed
+                bucket.append((item.path, item.reason))
+                continue
+            digest = content_hash(item.path)
+            entry = manifest.get(item.name.arxiv_id)
+            if entry is not None and entry.content_hash == digest:
+                report.unchanged += 1
+                if item.staged:
+                    item.path.unlink(missing_ok=True)
+                continue
+            yield item, digest
+
+    def _parse_all(self, eprints: Iterator[tuple[EprintFile, str]]) -> Iterator[_Parsed]:
+        """Parse in worker processes, a bounded number in flight, results in submission order."""
+        in_flight: deque[tuple[EprintFile, str, Future[PaperStatements]]] = deque()
+        # Spawned, not forked: this process holds threads (Chroma, torch) that a fork would copy mid-lock.
+        with ProcessPool(max_workers=self.workers, context=multiprocessing.get_context("spawn")) as pool:
+            for eprint, digest in eprints:
+                future = pool.schedule(
+                    parse_eprint,
+                    args=(str(eprint.path), eprint.origin, self.limits),
+                    timeout=self.limits.paper_timeout_s,
+                )
+                in_flight.append((eprint, digest, future))
+                while len(in_flight) >= 2 * self.workers:
+                    yield self._collect(*in_flight.popleft())
+            while in_flight:
+                yield self._collect(*in_flight.popleft())
+
+    def _collect(self, eprint: EprintFile, digest: str, future: Future[PaperStatements]) -> _Parsed:
+        try:
+            return _Parsed(eprint, digest, future.result())
+        except TimeoutError:
+            return _Parsed(eprint, digest, None, f"parsing took longer than {self.limits.paper_timeout_s:g} s")
+        except ProcessExpired as error:
+            return _Parsed(eprint, digest, None, f"parser process died (exit code {error.exitcode})")
+        except Exception as error:  # a bug on one paper must not end the month
+            return _Parsed(eprint, digest, None, f"parser error: {type(error).__name__}: {error}")
+        finally:
+            if eprint.staged:
+                eprint.path.unlink(missing_ok=True)
+
+    def _take(
+        self,
+        parsed: _Parsed,
+        metadata: dict[str, ArxivMetadata],
+        manifest: PaperManifest,
+        pending: dict[str, tuple[list[StatementRecord], PaperEntry]],
+        report: MonthReport,
+    ) -> None:
+        arxiv_id, version = parsed.eprint.name.arxiv_id, parsed.eprint.name.version
+        result = parsed.result
+        if result is not None:
+            report.problems.extend(result.problems)
+        info = metadata.get(arxiv_id)
+        if result is None or not result.records:
+            reasons = [p.reason for p in (result.problems if result else []) if p.severity is Severity.ERROR]
+            reason = parsed.error or (reasons[0] if reasons else "no theorem-like statements found")
+            skipped = (
+                "PDF-only" in reason or "PS-only" in reason or "POSTSCRIPT-only" in reason or "no theorem" in reason
+            )
+            (report.skipped if skipped else report.failed).append((arxiv_id, reason))
+            if parsed.error:
+                report.problems.append(IngestProblem(parsed.eprint.origin, parsed.error))
+            previous = manifest.get(arxiv_id)
+            if previous is None or previous.status != "ok":
+                # Known-bad content is not parsed again; a good earlier version is kept as it is.
+                manifest.record(
+                    [
+                        PaperEntry(
+                            arxiv_id,
+                            version,
+                            parsed.digest,
+                            "skipped" if skipped else "failed",
+                            reason=reason,
+                            source=parsed.eprint.origin,
+                        )
+                    ]
+                )
+            return
+        records = [self._with_metadata(record, arxiv_id, result, info) for record in result.records]
+        entry = PaperEntry(
+            paper_id=arxiv_id,
+            version=version or (info.latest_version if info else ""),
+            content_hash=parsed.digest,
+            status="ok",
+            statements=len(records),
+            title=records[0].title,
+            authors="; ".join(result.authors) or (info.authors if info else ""),
+            abstract=result.abstract or (info.abstract if info else ""),
+            categories=" ".join(info.categories) if info else "",
+            published=info.published if info else "",
+            source=parsed.eprint.origin,
+        )
+        pending[arxiv_id] = (records, entry)
+        report.papers_ok += 1
+        report.statements_by_kind.update(record.kind.value for record in records)
+
+    @staticmethod
+    def _with_metadata(
+        record: StatementRecord, arxiv_id: str, result: PaperStatements, info: ArxivMetadata | None
+    ) -> StatementRecord:
+        metadata = dict(record.metadata)
+        if info is not None:
+            metadata.update(info.record_metadata())
+            if "authors" not in metadata and info.authors:
+                metadata["authors"] = info.authors
+        if result.version:
+            metadata["arxiv_version"] = result.version
+        return replace(
+            record,
+            source=Source.ARXIV,
+            url=record.url or arxiv_abs_url(arxiv_id),
+            title=record.title or (info.title if info else ""),
+            metadata=metadata,
+        )
+
+    def _flush(
+        self, pending: dict[str, tuple[list[StatementRecord], PaperEntry]], manifest: PaperManifest, report: MonthReport
+    ) -> None:
+        if not pending:
+            return
+        added = self.index.add([record for records, _ in pending.values() for record in records])
+        report.added += added.added
+        report.removed += self.index.remove_stale({pid: {r.id for r in recs} for pid, (recs, _) in pending.items()})
+        manifest.record(entry for _, entry in pending.values())
+        pending.clear()
