@@ -20,6 +20,9 @@ class IngestProblem:
     severity: Severity = Severity.ERROR
     line: int | None = None
 
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "severity": self.severity.value, "reason": self.reason}
+
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{self.severity.value}: {where}: {self.reason}"

@@ -37,8 +37,5 @@ class IngestReport:
             "unchanged": self.unchanged,
             "removed": self.removed,
             "seconds": round(self.seconds, 3),
-            "problems": [
-                {"path": p.path, "line": p.line, "severity": p.severity.value, "reason": p.reason}
-                for p in self.problems
-            ],
+            "problems": [problem.to_dict() for problem in self.problems],
         }

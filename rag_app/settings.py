@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from ingestion.ingest_limits import IngestLimits
+from ingestion.ingest_limits import IngestLimits, fields_of
 
 CONFIG_ENV = "RAG_APP_CONFIG"
 DEFAULT_CONFIG_FILE = "rag_app.toml"
@@ -90,16 +90,8 @@ class IngestionSettings(BaseModel):
     max_file_bytes: int = 64 * 1024 * 1024
 
     def limits(self) -> IngestLimits:
-        return IngestLimits(
-            max_statement_chars=self.max_statement_chars,
-            max_macro_expansions=self.max_macro_expansions,
-            max_expanded_chars=self.max_expanded_chars,
-            max_include_depth=self.max_include_depth,
-            max_archive_members=self.max_archive_members,
-            max_unpacked_bytes=self.max_unpacked_bytes,
-            max_file_bytes=self.max_file_bytes,
-            paper_timeout_s=self.paper_timeout_s,
-        )
+        """The bounds ingestion enforces (the fields shared with ``IngestLimits``)."""
+        return IngestLimits(**self.model_dump(include=set(fields_of(IngestLimits))))
 
 
 class ArxivSettings(BaseModel):

@@ -14,6 +14,7 @@ import pytest
 from ingestion import LatexIngestor
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_sources import choose_main_file, parse_arxiv_name
+from tests.archives import tar_bytes
 
 PAPER = rb"""\documentclass{amsart}
 \newtheorem{theorem}{Theorem}
@@ -27,16 +28,6 @@ BODY = rb"""\section{Results}
 \begin{theorem}[Main]\label{thm:main} Every $x \in \R$ is real. \end{theorem}
 \begin{proof} Obvious. \end{proof}
 """
-
-
-def tar_bytes(files: dict[str, bytes], mode: str = "w") -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode=mode) as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def one(path: Path, limits: IngestLimits | None = None):

@@ -17,6 +17,7 @@ from ingestion.latex_readable import split_math
 from ingestion.latex_text import strip_comments
 from ingestion.stacks_tags import read_tags
 from rag_app.evaluation.dev_sets import HOTT, STACKS, read_corpus
+from tests.archives import tar_bytes
 from tests.conftest import SHARED
 
 pytestmark = pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
@@ -97,9 +98,9 @@ def test_real_sources_as_arxiv_eprints(tmp_path: Path) -> None:
     single = (stacks / "sets.tex").read_bytes().replace(b"\\input{preamble}", preamble)
     (tmp_path / "2301.00002.gz").write_bytes(gzip.compress(single))
     member = gzip.compress(
-        _tar_bytes({"preamble.tex": preamble, "categories.tex": (stacks / "categories.tex").read_bytes()})
+        tar_bytes({"preamble.tex": preamble, "categories.tex": (stacks / "categories.tex").read_bytes()})
     )
-    (tmp_path / "arXiv_src_2301_001.tar").write_bytes(_tar_bytes({"2301/2301.00003.gz": member}))
+    (tmp_path / "arXiv_src_2301_001.tar").write_bytes(tar_bytes({"2301/2301.00003.gz": member}))
     results = {
         r.paper_id: r for r in LatexIngestor().ingest([tmp_path / "2301.00002.gz", tmp_path / "arXiv_src_2301_001.tar"])
     }
@@ -107,13 +108,3 @@ def test_real_sources_as_arxiv_eprints(tmp_path: Path) -> None:
     for arxiv_id, chapter in (("2301.00002", "sets"), ("2301.00003", "categories")):
         expected = [r.text for r in read_corpus(SHARED, STACKS) if r.paper_id == chapter]
         assert [r.text for r in results[arxiv_id].records] == expected and expected
-
-
-def _tar_bytes(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 from rag_app import MathRAG
 from rag_app.arxiv_month import ArxivMonthIngest
+from tests.archives import tar_bytes
 from tests.conftest import make_settings
 
 
@@ -29,16 +28,6 @@ def paper(number: int, statements: int = 3, extra: str = "") -> bytes:
     return (
         f"{preamble}\\author{{A. Author}}\\begin{{document}}\\maketitle\\section{{Modules}}\n{body}\n\\end{{document}}"
     ).encode()
-
-
-def tar_bytes(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def write_month(source: Path, papers: int = 4) -> None:
