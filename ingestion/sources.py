@@ -6,10 +6,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ingestion.latex_ingestor import LatexIngestor, PaperStatements
+from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from ingestion.statement_csv import read_statement_csv
 
 
-def ingest_sources(paths: Iterable[Path], latex: LatexIngestor | None = None) -> Iterator[PaperStatements]:
+def ingest_sources(
+    paths: Iterable[Path], latex: LatexIngestor | ParallelLatexIngestor | None = None
+) -> Iterator[PaperStatements]:
     """Statement records from LaTeX files, directories and archives, and statement CSV datasets."""
     latex = latex or LatexIngestor()
     for path in paths:

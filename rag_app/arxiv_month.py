@@ -10,23 +10,21 @@ exactly the papers without an entry and ends with the store an uninterrupted run
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import tempfile
 import time
-from collections import Counter, deque
-from collections.abc import Iterator
-from concurrent.futures import Future, TimeoutError
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pebble import ProcessExpired, ProcessPool
 from tqdm import tqdm
 
 from ingestion.arxiv_metadata import ArxivMetadata, read_arxiv_metadata
 from ingestion.arxiv_month_sources import EprintFile, id_in_month, month_eprints, month_prefix
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_ingestor import PaperStatements, arxiv_abs_url
+from ingestion.paper_pool import parse_in_pool
 from ingestion.paper_worker import parse_eprint
 from ingestion.problems import IngestProblem, Severity
 from ingestion.records import Source, StatementRecord
@@ -157,34 +155,16 @@ class ArxivMonthIngest:
             yield item, digest
 
     def _parse_all(self, eprints: Iterator[tuple[EprintFile, str]]) -> Iterator[_Parsed]:
-        """Parse in worker processes, a bounded number in flight, results in submission order."""
-        in_flight: deque[tuple[EprintFile, str, Future[PaperStatements]]] = deque()
-        # Spawned, not forked: this process holds threads (Chroma, torch) that a fork would copy mid-lock.
-        with ProcessPool(max_workers=self.workers, context=multiprocessing.get_context("spawn")) as pool:
-            for eprint, digest in eprints:
-                future = pool.schedule(
-                    parse_eprint,
-                    args=(str(eprint.path), eprint.origin, self.limits),
-                    timeout=self.limits.paper_timeout_s,
-                )
-                in_flight.append((eprint, digest, future))
-                while len(in_flight) >= 2 * self.workers:
-                    yield self._collect(*in_flight.popleft())
-            while in_flight:
-                yield self._collect(*in_flight.popleft())
+        """Parse in worker processes with the per-paper time limit, results in submission order."""
 
-    def _collect(self, eprint: EprintFile, digest: str, future: Future[PaperStatements]) -> _Parsed:
-        try:
-            return _Parsed(eprint, digest, future.result())
-        except TimeoutError:
-            return _Parsed(eprint, digest, None, f"parsing took longer than {self.limits.paper_timeout_s:g} s")
-        except ProcessExpired as error:
-            return _Parsed(eprint, digest, None, f"parser process died (exit code {error.exitcode})")
-        except Exception as error:  # a bug on one paper must not end the month
-            return _Parsed(eprint, digest, None, f"parser error: {type(error).__name__}: {error}")
-        finally:
+        def task(item: tuple[EprintFile, str]) -> tuple[Callable[..., PaperStatements], tuple[object, ...]]:
+            return parse_eprint, (str(item[0].path), item[0].origin, self.limits)
+
+        for outcome in parse_in_pool(eprints, task, self.workers, self.limits.paper_timeout_s):
+            eprint, digest = outcome.item
             if eprint.staged:
                 eprint.path.unlink(missing_ok=True)
+            yield _Parsed(eprint, digest, outcome.result, outcome.error)
 
     def _take(
         self,

@@ -9,6 +9,7 @@ with MathRAG.open("~/my-index") as rag:
 from __future__ import annotations
 
 import atexit
+import os
 import time
 from collections.abc import Iterable, Iterator
 from importlib import resources
@@ -17,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ingestion import LatexIngestor, StatementRecord, ingest_sources
+from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from prompts import load_prompt
 from rag_app.answer import Answer, AnswerStream
 from rag_app.citations import check_citations
@@ -81,7 +83,10 @@ class MathRAG:
         report = IngestReport()
         pending: dict[str, list[StatementRecord]] = {}
         ids_by_paper: dict[str, set[str]] = {}
-        latex = LatexIngestor(self.settings.ingestion.limits())
+        ingestion = self.settings.ingestion
+        latex: LatexIngestor | ParallelLatexIngestor = LatexIngestor(ingestion.limits())
+        if ingestion.isolate_papers:
+            latex = ParallelLatexIngestor(ingestion.limits(), ingestion.workers or os.cpu_count() or 1)
         papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
             report.problems.extend(paper.problems)

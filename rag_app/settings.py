@@ -79,6 +79,9 @@ class IngestionSettings(BaseModel):
     """Bounds and parallelism for ingestion (see ``ingestion.IngestLimits``)."""
 
     workers: int | None = Field(None, ge=1, description="parser processes; unset: one per CPU core")
+    isolate_papers: bool = Field(
+        True, description="parse each paper in a worker process under the time limit (off: in this process, no limit)"
+    )
     max_statement_chars: int = Field(2000, ge=200, description="longer statements are split at sentence ends")
     paper_timeout_s: float = Field(120.0, gt=0, description="time limit for parsing one paper")
     batch_statements: int = Field(512, ge=1, description="statements embedded and committed together")

@@ -34,7 +34,13 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
 
 
 def make_settings(tmp: Path, **overrides: object) -> Settings:
-    values: dict[str, object] = {"data_dir": tmp / "data", "index_dir": tmp / "index"}
+    # Papers parsed in this process: a worker pool costs seconds per ingest call, and
+    # tests/rag_app/test_pipeline.py covers the isolated (default) path.
+    values: dict[str, object] = {
+        "data_dir": tmp / "data",
+        "index_dir": tmp / "index",
+        "ingestion": {"isolate_papers": False},
+    }
     values.update(overrides)
     return Settings(**values)
 

@@ -47,7 +47,7 @@ def test_ingest_is_idempotent_and_replaces_a_changed_paper(tmp_path: Path) -> No
     corpus = tmp_path / "corpus"
     shutil.copytree(demo_corpus_path() / "galois-theory", corpus / "galois-theory")
     shutil.copytree(demo_corpus_path() / "graph-theory", corpus / "graph-theory")
-    rag = MathRAG(make_settings(tmp_path))
+    rag = MathRAG(make_settings(tmp_path, ingestion={"isolate_papers": True, "workers": 2}))  # the default path
     first = rag.ingest([corpus])
     assert first.papers == 2 and first.added == first.statements == rag.index.count()
     second = rag.ingest([corpus])
@@ -84,3 +84,17 @@ def test_local_server_is_started_when_needed_and_stopped_on_close(demo_index_dir
     assert server is not None and server.running and server.host == "127.0.0.1"
     rag.close()
     assert not server.running
+
+
+def test_a_paper_over_the_time_limit_is_reported_and_the_others_ingested(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(demo_corpus_path() / "galois-theory", corpus / "galois-theory")
+    lemmas = "".join(f"\\begin{{lemma}} Claim ${i} + {i} = {2 * i}$ holds. \\end{{lemma}}" for i in range(4000))
+    huge = corpus / "huge.tex"
+    huge.write_text(
+        f"\\documentclass{{article}}\\newtheorem{{lemma}}{{Lemma}}\\begin{{document}}{lemmas}\\end{{document}}"
+    )
+    settings = make_settings(tmp_path, ingestion={"isolate_papers": True, "paper_timeout_s": 1.0})
+    report = MathRAG(settings).ingest([corpus])
+    assert report.papers == 1 and report.statements > 5
+    assert [(p.path, p.reason) for p in report.errors] == [(str(huge), "parsing took longer than 1 s")]
