@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,3 @@ class IngestLimits:
     max_file_bytes: int = 64 * 1024 * 1024
     # Wall-clock time for parsing one paper in a worker process.
     paper_timeout_s: float = 120.0
-
-
-def fields_of(cls: type) -> list[str]:
-    return [field.name for field in fields(cls)]

@@ -117,7 +117,7 @@ def ingest(
 
 def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
     """Statement records as JSON lines (the fields of `search --json`), problems on stderr."""
-    latex = LatexIngestor(settings.ingestion.limits())
+    latex = LatexIngestor(settings.ingestion.limits)
     count = 0
     for paper in ingest_sources(sources, latex):
         for problem in paper.problems:
@@ -178,7 +178,7 @@ def _ingest_arxiv_month(
         raise typer.BadParameter(f"--metadata {metadata}: no such file")
     rag = MathRAG(settings)
     ingestion = settings.ingestion
-    run = ArxivMonthIngest(rag.index, ingestion.limits(), ingestion.workers, metadata, ingestion.batch_statements)
+    run = ArxivMonthIngest(rag.index, ingestion.limits, ingestion.workers, metadata, ingestion.batch_statements)
     report = run.run(month, source, show_progress=not as_json)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))

@@ -84,9 +84,9 @@ class MathRAG:
         pending: dict[str, list[StatementRecord]] = {}
         ids_by_paper: dict[str, set[str]] = {}
         ingestion = self.settings.ingestion
-        latex: LatexIngestor | ParallelLatexIngestor = LatexIngestor(ingestion.limits())
+        latex: LatexIngestor | ParallelLatexIngestor = LatexIngestor(ingestion.limits)
         if ingestion.isolate_papers:
-            latex = ParallelLatexIngestor(ingestion.limits(), ingestion.workers or os.cpu_count() or 1)
+            latex = ParallelLatexIngestor(ingestion.limits, ingestion.workers or os.cpu_count() or 1)
         papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
             report.problems.extend(paper.problems)

@@ -20,7 +20,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from ingestion.ingest_limits import IngestLimits, fields_of
+from ingestion.ingest_limits import IngestLimits
 
 CONFIG_ENV = "RAG_APP_CONFIG"
 DEFAULT_CONFIG_FILE = "rag_app.toml"
@@ -76,25 +76,15 @@ class LLMSettings(BaseModel):
 
 
 class IngestionSettings(BaseModel):
-    """Bounds and parallelism for ingestion (see ``ingestion.IngestLimits``)."""
+    """Parallelism and bounds for ingestion. ``limits`` holds the bounds (``ingestion.IngestLimits``):
+    statement length, macro expansion, archive sizes and the per-paper time limit."""
 
     workers: int | None = Field(None, ge=1, description="parser processes; unset: one per CPU core")
     isolate_papers: bool = Field(
         True, description="parse each paper in a worker process under the time limit (off: in this process, no limit)"
     )
-    max_statement_chars: int = Field(2000, ge=200, description="longer statements are split at sentence ends")
-    paper_timeout_s: float = Field(120.0, gt=0, description="time limit for parsing one paper")
     batch_statements: int = Field(512, ge=1, description="statements embedded and committed together")
-    max_macro_expansions: int = 20_000
-    max_expanded_chars: int = 200_000
-    max_include_depth: int = 16
-    max_archive_members: int = 10_000
-    max_unpacked_bytes: int = 512 * 1024 * 1024
-    max_file_bytes: int = 64 * 1024 * 1024
-
-    def limits(self) -> IngestLimits:
-        """The bounds ingestion enforces (the fields shared with ``IngestLimits``)."""
-        return IngestLimits(**self.model_dump(include=set(fields_of(IngestLimits))))
+    limits: IngestLimits = Field(default_factory=IngestLimits)
 
 
 class ArxivSettings(BaseModel):

@@ -89,12 +89,12 @@ def test_local_server_is_started_when_needed_and_stopped_on_close(demo_index_dir
 def test_a_paper_over_the_time_limit_is_reported_and_the_others_ingested(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     shutil.copytree(demo_corpus_path() / "galois-theory", corpus / "galois-theory")
-    lemmas = "".join(f"\\begin{{lemma}} Claim ${i} + {i} = {2 * i}$ holds. \\end{{lemma}}" for i in range(4000))
+    lemmas = "".join(f"\\begin{{lemma}} Claim ${i} + {i} = {2 * i}$ holds. \\end{{lemma}}" for i in range(8000))
     huge = corpus / "huge.tex"
     huge.write_text(
         f"\\documentclass{{article}}\\newtheorem{{lemma}}{{Lemma}}\\begin{{document}}{lemmas}\\end{{document}}"
     )
-    settings = make_settings(tmp_path, ingestion={"isolate_papers": True, "paper_timeout_s": 1.0})
+    settings = make_settings(tmp_path, ingestion={"isolate_papers": True, "limits": {"paper_timeout_s": 0.3}})
     report = MathRAG(settings).ingest([corpus])
     assert report.papers == 1 and report.statements > 5
-    assert [(p.path, p.reason) for p in report.errors] == [(str(huge), "parsing took longer than 1 s")]
+    assert [(p.path, p.reason) for p in report.errors] == [(str(huge), "parsing took longer than 0.3 s")]
