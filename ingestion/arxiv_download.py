@@ -97,14 +97,14 @@ class ArxivDownloader:
     def list_month(self, month: str) -> Iterator[dict[str, object]]:
         """Snapshot-style metadata of the month's papers in the configured set."""
         prefix = month_prefix(month)
-        year, number = int(month[:4]), int(month[5:])
-        until = f"{year + number // 12:04d}-{number % 12 + 1:02d}-01"
+        # OAI-PMH selects by datestamp, the date of the last change: a paper of this month revised
+        # later carries a later datestamp. So list everything changed since the month began and
+        # keep the ids of this month.
         params: dict[str, str] = {
             "verb": "ListRecords",
             "metadataPrefix": "arXiv",
             "set": self.set_spec,
             "from": f"{month}-01",
-            "until": until,
         }
         while True:
             root = ElementTree.fromstring(self._get(self.oai_url, params).content)
