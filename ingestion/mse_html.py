@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
@@ -13,7 +14,17 @@ _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
 def html_to_text(html: str) -> str:
     """Text of an MSE HTML fragment: math spans as ``$...$``/``$$...$$``, links by their text,
     images by their alt text, block quotes prefixed with ``>``, code kept verbatim."""
+    return _soup_to_text(BeautifulSoup(html, "html.parser"))
+
+
+def convert_post(html: str, post_id: int | str) -> tuple[str, list[Formula]]:
+    """A post's text and its formulas, from one parse of its HTML."""
     soup = BeautifulSoup(html, "html.parser")
+    formulas = _formulas(soup, post_id)  # before the walk: it reads the spans, the walk does not change them
+    return _soup_to_text(soup), formulas
+
+
+def _soup_to_text(soup: BeautifulSoup) -> str:
     parts: list[str] = []
     _walk(soup, parts)
     text = "".join(parts)
@@ -70,3 +81,30 @@ def _strip_delimiters(latex: str) -> str:
         if latex.startswith(left) and latex.endswith(right) and len(latex) >= len(left) + len(right):
             return latex[len(left) : len(latex) - len(right)].strip()
     return latex
+
+
+@dataclass(frozen=True, slots=True)
+class Formula:
+    """A formula of a post: ``post.index`` as id (the span's own id when the HTML has one)."""
+
+    formula_id: str
+    latex: str
+
+
+def post_formulas(html: str, post_id: int | str) -> list[Formula]:
+    """Every formula of a post with an id, found as the ARQMath organizers did: the
+    ``math-container`` spans when present, else ``$...$`` and ``$$...$$`` in the text."""
+    return _formulas(BeautifulSoup(html, "html.parser"), post_id)
+
+
+def _formulas(soup: BeautifulSoup, post_id: int | str) -> list[Formula]:
+    containers = soup.find_all("span", class_="math-container")
+    if containers:
+        return [
+            Formula(str(span.get("id") or f"{post_id}.{index}"), _strip_delimiters(span.get_text()))
+            for index, span in enumerate(containers)
+        ]
+    return [
+        Formula(f"{post_id}.{index}", (m.group(1) or m.group(2)).strip())
+        for index, m in enumerate(_MATH_SPAN.finditer(soup.get_text()))
+    ]

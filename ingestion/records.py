@@ -113,6 +113,9 @@ class StatementRecord:
         if self.section:
             parts.insert(0, self.section + ".")
         parts.append(self.text)
+        context = self.metadata.get("context")
+        if context:  # a Math StackExchange answer is read with the question it answers
+            parts.append(f"Question: {context}")
         return " ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,11 +21,13 @@ import typer
 from ingestion import LatexIngestor, ingest_sources
 from ingestion.arxiv_download import ArxivDownloader
 from ingestion.arxiv_month_sources import month_prefix
+from ingestion.mse_records import MseFilters
 from rag_app.arxiv_month import ArxivMonthIngest
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
 from rag_app.llm_server import STATE_FILE, LLMServerError, local_server_from_settings, running_server_url
+from rag_app.mse_ingest import MseIngest
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
@@ -63,7 +66,8 @@ def _err(message: str) -> None:
 @app.command()
 def ingest(
     paths: Annotated[
-        Optional[list[Path]], typer.Argument(help="LaTeX files, directories or archives; or `arxiv` with --month")
+        Optional[list[Path]],
+        typer.Argument(help="LaTeX files, directories or archives; `arxiv` with --month; `mse` and a Posts.xml"),
     ] = None,
     index: IndexOption = None,
     demo: Annotated[bool, typer.Option("--demo", help="also ingest the demo corpus shipped with the app")] = False,
@@ -82,12 +86,23 @@ def ingest(
         bool, typer.Option("--download", help="with `arxiv`: fetch the month's listing and e-prints into --source")
     ] = False,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="parser processes")] = None,
+    min_score: Annotated[
+        Optional[int], typer.Option("--min-score", help="with `mse`: keep posts scoring at least N")
+    ] = None,
+    until: Annotated[
+        Optional[str], typer.Option("--until", help="with `mse`: keep posts created up to this date (YYYY-MM-DD)")
+    ] = None,
+    tags: Annotated[
+        Optional[list[str]],
+        typer.Option("--tags", help="with `mse`: keep threads with one of these tags (repeat or comma-separate)"),
+    ] = None,
     config: ConfigOption = None,
 ) -> None:
     """Extract theorem-like statements and index them (idempotent: unchanged input adds nothing).
 
     `ingest arxiv --month 2023-01 --source DIR [--metadata FILE] [--download]` ingests one month of
     arXiv e-prints (bulk `arXiv_src_2301_*.tar` files or per-paper files), resumably.
+    `ingest mse Posts.xml [--min-score N] [--until DATE] [--tags T]` ingests a Math StackExchange dump.
     """
     settings = _settings(config, index)
     if workers is not None:
@@ -95,8 +110,13 @@ def ingest(
     if paths and str(paths[0]) == "arxiv" and not paths[0].exists():
         _ingest_arxiv_month(settings, paths[1:], month, source, metadata, download, as_json)
         return
+    if paths and str(paths[0]) == "mse" and not paths[0].exists():
+        _ingest_mse(settings, paths[1:], min_score, until, tags, as_json)
+        return
     if month or source or metadata or download:
         raise typer.BadParameter("--month, --source, --metadata and --download go with `ingest arxiv`")
+    if min_score is not None or until or tags:
+        raise typer.BadParameter("--min-score, --until and --tags go with `ingest mse`")
     sources = [*(paths or []), *([demo_corpus_path()] if demo else [])]
     if not sources:
         raise typer.BadParameter("give at least one PATH, or --demo")
@@ -131,6 +151,35 @@ def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
                 typer.echo(f"    {' '.join(record.text.split())[:240]}")
     if not as_json:
         typer.echo(f"{count} statements (nothing stored)")
+
+
+def _ingest_mse(
+    settings: Settings,
+    dumps: list[Path],
+    min_score: int | None,
+    until: str | None,
+    tags: list[str] | None,
+    as_json: bool,
+) -> None:
+    if not dumps:
+        raise typer.BadParameter("`ingest mse` needs the path of a Posts.xml (plain, .gz or .7z)")
+    if until is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", until):
+        raise typer.BadParameter(f"--until must be YYYY-MM-DD, got {until!r}")
+    for dump in dumps:
+        if not dump.is_file():
+            raise typer.BadParameter(f"{dump}: no such file")
+    wanted = frozenset(tag.strip() for value in tags or [] for tag in value.split(",") if tag.strip())
+    filters = MseFilters(min_score=min_score, until=until, tags=wanted)
+    rag = MathRAG(settings)
+    run = MseIngest(rag.index, settings.ingestion.batch_statements)
+    for dump in dumps:
+        report = run.run(dump, filters, show_progress=not as_json)
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+            continue
+        for problem in report.problems:
+            _err(str(problem))
+        typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
 
 
 def _ingest_arxiv_month(

@@ -44,6 +44,21 @@ class ChromaStatementStore:
     def ids_for_paper(self, paper_id: str) -> set[str]:
         return set(self._collection.get(where={"paper_id": paper_id}, include=[])["ids"])
 
+    def paper_ids(self, source: str, page: int = 5000) -> set[str]:
+        """Every paper id of one source (``mse``: one per post)."""
+        found: set[str] = set()
+        offset = 0
+        while True:
+            batch = self._collection.get(where={"source": source}, include=["metadatas"], limit=page, offset=offset)
+            if not batch["ids"]:
+                return found
+            found.update(str(metadata["paper_id"]) for metadata in batch["metadatas"])
+            offset += len(batch["ids"])
+
+    def delete_papers(self, paper_ids: Sequence[str]) -> None:
+        for batch in _batches(list(paper_ids), 500):
+            self._collection.delete(where={"paper_id": {"$in": batch}})
+
     def upsert(self, records: Sequence[StatementRecord], embeddings: np.ndarray) -> None:
         batch_size = self._client.get_max_batch_size()
         for start in range(0, len(records), batch_size):

@@ -93,6 +93,14 @@ class StatementIndex:
             self._bm25 = None
         return len(stale)
 
+    def remove_papers(self, paper_ids: Sequence[str]) -> None:
+        """Delete every statement of these papers (posts deleted from a newer dump)."""
+        if paper_ids:
+            self._mark_lexical_stale()
+            self.store.delete_papers(paper_ids)
+            self._write_manifest()
+            self._bm25 = None
+
     def rebuild_lexical(self) -> None:
         """Rebuild the BM25 index from every record in the store."""
         ids, texts = [], []

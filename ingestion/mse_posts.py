@@ -1,0 +1,148 @@
+"""Math StackExchange posts from the Stack Exchange data dump (``Posts.xml``), streamed.
+
+The dump is one ``<posts>`` element holding a ``<row .../>`` per post, every field an attribute:
+questions (``PostTypeId="1"``: Title, Body, Tags, AcceptedAnswerId) and answers (``PostTypeId="2"``:
+ParentId, Score, Body). Rows are parsed one at a time and cleared, so memory stays flat for a
+multi-gigabyte file. defusedxml refuses entity declarations, so an entity-expansion attack (billion
+laughs) refuses the file instead of exhausting memory. ``.gz`` and ``.7z`` (with ``py7zr``) are read
+as streams too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+from xml.etree.ElementTree import Element, ParseError
+
+from defusedxml import ElementTree
+from defusedxml.common import DefusedXmlException
+
+from ingestion.problems import IngestProblem, SourceError
+
+QUESTION = "1"
+ANSWER = "2"
+_TAG = re.compile(r"<([^<>]+)>")
+
+
+@dataclass(frozen=True, slots=True)
+class MsePost:
+    """One question or answer as the dump gives it (the body is still HTML)."""
+
+    post_id: int
+    post_type: str  # "question" or "answer"
+    body_html: str
+    score: int = 0
+    creation_date: str = ""  # ISO, as in the dump (2010-07-20T19:09:27.200)
+    last_edit_date: str = ""
+    title: str = ""  # questions
+    tags: tuple[str, ...] = ()  # questions
+    accepted_answer_id: int | None = None  # questions
+    parent_id: int | None = None  # answers
+
+
+def parse_tags(value: str) -> tuple[str, ...]:
+    """``<algebra><group-theory>`` (older dumps) or ``|algebra|group-theory|`` (newer ones)."""
+    if "<" in value:
+        return tuple(_TAG.findall(value))
+    return tuple(tag for tag in value.split("|") if tag)
+
+
+def post_from_row(attributes: dict[str, str]) -> MsePost | None:
+    """The post a ``<row>`` describes; None for post types other than questions and answers.
+
+    Raises ``ValueError`` (with the reason) for a row that cannot be a post.
+    """
+    kind = attributes.get("PostTypeId")
+    if kind not in (QUESTION, ANSWER):
+        return None
+    if "Id" not in attributes:
+        raise ValueError("row without Id")
+    post_id = int(attributes["Id"])
+    body = attributes.get("Body", "")
+    if kind == QUESTION:
+        accepted = attributes.get("AcceptedAnswerId")
+        return MsePost(
+            post_id=post_id,
+            post_type="question",
+            body_html=body,
+            score=int(attributes.get("Score", "0") or 0),
+            creation_date=attributes.get("CreationDate", ""),
+            last_edit_date=attributes.get("LastEditDate", ""),
+            title=attributes.get("Title", ""),
+            tags=parse_tags(attributes.get("Tags", "")),
+            accepted_answer_id=int(accepted) if accepted else None,
+        )
+    if not attributes.get("ParentId"):
+        raise ValueError("answer without ParentId")
+    return MsePost(
+        post_id=post_id,
+        post_type="answer",
+        body_html=body,
+        score=int(attributes.get("Score", "0") or 0),
+        creation_date=attributes.get("CreationDate", ""),
+        last_edit_date=attributes.get("LastEditDate", ""),
+        parent_id=int(attributes["ParentId"]),
+    )
+
+
+def _open(path: Path) -> IO[bytes]:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.open(path)
+    if name.endswith(".7z"):
+        try:
+            import py7zr  # optional: only for .7z dumps
+        except ImportError as error:
+            raise SourceError(str(path), "reading .7z needs the py7zr package (pip install py7zr)") from error
+        with py7zr.SevenZipFile(path) as archive:
+            members = [n for n in archive.getnames() if n.lower().endswith("posts.xml")]
+            if not members:
+                raise SourceError(str(path), "no Posts.xml inside the .7z archive")
+            data = archive.read(members[:1])[members[0]]
+            return data if isinstance(data, io.BytesIO) else io.BytesIO(data.read())
+    return path.open("rb")
+
+
+def read_posts(path: Path, problems: list[IngestProblem]) -> Iterator[MsePost]:
+    """Every question and answer in ``path``, in file order. Bad rows go to ``problems`` and are skipped;
+    a file that is not well-formed XML, or declares entities, ends with one problem naming it."""
+    try:
+        handle = _open(path)
+    except OSError as error:
+        problems.append(IngestProblem(str(path), f"cannot read: {error}"))
+        return
+    row_number = 0
+    try:
+        with handle:
+            root: Element | None = None
+            for event, element in ElementTree.iterparse(handle, events=("start", "end"), forbid_dtd=False):
+                if event == "start":
+                    root = element if root is None else root
+                    continue
+                if element.tag != "row":
+                    continue
+                row_number += 1
+                post = _post_or_problem(path, element, row_number, problems)
+                if root is not None:
+                    root.clear()  # constant memory: no parsed row stays attached to the tree
+                if post is not None:
+                    yield post
+    except DefusedXmlException as error:
+        problems.append(IngestProblem(str(path), f"refused: {type(error).__name__} (entity expansion attack?)"))
+    except (ParseError, EOFError, OSError) as error:
+        problems.append(IngestProblem(str(path), f"not well-formed XML after row {row_number}: {error}"))
+
+
+def _post_or_problem(path: Path, element: Element, row: int, problems: list[IngestProblem]) -> MsePost | None:
+    attributes = dict(element.attrib)
+    try:
+        return post_from_row(attributes)
+    except ValueError as error:
+        post = attributes.get("Id", "?")
+        problems.append(IngestProblem(f"{path}#post-{post}", f"bad row {row}: {error}"))
+        return None

@@ -1,0 +1,97 @@
+"""``ingest mse PATH``: a Math StackExchange dump into the index, incrementally.
+
+Posts are keyed by id (each is its own "paper", ``mse-<id>``): an edited post gets a new content id
+and replaces its old statement; a post the dump no longer has (deleted, or now outside the filters)
+is removed at the end of a complete read. A dump that cannot be read to its end removes nothing.
+A rerun of the same dump adds and removes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ingestion.mse_records import MseFilters, MseRecordReader
+from ingestion.problems import IngestProblem
+from ingestion.records import Source, StatementRecord
+from retriever.statement_index import StatementIndex
+
+
+@dataclass
+class MseReport:
+    path: str
+    posts_read: int = 0
+    records_by_kind: Counter[str] = field(default_factory=Counter)
+    added: int = 0
+    removed_posts: int = 0
+    seconds: float = 0.0
+    complete: bool = True  # False when the file could not be read to its end (nothing was removed)
+    problems: list[IngestProblem] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kinds = ", ".join(f"{count} {kind}s" for kind, count in sorted(self.records_by_kind.items()))
+        note = "" if self.complete else " (file not read to its end: no posts removed)"
+        return (
+            f"Math StackExchange {self.path}: {self.posts_read} posts read, {kinds or 'no records'} kept "
+            f"({self.added} added, {self.removed_posts} posts removed) in {self.seconds:.1f} s; "
+            f"{len(self.problems)} problems{note}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "posts_read": self.posts_read,
+            "records_by_kind": dict(self.records_by_kind),
+            "added": self.added,
+            "removed_posts": self.removed_posts,
+            "complete": self.complete,
+            "seconds": round(self.seconds, 3),
+            "problems": [problem.to_dict() for problem in self.problems],
+        }
+
+
+class MseIngest:
+    def __init__(self, index: StatementIndex, batch_statements: int = 512) -> None:
+        self.index = index
+        self.batch_statements = batch_statements
+
+    def run(self, path: Path, filters: MseFilters | None = None, show_progress: bool = False) -> MseReport:
+        started = time.perf_counter()
+        report = MseReport(str(path))
+        reader = MseRecordReader(path, filters)
+        seen: set[str] = set()
+        pending: list[StatementRecord] = []
+        for record in tqdm(reader.records(), desc="Math StackExchange", unit="post", disable=not show_progress):
+            seen.add(record.paper_id)
+            report.records_by_kind[record.kind.value] += 1
+            pending.append(record)
+            if len(pending) >= self.batch_statements:
+                report.added += self._flush(pending)
+        report.added += self._flush(pending)
+        report.posts_read = reader.posts_read
+        report.problems = reader.problems
+        # A problem naming the file itself (not one post) means the read stopped early.
+        report.complete = not any(problem.path == str(path) for problem in reader.problems)
+        if report.complete:
+            gone = sorted(self.index.store.paper_ids(Source.MSE.value) - seen)
+            self.index.remove_papers(gone)
+            report.removed_posts = len(gone)
+        if self.index.lexical_stale:
+            self.index.rebuild_lexical()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _flush(self, pending: list[StatementRecord]) -> int:
+        if not pending:
+            return 0
+        added = self.index.add(pending).added
+        by_post: dict[str, set[str]] = {}
+        for record in pending:
+            by_post.setdefault(record.paper_id, set()).add(record.id)
+        self.index.remove_stale(by_post)  # an edited post: its old statement goes
+        pending.clear()
+        return added

@@ -1,0 +1,88 @@
+"""Math StackExchange dump: streaming, records, bad rows, entity attacks, filters."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+from ingestion.mse_posts import parse_tags
+from ingestion.mse_records import MseFilters, MseRecordReader
+from ingestion.records import StatementKind
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mse_posts.xml"
+
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE posts [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol9 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+]>
+<posts><row Id="1" PostTypeId="1" Title="&lol9;" Body="x" /></posts>
+"""
+
+
+def read(path: Path, filters: MseFilters | None = None):
+    reader = MseRecordReader(path, filters)
+    return reader, {int(str(r.metadata["docno"])): r for r in reader.records()}
+
+
+def test_answers_carry_their_question_and_questions_are_records() -> None:
+    _, records = read(FIXTURE)
+    assert sorted(records) == [1, 2, 3, 4, 5, 10]
+    accepted = records[3]
+    assert accepted.kind is StatementKind.ANSWER and accepted.metadata["accepted"] is True
+    assert records[2].metadata["accepted"] is False
+    assert accepted.url == "https://math.stackexchange.com/a/3" and accepted.title == "Why is $\\sqrt{2}$ irrational?"
+    assert "$$x^2 - 2 = 0$$" in accepted.text and "> None of $\\pm 1, \\pm 2$ works." in accepted.text
+    assert accepted.metadata["context"].startswith("How do I prove that $\\sqrt{2}$")
+    assert accepted.metadata["tags"] == "number-theory irrational-numbers" and accepted.metadata["edited"]
+    assert accepted.formulas == ("x^2 - 2 = 0", "\\pm 1, \\pm 2") and accepted.metadata["formula_ids"] == "3.0 3.1"
+    assert "Question: How do I prove" in accepted.search_text()
+    question = records[1]
+    assert question.kind is StatementKind.QUESTION and question.metadata["post_type"] == "question"
+    assert question.url == "https://math.stackexchange.com/q/1"
+    # Entities decoded once, no HTML left; links by their text, images by alt text, code kept.
+    assert "coprime" in records[2].text and "& so is $q$" in records[2].text
+    assert "symmetric group" in records[5].text and "[image: Cayley table of S3]" in records[5].text
+    assert "(1 2)(2 3) != (2 3)(1 2)" in records[5].text
+    for record in records.values():
+        assert not re.search(r"</?[a-z]+[ />]", record.text) and not re.search(r"&[a-z]+;", record.text)
+    # Broken HTML still gives its text and formula.
+    assert "$ab = ba$" in records[4].text and "unclosed" in records[4].text
+
+
+def test_bad_rows_are_reported_with_their_post_id_and_skipped() -> None:
+    reader, _ = read(FIXTURE)
+    problems = {p.path.rsplit("#", 1)[-1]: p.reason for p in reader.problems}
+    assert problems == {
+        "post-7": "bad row 7: answer without ParentId",
+        "post-8": "bad row 8: invalid literal for int() with base 10: 'many'",
+        "post-9": "answer to unknown question 999",
+    }
+    assert reader.posts_read == 7  # rows that parsed as questions or answers (the orphan of 999 included)
+
+
+def test_entity_expansion_attack_refuses_the_file(tmp_path: Path) -> None:
+    attack = tmp_path / "Posts.xml"
+    attack.write_text(BILLION_LAUGHS)
+    reader, records = read(attack)
+    assert records == {}
+    assert [p.path for p in reader.problems] == [str(attack)] and "Entities" in reader.problems[0].reason
+
+
+def test_filters_by_score_date_and_tags_and_gzip(tmp_path: Path) -> None:
+    packed = tmp_path / "Posts.xml.gz"
+    packed.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    _, records = read(packed, MseFilters(min_score=3))
+    assert sorted(records) == [1, 2, 3, 5]
+    _, records = read(FIXTURE, MseFilters(until="2015-06-10"))
+    assert sorted(records) == [1, 2, 3, 4, 5]
+    _, records = read(FIXTURE, MseFilters(tags=frozenset({"group-theory"})))
+    assert sorted(records) == [4, 5, 10]
+
+
+def test_tags_in_both_dump_formats() -> None:
+    assert parse_tags("<algebra><group-theory>") == ("algebra", "group-theory")
+    assert parse_tags("|algebra|group-theory|") == ("algebra", "group-theory")

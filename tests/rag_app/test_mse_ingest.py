@@ -1,0 +1,70 @@
+"""`ingest mse`: a real index, reruns, an edited and a deleted post, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from rag_app import MathRAG
+from rag_app.cli import app
+from rag_app.mse_ingest import MseIngest
+from tests.conftest import make_settings
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mse_posts.xml"
+
+
+def posts(rag: MathRAG) -> dict[str, str]:
+    return {str(r.metadata["docno"]): r.text for r in rag.index.store.iter_records()}
+
+
+def test_newer_dump_updates_edited_posts_and_removes_deleted_ones(tmp_path: Path) -> None:
+    rag = MathRAG(make_settings(tmp_path))
+    run = MseIngest(rag.index, batch_statements=2)
+    first = run.run(FIXTURE)
+    assert first.records_by_kind == {"question": 2, "answer": 4} and first.added == 6 and first.complete
+    again = run.run(FIXTURE)
+    assert (again.added, again.removed_posts) == (0, 0) and rag.index.count() == 6
+
+    newer = tmp_path / "Posts.xml"
+    text = FIXTURE.read_text()
+    text = text.replace("would be an integer dividing 2.", "would be an integer dividing 2 (edited).")
+    text = "\n".join(line for line in text.splitlines() if '<row Id="2" ' not in line)  # answer 2 deleted
+    newer.write_text(text)
+    update = run.run(newer)
+    assert (update.added, update.removed_posts) == (1, 1)
+    stored = posts(rag)
+    assert sorted(stored, key=int) == ["1", "3", "4", "5", "10"] and "(edited)" in stored["3"]
+    assert rag.index.count() == 5
+    hit = rag.search("rational root theorem integer dividing 2", k=1, mode="bm25")[0]
+    assert hit.record.metadata["docno"] == "3" and "(edited)" in hit.record.text
+
+    broken = tmp_path / "broken.xml"
+    broken.write_text(text[: len(text) // 2])  # a dump cut short: read what is there, remove nothing
+    partial = run.run(broken)
+    assert not partial.complete and partial.removed_posts == 0 and rag.index.count() == 5
+
+
+def test_cli_ingest_mse_with_filters(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "ingest",
+            "mse",
+            str(FIXTURE),
+            "--min-score",
+            "3",
+            "--tags",
+            "number-theory,algebra",
+            "--json",
+            "--index",
+            str(tmp_path / "index"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["records_by_kind"] == {"question": 1, "answer": 2} and report["added"] == 3
+    assert {p["path"].rsplit("#", 1)[-1] for p in report["problems"]} == {"post-7", "post-8", "post-9"}
+    result = CliRunner().invoke(app, ["ingest", "mse", str(FIXTURE), "--until", "2015/01/01"])
+    assert result.exit_code == 2 and "YYYY-MM-DD" in result.output
