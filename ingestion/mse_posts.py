@@ -11,9 +11,10 @@ as streams too.
 from __future__ import annotations
 
 import gzip
-import io
 import re
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -43,6 +44,7 @@ class MsePost:
     tags: tuple[str, ...] = ()  # questions
     accepted_answer_id: int | None = None  # questions
     parent_id: int | None = None  # answers
+    owner_user_id: int | None = None
 
 
 def parse_tags(value: str) -> tuple[str, ...]:
@@ -76,6 +78,7 @@ def post_from_row(attributes: dict[str, str]) -> MsePost | None:
             title=attributes.get("Title", ""),
             tags=parse_tags(attributes.get("Tags", "")),
             accepted_answer_id=int(accepted) if accepted else None,
+            owner_user_id=_optional_int(attributes.get("OwnerUserId")),
         )
     if not attributes.get("ParentId"):
         raise ValueError("answer without ParentId")
@@ -87,38 +90,48 @@ def post_from_row(attributes: dict[str, str]) -> MsePost | None:
         creation_date=attributes.get("CreationDate", ""),
         last_edit_date=attributes.get("LastEditDate", ""),
         parent_id=int(attributes["ParentId"]),
+        owner_user_id=_optional_int(attributes.get("OwnerUserId")),
     )
 
 
-def _open(path: Path) -> IO[bytes]:
+def _optional_int(value: str | None) -> int | None:
+    return int(value) if value and value.lstrip("-").isdigit() else None
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[IO[bytes]]:
+    """A byte stream of the dump: plain, gzip, or 7z (extracted to a temporary file, then streamed)."""
     name = path.name.lower()
     if name.endswith(".gz"):
-        return gzip.open(path)
-    if name.endswith(".7z"):
+        with gzip.open(path) as handle:
+            yield handle
+    elif name.endswith(".7z"):
         try:
-            import py7zr  # optional: only for .7z dumps
+            import py7zr  # optional dependency, in the [mse] extra
         except ImportError as error:
-            raise SourceError(str(path), "reading .7z needs the py7zr package (pip install py7zr)") from error
-        with py7zr.SevenZipFile(path) as archive:
-            members = [n for n in archive.getnames() if n.lower().endswith("posts.xml")]
-            if not members:
-                raise SourceError(str(path), "no Posts.xml inside the .7z archive")
-            data = archive.read(members[:1])[members[0]]
-            return data if isinstance(data, io.BytesIO) else io.BytesIO(data.read())
-    return path.open("rb")
+            raise SourceError(str(path), "reading .7z needs the py7zr package (pip install 'rag-app[mse]')") from error
+        with tempfile.TemporaryDirectory(prefix="rag-app-7z-") as workdir:
+            try:
+                with py7zr.SevenZipFile(path) as archive:
+                    members = [n for n in archive.getnames() if n.lower().endswith("posts.xml")]
+                    if not members:
+                        raise SourceError(str(path), "no Posts.xml inside the .7z archive")
+                    archive.extract(path=workdir, targets=members[:1])
+            except (py7zr.exceptions.Bad7zFile, OSError) as error:
+                raise SourceError(str(path), f"corrupt .7z archive: {error}") from error
+            with (Path(workdir) / members[0]).open("rb") as handle:
+                yield handle
+    else:
+        with path.open("rb") as handle:
+            yield handle
 
 
 def read_posts(path: Path, problems: list[IngestProblem]) -> Iterator[MsePost]:
     """Every question and answer in ``path``, in file order. Bad rows go to ``problems`` and are skipped;
     a file that is not well-formed XML, or declares entities, ends with one problem naming it."""
-    try:
-        handle = _open(path)
-    except OSError as error:
-        problems.append(IngestProblem(str(path), f"cannot read: {error}"))
-        return
     row_number = 0
     try:
-        with handle:
+        with _open(path) as handle:
             root: Element | None = None
             for event, element in ElementTree.iterparse(handle, events=("start", "end"), forbid_dtd=False):
                 if event == "start":
@@ -134,8 +147,31 @@ def read_posts(path: Path, problems: list[IngestProblem]) -> Iterator[MsePost]:
                     yield post
     except DefusedXmlException as error:
         problems.append(IngestProblem(str(path), f"refused: {type(error).__name__} (entity expansion attack?)"))
+    except SourceError as error:
+        problems.append(error.problem)
     except (ParseError, EOFError, OSError) as error:
         problems.append(IngestProblem(str(path), f"not well-formed XML after row {row_number}: {error}"))
+
+
+def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, str]]:
+    """The attributes of every ``<row>`` of a dump file (``PostLinks.xml``, ``Users.xml``), streamed."""
+    try:
+        with _open(path) as handle:
+            root: Element | None = None
+            for event, element in ElementTree.iterparse(handle, events=("start", "end"), forbid_dtd=False):
+                if event == "start":
+                    root = element if root is None else root
+                elif element.tag == "row":
+                    attributes = dict(element.attrib)
+                    if root is not None:
+                        root.clear()
+                    yield attributes
+    except SourceError as error:
+        problems.append(error.problem)
+    except DefusedXmlException as error:
+        problems.append(IngestProblem(str(path), f"refused: {type(error).__name__} (entity expansion attack?)"))
+    except (ParseError, EOFError, OSError) as error:
+        problems.append(IngestProblem(str(path), f"not well-formed XML: {error}"))
 
 
 def _post_or_problem(path: Path, element: Element, row: int, problems: list[IngestProblem]) -> MsePost | None:

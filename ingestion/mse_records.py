@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingestion.mse_html import Formula, convert_post
-from ingestion.mse_posts import MsePost, read_posts
+from ingestion.mse_posts import MsePost, read_posts, read_rows
 from ingestion.problems import IngestProblem
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 
@@ -75,6 +75,7 @@ class MseRecordReader:
                 "CREATE TABLE q (id INTEGER PRIMARY KEY, title TEXT, text TEXT, tags TEXT, acc INTEGER, formulas TEXT)"
             )
             self._store_questions(questions)
+            self._store_side_files(questions)
             for post in read_posts(self.path, []):  # the first pass reported the row problems already
                 self.posts_read += 1
                 record = self._record(post, questions)
@@ -97,6 +98,25 @@ class MseRecordReader:
                 db.executemany("INSERT OR REPLACE INTO q VALUES (?, ?, ?, ?, ?, ?)", batch)
                 batch.clear()
         db.executemany("INSERT OR REPLACE INTO q VALUES (?, ?, ?, ?, ?, ?)", batch)
+        db.commit()
+
+    def _store_side_files(self, db: sqlite3.Connection) -> None:
+        """``PostLinks.xml`` (duplicates, LinkTypeId 3) and ``Users.xml`` (names) beside the posts, when there."""
+        db.execute("CREATE TABLE duplicate (post INTEGER, target INTEGER)")
+        db.execute("CREATE TABLE user (id INTEGER PRIMARY KEY, name TEXT)")
+        links = self.path.with_name("PostLinks.xml")
+        if links.is_file():
+            rows = read_rows(links, self.problems)
+            pairs = ((r["PostId"], r["RelatedPostId"]) for r in rows if r.get("LinkTypeId") == "3" and "PostId" in r)
+            db.executemany("INSERT INTO duplicate VALUES (?, ?)", pairs)
+            db.execute("CREATE INDEX duplicate_post ON duplicate (post)")
+        users = self.path.with_name("Users.xml")
+        if users.is_file():
+            rows = read_rows(users, self.problems)
+            db.executemany(
+                "INSERT OR REPLACE INTO user VALUES (?, ?)",
+                ((r["Id"], r.get("DisplayName", "")) for r in rows if "Id" in r),
+            )
         db.commit()
 
     def _question(self, db: sqlite3.Connection, question_id: int) -> _Question | None:
@@ -146,6 +166,14 @@ class MseRecordReader:
         }
         if post.last_edit_date:
             metadata["edited"] = post.last_edit_date
+        if post.owner_user_id is not None:
+            author = db.execute("SELECT name FROM user WHERE id = ?", (post.owner_user_id,)).fetchone()
+            if author and author[0]:
+                metadata["author"] = author[0]
+        if post.post_type == "question":
+            targets = db.execute("SELECT target FROM duplicate WHERE post = ?", (post.post_id,)).fetchall()
+            if targets:
+                metadata["duplicate_of"] = " ".join(str(t[0]) for t in targets)
         if is_answer:
             metadata["accepted"] = question.accepted_answer_id == post.post_id
             metadata["context"] = question.excerpt

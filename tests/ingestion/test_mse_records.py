@@ -86,3 +86,34 @@ def test_filters_by_score_date_and_tags_and_gzip(tmp_path: Path) -> None:
 def test_tags_in_both_dump_formats() -> None:
     assert parse_tags("<algebra><group-theory>") == ("algebra", "group-theory")
     assert parse_tags("|algebra|group-theory|") == ("algebra", "group-theory")
+
+
+def test_7z_dump_is_streamed_and_a_corrupt_one_reported(tmp_path: Path) -> None:
+    import py7zr
+
+    packed = tmp_path / "math.stackexchange.com.7z"
+    with py7zr.SevenZipFile(packed, "w") as archive:
+        archive.write(FIXTURE, "Posts.xml")
+    _, records = read(packed)
+    assert sorted(records) == [1, 2, 3, 4, 5, 10]
+    corrupt = tmp_path / "broken.7z"
+    corrupt.write_bytes(b"7z\xbc\xaf\x27\x1c not really")
+    reader, records = read(corrupt)
+    assert records == {} and "corrupt .7z" in reader.problems[0].reason
+
+
+def test_duplicate_links_and_user_names_from_the_side_files(tmp_path: Path) -> None:
+    dump = tmp_path / "Posts.xml"
+    dump.write_bytes(FIXTURE.read_bytes())
+    (tmp_path / "PostLinks.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n<postlinks>'
+        '<row Id="1" PostId="4" RelatedPostId="1" LinkTypeId="3" />'
+        '<row Id="2" PostId="1" RelatedPostId="4" LinkTypeId="1" /></postlinks>'
+    )
+    (tmp_path / "Users.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n<users><row Id="42" DisplayName="Emmy" /><row Id="7" /></users>'
+    )
+    _, records = read(dump)
+    assert records[4].metadata["duplicate_of"] == "1" and "duplicate_of" not in records[1].metadata
+    assert records[3].metadata["author"] == "Emmy" and "author" not in records[4].metadata
+    assert "author" not in records[2].metadata
