@@ -64,34 +64,26 @@ def post_from_row(attributes: dict[str, str]) -> MsePost | None:
         return None
     if "Id" not in attributes:
         raise ValueError("row without Id")
-    post_id = int(attributes["Id"])
-    body = attributes.get("Body", "")
+    common = {
+        "post_id": int(attributes["Id"]),
+        "body_html": attributes.get("Body", ""),
+        "score": int(attributes.get("Score", "0") or 0),
+        "creation_date": attributes.get("CreationDate", ""),
+        "last_edit_date": attributes.get("LastEditDate", ""),
+        "owner_user_id": _optional_int(attributes.get("OwnerUserId")),
+    }
     if kind == QUESTION:
         accepted = attributes.get("AcceptedAnswerId")
         return MsePost(
-            post_id=post_id,
             post_type="question",
-            body_html=body,
-            score=int(attributes.get("Score", "0") or 0),
-            creation_date=attributes.get("CreationDate", ""),
-            last_edit_date=attributes.get("LastEditDate", ""),
             title=attributes.get("Title", ""),
             tags=parse_tags(attributes.get("Tags", "")),
             accepted_answer_id=int(accepted) if accepted else None,
-            owner_user_id=_optional_int(attributes.get("OwnerUserId")),
+            **common,
         )
     if not attributes.get("ParentId"):
         raise ValueError("answer without ParentId")
-    return MsePost(
-        post_id=post_id,
-        post_type="answer",
-        body_html=body,
-        score=int(attributes.get("Score", "0") or 0),
-        creation_date=attributes.get("CreationDate", ""),
-        last_edit_date=attributes.get("LastEditDate", ""),
-        parent_id=int(attributes["ParentId"]),
-        owner_user_id=_optional_int(attributes.get("OwnerUserId")),
-    )
+    return MsePost(post_type="answer", parent_id=int(attributes["ParentId"]), **common)
 
 
 def _optional_int(value: str | None) -> int | None:
@@ -129,32 +121,22 @@ def _open(path: Path) -> Iterator[IO[bytes]]:
 def read_posts(path: Path, problems: list[IngestProblem]) -> Iterator[MsePost]:
     """Every question and answer in ``path``, in file order. Bad rows go to ``problems`` and are skipped;
     a file that is not well-formed XML, or declares entities, ends with one problem naming it."""
-    row_number = 0
-    try:
-        with _open(path) as handle:
-            root: Element | None = None
-            for event, element in ElementTree.iterparse(handle, events=("start", "end"), forbid_dtd=False):
-                if event == "start":
-                    root = element if root is None else root
-                    continue
-                if element.tag != "row":
-                    continue
-                row_number += 1
-                post = _post_or_problem(path, element, row_number, problems)
-                if root is not None:
-                    root.clear()  # constant memory: no parsed row stays attached to the tree
-                if post is not None:
-                    yield post
-    except DefusedXmlException as error:
-        problems.append(IngestProblem(str(path), f"refused: {type(error).__name__} (entity expansion attack?)"))
-    except SourceError as error:
-        problems.append(error.problem)
-    except (ParseError, EOFError, OSError) as error:
-        problems.append(IngestProblem(str(path), f"not well-formed XML after row {row_number}: {error}"))
+    for number, attributes in enumerate(read_rows(path, problems), start=1):
+        try:
+            post = post_from_row(attributes)
+        except ValueError as error:
+            problems.append(IngestProblem(f"{path}#post-{attributes.get('Id', '?')}", f"bad row {number}: {error}"))
+            continue
+        if post is not None:
+            yield post
 
 
 def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, str]]:
-    """The attributes of every ``<row>`` of a dump file (``PostLinks.xml``, ``Users.xml``), streamed."""
+    """The attributes of every ``<row>`` of a dump file (``Posts.xml``, ``PostLinks.xml``, ``Users.xml``).
+
+    Streamed: each row is detached from the tree once read, so memory stays flat.
+    """
+    rows = 0
     try:
         with _open(path) as handle:
             root: Element | None = None
@@ -162,6 +144,7 @@ def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, s
                 if event == "start":
                     root = element if root is None else root
                 elif element.tag == "row":
+                    rows += 1
                     attributes = dict(element.attrib)
                     if root is not None:
                         root.clear()
@@ -171,14 +154,4 @@ def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, s
     except DefusedXmlException as error:
         problems.append(IngestProblem(str(path), f"refused: {type(error).__name__} (entity expansion attack?)"))
     except (ParseError, EOFError, OSError) as error:
-        problems.append(IngestProblem(str(path), f"not well-formed XML: {error}"))
-
-
-def _post_or_problem(path: Path, element: Element, row: int, problems: list[IngestProblem]) -> MsePost | None:
-    attributes = dict(element.attrib)
-    try:
-        return post_from_row(attributes)
-    except ValueError as error:
-        post = attributes.get("Id", "?")
-        problems.append(IngestProblem(f"{path}#post-{post}", f"bad row {row}: {error}"))
-        return None
+        problems.append(IngestProblem(str(path), f"not well-formed XML after row {rows}: {error}"))
