@@ -8,13 +8,12 @@ separate files (``2301.01234v1.tar.gz``, ``2301.01234v2.gz``) only the latest is
 from __future__ import annotations
 
 import re
-import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.ingest_limits import IngestLimits
-from ingestion.latex_sources import ArxivName, is_bulk_tar, parse_arxiv_name, safe_paper_dir_name
+from ingestion.latex_sources import ArxivName, bulk_tar_members, is_bulk_tar, parse_arxiv_name, safe_paper_dir_name
 from ingestion.problems import IngestProblem, Severity
 
 _MONTH = re.compile(r"^(?P<year>\d{4})-(?P<month>0[1-9]|1[0-2])$")
@@ -75,36 +74,18 @@ def month_eprints(
         else:
             yield eprint
     staging.mkdir(parents=True, exist_ok=True)
+
+    def wanted(name: ArxivName | None) -> bool:
+        return name is not None and id_in_month(name.arxiv_id, prefix) and name.arxiv_id not in latest
+
     for tar_path in bulk:
-        yield from _bulk_members(tar_path, prefix, set(latest), staging, limits)
-
-
-def _bulk_members(
-    tar_path: Path, prefix: str, given_separately: set[str], staging: Path, limits: IngestLimits
-) -> Iterator[EprintFile | IngestProblem]:
-    try:
-        with tarfile.open(tar_path) as bulk:
-            for member in bulk:
-                if not member.isfile():
-                    continue
-                origin = f"{tar_path}:{member.name}"
-                name = parse_arxiv_name(Path(member.name).name)
-                if name is None or not id_in_month(name.arxiv_id, prefix) or name.arxiv_id in given_separately:
-                    continue
-                if member.name.lower().endswith(".pdf"):
-                    yield IngestProblem(origin, "PDF-only submission: no LaTeX source", Severity.WARNING)
-                    continue
-                if member.size > limits.max_file_bytes:
-                    yield IngestProblem(origin, f"e-print of {member.size:,} bytes exceeds {limits.max_file_bytes:,}")
-                    continue
-                handle = bulk.extractfile(member)
-                if handle is None:
-                    continue
-                staged = staging / Path(member.name).name.replace("/", "_")
-                staged.write_bytes(handle.read())
-                yield EprintFile(staged, origin, name, staged=True)
-    except (tarfile.TarError, OSError, EOFError) as error:
-        yield IngestProblem(str(tar_path), f"cannot read bulk archive: {error}")
+        # A PDF-only paper is skipped, not failed, in a month's summary.
+        for member in bulk_tar_members(tar_path, staging, limits, wanted, pdf_severity=Severity.WARNING):
+            if isinstance(member, IngestProblem):
+                yield member
+            else:
+                assert member.name is not None
+                yield EprintFile(member.path, member.origin, member.name, staged=True)
 
 
 __all__ = ["EprintFile", "id_in_month", "month_eprints", "month_prefix", "safe_paper_dir_name"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_files import included_names, read_latex_file
 from ingestion.latex_statements import kind_for
 from ingestion.latex_text import strip_comments
-from ingestion.problems import IngestProblem, LatexSourceError
+from ingestion.problems import IngestProblem, LatexSourceError, Severity
 from ingestion.safe_archive import (
     UnsafeArchiveError,
     content_type,
@@ -110,6 +110,53 @@ def single_file_paper_id(path: Path) -> str:
     return path.stem
 
 
+@dataclass(frozen=True, slots=True)
+class BulkMember:
+    """One e-print copied out of a bulk tar into the staging directory."""
+
+    path: Path
+    origin: str  # ``arXiv_src_2301_001.tar:2301/2301.00004.gz``, for messages
+    name: ArxivName | None
+
+
+def bulk_tar_members(
+    path: Path,
+    staging: Path,
+    limits: IngestLimits,
+    wanted: Callable[[ArxivName | None], bool] = lambda _: True,
+    pdf_severity: Severity = Severity.ERROR,
+) -> Iterator[BulkMember | IngestProblem]:
+    """Stream a bulk tar member by member into ``staging`` (never the whole month on disk at once).
+
+    PDF-only (reported with ``pdf_severity``) and oversized members are problems; members whose
+    name ``wanted`` refuses are passed over.
+    """
+    try:
+        with tarfile.open(path) as bulk:
+            for member in bulk:
+                if not member.isfile():
+                    continue
+                name = Path(member.name).name
+                arxiv = parse_arxiv_name(name)
+                if not wanted(arxiv):
+                    continue
+                origin = f"{path}:{member.name}"
+                if name.lower().endswith(".pdf"):
+                    yield IngestProblem(origin, "PDF-only submission: no LaTeX source", pdf_severity)
+                    continue
+                if member.size > limits.max_file_bytes:
+                    yield IngestProblem(origin, f"e-print of {member.size:,} bytes exceeds {limits.max_file_bytes:,}")
+                    continue
+                handle = bulk.extractfile(member)
+                if handle is None:
+                    continue
+                staged = staging / name
+                staged.write_bytes(handle.read())
+                yield BulkMember(staged, origin, arxiv)
+    except (tarfile.TarError, OSError, EOFError) as error:
+        yield IngestProblem(str(path), f"cannot read bulk archive: {error}")
+
+
 class PaperFinder:
     """Yields the papers (or the problems) in the paths a user names."""
 
@@ -175,27 +222,8 @@ class PaperFinder:
     def _bulk_tar(self, path: Path) -> Iterator[LatexPaper | IngestProblem]:
         """The monthly bulk layout: each member is one paper's e-print, named by its id."""
         staging = reset_directory(self.workdir / f"bulk-{path.stem}")
-        try:
-            with tarfile.open(path) as bulk:
-                for member in bulk:
-                    if not member.isfile():
-                        continue
-                    name = Path(member.name).name
-                    where = f"{path}:{member.name}"
-                    if member.size > self.limits.max_file_bytes:
-                        yield IngestProblem(where, f"e-print of {member.size:,} bytes exceeds the limit")
-                        continue
-                    if name.lower().endswith(".pdf"):
-                        yield IngestProblem(where, "PDF-only submission: no LaTeX source")
-                        continue
-                    handle = bulk.extractfile(member)
-                    if handle is None:
-                        continue
-                    staged = staging / name
-                    staged.write_bytes(handle.read())
-                    yield self.eprint(staged, where)
-        except (tarfile.TarError, OSError, EOFError) as error:
-            yield IngestProblem(str(path), f"cannot read bulk archive: {error}")
+        for member in bulk_tar_members(path, staging, self.limits):
+            yield member if isinstance(member, IngestProblem) else self.eprint(member.path, member.origin)
 
     # ------------------------------------------------------------------ directory trees
     def _papers_in_tree(self, directory: Path, origin: str) -> Iterator[LatexPaper | IngestProblem]:
