@@ -19,7 +19,7 @@ from ingestion.latex_files import LatexFlattener
 from ingestion.latex_macros import MacroExpansionError, MacroTable
 from ingestion.latex_numbering import number_document
 from ingestion.latex_readable import ReadableLatex
-from ingestion.latex_sources import LatexPaper, PaperFinder
+from ingestion.latex_sources import LatexPaper, PaperFinder, parse_arxiv_name
 from ingestion.latex_statements import (
     ExtractedStatement,
     document_abstract,
@@ -34,13 +34,12 @@ from ingestion.records import Source, StatementKind, StatementRecord, statement_
 from ingestion.stacks_tags import read_tags, stacks_url, tags_file_for
 from ingestion.statement_split import split_statement
 
-# New-style (2501.01947, optional version) and old-style (math/0501001) arXiv identifiers.
-_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
-
 
 def arxiv_abs_url(paper_id: str) -> str:
-    """The arXiv abstract page of ``paper_id``, or "" when it is not an arXiv identifier."""
-    return f"https://arxiv.org/abs/{paper_id}" if _ARXIV_ID.match(paper_id) else ""
+    """The arXiv abstract page of ``paper_id``, or "" when it is not an arXiv identifier as written
+    (``2501.01947``, ``2501.01947v2``, ``math/0501001``)."""
+    name = parse_arxiv_name(paper_id)
+    return f"https://arxiv.org/abs/{paper_id}" if name and name.arxiv_id + name.version == paper_id else ""
 
 
 @dataclass
@@ -71,15 +70,11 @@ class LatexIngestor:
         with tempfile.TemporaryDirectory(prefix="rag-app-unpack-") as workdir:
             finder = PaperFinder(Path(workdir), self.limits)
             for path in paths:
-                for found in self.find(finder, Path(path)):
+                for found in finder.find(Path(path)):
                     if isinstance(found, IngestProblem):
                         yield PaperStatements(paper_id="", path=found.path, problems=[found])
                     else:
                         yield self.ingest_paper(found)
-
-    @staticmethod
-    def find(finder: PaperFinder, path: Path) -> Iterator[LatexPaper | IngestProblem]:
-        yield from finder.find(path)
 
     def ingest_paper(self, paper: LatexPaper) -> PaperStatements:
         result = PaperStatements(paper_id=paper.paper_id, path=str(paper.main), version=paper.version)

@@ -34,11 +34,7 @@ def _soup_to_text(soup: BeautifulSoup) -> str:
 
 def math_spans(html: str) -> list[str]:
     """The LaTeX of every formula in an MSE HTML fragment, in order, without delimiters."""
-    soup = BeautifulSoup(html, "html.parser")
-    containers = soup.find_all("span", class_="math-container")
-    if containers:
-        return [_strip_delimiters(span.get_text()) for span in containers]
-    return [(m.group(1) or m.group(2)).strip() for m in _MATH_SPAN.finditer(soup.get_text())]
+    return [formula.latex for formula in post_formulas(html, "")]
 
 
 def _walk(node: Tag, parts: list[str]) -> None:
