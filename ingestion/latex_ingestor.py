@@ -7,6 +7,7 @@ expanded, math normalized, references resolved) and split the over-long ones.
 
 from __future__ import annotations
 
+import functools
 import re
 import tempfile
 from collections import Counter
@@ -111,27 +112,31 @@ class LatexIngestor:
         begin = document.find("\\begin{document}")
         body_offset = begin if begin >= 0 else 0
         statements = [s for s in extract_statements(document, environments) if s.offset >= body_offset]
-        result.title = clean(document_title(document)).replace("\n", " ")
-        result.authors = [clean(author).replace("\n", " ") for author in document_authors(document)]
+
+        # Headings and names on one line; a section title is cleaned once, not once per statement in it.
+        @functools.cache
+        def clean_line(latex: str) -> str:
+            return clean(latex).replace("\n", " ")
+
+        result.title = clean_line(document_title(document))
+        result.authors = [clean_line(author) for author in document_authors(document)]
         result.abstract = clean(document_abstract(document))
         tags_file = tags_file_for(paper.main.parent)
         tags = read_tags(tags_file) if tags_file else {}
         url = arxiv_abs_url(paper.paper_id)
         source = Source.ARXIV if url else Source.LOCAL
         seen: Counter[tuple[str, str]] = Counter()
-        sections: dict[str, str] = {}
         for statement in statements:
             text = clean(statement.text)
             if not text:
                 continue
             parts = split_statement(text, self.limits.max_statement_chars)
-            section = sections.setdefault(statement.section, clean(statement.section).replace("\n", " "))
+            section = clean_line(statement.section)
             metadata = self._metadata(statement, result, paper, numbering.statement_numbers.get(statement.offset, ""))
             if statement.subsection:
-                metadata["subsection"] = sections.setdefault(
-                    "\x00" + statement.subsection, clean(statement.subsection).replace("\n", " ")
-                )
+                metadata["subsection"] = clean_line(statement.subsection)
             proof = clean(statement.proof)
+            name = clean_line(statement.name)
             if statement.kind is StatementKind.DEFINITION:
                 terms = defined_terms(macros.expand(statement.text), clean)
                 if terms:
@@ -150,7 +155,7 @@ class LatexIngestor:
                         kind=statement.kind,
                         text=part,
                         paper_id=paper.paper_id,
-                        name=clean(statement.name).replace("\n", " "),
+                        name=name,
                         formulas=tuple(extract_formulas(part)),
                         label=statement.label,
                         section=section,

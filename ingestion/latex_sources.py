@@ -311,10 +311,10 @@ class IncludeGraph:
             else:
                 groups.append([main])
         chosen = [group[0] for group in groups]  # the largest of each group
-        covered = set(chosen) | {f for m in mains for f in self.closure(m)} | set(standalone)
-        # Loose files with statements that no document includes (notes, a bare chapter).
+        included_anywhere = set().union(*self.includes.values())
+        # Loose files with statements that no file includes (notes, a bare chapter).
         for file, text in self.texts.items():
-            if file in covered or any(file in self.closure(f) for f in self.texts if f != file):
+            if file in standalone or file in included_anywhere:
                 continue
             if not any(t in standalone for t in self.closure(file)) and _has_theorem_like(text):
                 chosen.append(file)

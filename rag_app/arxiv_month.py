@@ -182,9 +182,7 @@ class ArxivMonthIngest:
         if result is None or not result.records:
             reasons = [p.reason for p in (result.problems if result else []) if p.severity is Severity.ERROR]
             reason = parsed.error or (reasons[0] if reasons else "no theorem-like statements found")
-            skipped = (
-                "PDF-only" in reason or "PS-only" in reason or "POSTSCRIPT-only" in reason or "no theorem" in reason
-            )
+            skipped = "PDF-only" in reason or "POSTSCRIPT-only" in reason or "no theorem" in reason
             (report.skipped if skipped else report.failed).append((arxiv_id, reason))
             if parsed.error:
                 report.problems.append(IngestProblem(parsed.eprint.origin, parsed.error))
@@ -246,8 +244,8 @@ class ArxivMonthIngest:
     ) -> None:
         if not pending:
             return
-        added = self.index.add([record for records, _ in pending.values() for record in records])
-        report.added += added.added
-        report.removed += self.index.remove_stale({pid: {r.id for r in recs} for pid, (recs, _) in pending.items()})
+        added, removed = self.index.replace_papers([record for records, _ in pending.values() for record in records])
+        report.added += added
+        report.removed += removed
         manifest.record(entry for _, entry in pending.values())
         pending.clear()

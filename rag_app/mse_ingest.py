@@ -88,10 +88,6 @@ class MseIngest:
     def _flush(self, pending: list[StatementRecord]) -> int:
         if not pending:
             return 0
-        added = self.index.add(pending).added
-        by_post: dict[str, set[str]] = {}
-        for record in pending:
-            by_post.setdefault(record.paper_id, set()).add(record.id)
-        self.index.remove_stale(by_post)  # an edited post: its old statement goes
+        added, _ = self.index.replace_papers(pending)  # an edited post: its old statement goes
         pending.clear()
         return added

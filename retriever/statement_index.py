@@ -93,6 +93,18 @@ class StatementIndex:
             self._bm25 = None
         return len(stale)
 
+    def replace_papers(self, records: Sequence[StatementRecord]) -> tuple[int, int]:
+        """Make the store hold exactly ``records`` for each paper they belong to.
+
+        New statements are embedded and added, those papers' other statements removed.
+        Returns (added, removed).
+        """
+        added = self.add(records).added
+        ids_by_paper: dict[str, set[str]] = {}
+        for record in records:
+            ids_by_paper.setdefault(record.paper_id, set()).add(record.id)
+        return added, self.remove_stale(ids_by_paper)
+
     def remove_papers(self, paper_ids: Sequence[str]) -> None:
         """Delete every statement of these papers (posts deleted from a newer dump)."""
         if paper_ids:

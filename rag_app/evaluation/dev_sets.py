@@ -234,8 +234,7 @@ def hott_defined_terms(records: Sequence[StatementRecord]) -> QuerySet:
         Protocol.KNOWN_ITEM,
         queries,
         f"Terms the HoTT book defines (`\\define{{mere proposition}}`, bold or emphasis inside a definition): "
-        f"the term is the query, "
-        f"the definition(s) defining it are gold ({len(queries)} terms).",
+        f"the term is the query, the definition(s) defining it are gold ({len(queries)} terms).",
     )
 
 
