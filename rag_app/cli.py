@@ -32,6 +32,7 @@ from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, SearchHit, SearchMode
+from retriever.embedding_registry import EmbedderSpecError
 from retriever.statement_index import PAPERS
 from retriever.types import record_to_dict
 
@@ -42,6 +43,8 @@ app = typer.Typer(
 )
 llm_app = typer.Typer(help="The LLM server that writes answers.", no_args_is_help=True)
 app.add_typer(llm_app, name="llm")
+train_app = typer.Typer(help="Fine-tune the math embedding and list the trained versions.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
 
 ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="settings TOML file", envvar="RAG_APP_CONFIG")]
 IndexOption = Annotated[Optional[Path], typer.Option("--index", help="index directory (default from settings)")]
@@ -333,6 +336,19 @@ def status(index: IndexOption = None, config: ConfigOption = None) -> None:
     typer.echo(f"llm:        {rag.llm_status()}")
 
 
+def _reembed_if_the_default_changed(settings: Settings) -> None:
+    """The quick start keeps working when a new release ships another default embedder."""
+    from rag_app.pipeline import make_embedder
+    from retriever.statement_index import reindex as reindex_statements
+
+    try:
+        MathRAG(settings).index  # noqa: B018 (opening checks the embedder)
+    except IndexMismatchError:
+        embedder = make_embedder(settings)
+        typer.echo(f"The index was built with another embedder: re-embedding it with {embedder.identity} ...")
+        reindex_statements(settings.resolved_index_dir, embedder, show_progress=True)
+
+
 @app.command()
 def ui(
     port: Annotated[int, typer.Option(help="port for the chat")] = 8501,
@@ -344,6 +360,8 @@ def ui(
     """Start the Streamlit chat on localhost (and the local LLM server, when none is configured)."""
     settings = _settings(config, index)
     rag = MathRAG(settings)
+    if demo:
+        _reembed_if_the_default_changed(settings)
     if demo and rag.index.count() == 0:
         typer.echo("The index is empty: ingesting the demo corpus ...")
         typer.echo(rag.ingest_demo(show_progress=True).summary())
@@ -397,6 +415,14 @@ def eval_command(
     seen_papers: Annotated[
         Optional[Path], typer.Option("--seen-papers", help="papers seen in training, one id per line")
     ] = None,
+    split: Annotated[
+        Optional[Path],
+        typer.Option("--split", help="split.json of a fine-tuned embedding: trained / seen / unseen groups"),
+    ] = None,
+    embedder: Annotated[
+        Optional[list[str]],
+        typer.Option("--embedder", "-e", help="embedder spec to compare (one index each); repeatable"),
+    ] = None,
     k: Annotated[Optional[int], typer.Option("--k", "-k", min=1, max=1000, help="results per query")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="only the first N queries of each set")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="report directory (default from settings)")] = None,
@@ -426,6 +452,8 @@ def eval_command(
         topics=topics,
         protocol=protocol,
         seen_papers=seen_papers,
+        split=split,
+        embedders=list(embedder or []),
         k=k,
         limit=limit,
         ingest_corpus=ingest_corpus,
@@ -485,10 +513,137 @@ def llm_models() -> None:
         typer.echo(f"{spec.name}  ({spec.size / 1e6:,.0f} MB{parts})")
 
 
+@train_app.command("embed")
+def train_embed(
+    index: IndexOption = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="registry name (a new version each run)")] = None,
+    base: Annotated[Optional[str], typer.Option("--base", help="embedder spec to fine-tune")] = None,
+    lora: Annotated[
+        Optional[bool], typer.Option("--lora/--full", help="train a LoRA adapter or the whole model")
+    ] = None,
+    llm_questions: Annotated[
+        Optional[bool], typer.Option("--llm-questions/--no-llm-questions", help="add LLM-generated questions")
+    ] = None,
+    hard_negatives: Annotated[Optional[bool], typer.Option("--hard-negatives/--no-hard-negatives")] = None,
+    max_pairs: Annotated[Optional[int], typer.Option("--max-pairs", min=2, help="seeded sample of the pairs")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="stop after N steps")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1)] = None,
+    learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", min=0)] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, ... (default from settings)")] = None,
+    resume: Annotated[bool, typer.Option("--resume/--restart", help="continue from the last checkpoint")] = True,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Fine-tune the embedding on an ingested index and register the result as a new version.
+
+    Then compare it with the base: `rag-app eval --dev --embedder BASE --embedder registry:NAME --split
+    DATA_DIR/models/embeddings/NAME/vN/split.json`, and use it with `embedding.model = "registry:NAME"`
+    (`rag-app reindex` re-embeds an existing index).
+    """
+    from rag_app.training.train_embedding import TrainEmbedJob
+
+    settings = _settings(config, index)
+    overrides = {
+        "name": name, "base_model": base, "lora": lora, "llm_questions": llm_questions,
+        "hard_negatives": hard_negatives, "max_pairs": max_pairs, "max_steps": max_steps, "epochs": epochs,
+        "learning_rate": learning_rate, "device": device,
+    }  # fmt: skip
+    training = settings.training.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    settings = settings.model_copy(update={"training": training})
+    job = TrainEmbedJob(settings, settings.resolved_index_dir)
+    try:
+        report = job.run(resume=resume, show_progress=not as_json, log=_err)
+    except (FileNotFoundError, ValueError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    model = report.model
+    summary = {
+        "model": f"registry:{model.name}@v{model.version}",
+        "directory": str(model.directory),
+        "base_model": model.base_model,
+        "kind": model.kind,
+        "pairs": report.pairs,
+        "split": report.split,
+        "questions": report.questions,
+        "examples": report.run.examples,
+        "steps": report.run.steps,
+        "seconds": report.run.seconds,
+        "resumed_from": report.run.resumed_from,
+        "final_loss": report.run.final_loss,
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+        return
+    typer.echo(f"trained {summary['model']} ({model.kind} on {model.base_model}) in {report.run.seconds:.0f} s")
+    typer.echo(f"  pairs {report.pairs}, {report.run.examples} examples, {report.run.steps} steps")
+    typer.echo(f"  split {report.split}")
+    typer.echo(f"  {model.directory}")
+
+
+@train_app.command("list")
+def train_list(as_json: JsonOption = False, config: ConfigOption = None) -> None:
+    """The registered embedding models (trained here, and shipped with the package)."""
+    from retriever.embedding_registry import EmbeddingRegistry, packaged_registry
+
+    settings = _settings(config)
+    rows = []
+    for registry in (packaged_registry(), EmbeddingRegistry(settings.resolved_registry_dir)):
+        for model_name in registry.names():
+            for model in registry.versions(model_name):
+                rows.append(
+                    {
+                        "model": f"{registry.prefix}{model.name}@v{model.version}",
+                        "kind": model.kind,
+                        "base_model": model.base_model,
+                        "created": model.card.get("created"),
+                        "directory": str(model.directory),
+                        "metrics": model.metrics,
+                    }
+                )
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo("no fine-tuned embeddings yet; train one with `rag-app train embed`")
+    for row in rows:
+        typer.echo(f"{row['model']}  {row['kind']} on {row['base_model']}  ({row['created']})  {row['directory']}")
+
+
+@app.command()
+def reindex(
+    index: IndexOption = None,
+    force: Annotated[bool, typer.Option("--force", help="re-embed even if the embedder is unchanged")] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Re-embed every statement of an index with the configured embedder (resumable; BM25 unchanged)."""
+    from rag_app.pipeline import make_embedder
+    from retriever.statement_index import reindex as reindex_statements
+
+    settings = _settings(config, index)
+    try:
+        result = reindex_statements(
+            settings.resolved_index_dir, make_embedder(settings), force=force, show_progress=not as_json
+        )
+    except FileNotFoundError as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    data = {"previous": result.previous, "embedder": result.current, "embedded": result.embedded,
+            "statements": result.statements}  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(data))
+    elif result.previous == result.current and not force:
+        typer.echo(f"already embedded with {result.current}; nothing to do (--force re-embeds)")
+    else:
+        typer.echo(
+            f"re-embedded {result.embedded} of {result.statements} statements: {result.previous} -> {result.current}"
+        )
+
+
 def main() -> None:
     try:
         app()
-    except (IndexMismatchError, PackagedModelError) as error:
+    except (IndexMismatchError, PackagedModelError, EmbedderSpecError) as error:
         _err(f"error: {error}")
         raise SystemExit(2) from None
 

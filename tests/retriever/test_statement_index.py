@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
-from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
+from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex, statement_index
 from retriever.bm25_index import BM25Index
+from retriever.statement_index import reindex
+from tests.embedders import random_adapter
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 
@@ -75,8 +77,55 @@ def test_adding_again_is_idempotent_and_stale_statements_are_removed(tmp_path: P
 
 def test_index_refuses_another_embedder(tmp_path: Path, embedder: Embedder) -> None:
     StatementIndex(tmp_path / "index", embedder).add(RECORDS[:1])
-    with pytest.raises(IndexMismatchError, match="all-MiniLM"):
+    with pytest.raises(IndexMismatchError, match=r"all-MiniLM.*rag-app reindex"):
         StatementIndex(tmp_path / "index", Embedder("some/other-model"))
+
+
+def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = tmp_path / "models"
+    random_adapter(registry)
+    tuned = Embedder("registry:test-adapter", registry_dir=registry)
+    directory = tmp_path / "index"
+    index = StatementIndex(directory, embedder)
+    index.add(RECORDS)
+    index.rebuild_lexical()
+    vectors = embedder.embed_documents([r.search_text() for r in RECORDS])
+    before = {r.id: v for r, v in zip(RECORDS, vectors, strict=True)}
+
+    # The process dies while writing the second batch of one statement.
+    calls = {"n": 0}
+    original = statement_index._embed_into
+
+    def dies_on_second_batch(store, model, records):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(store, model, records)
+
+    monkeypatch.setattr(statement_index, "_embed_into", dies_on_second_batch)
+    with pytest.raises(KeyboardInterrupt):
+        reindex(directory, tuned, batch=1)
+    monkeypatch.setattr(statement_index, "_embed_into", original)
+    # The old index still answers with the old embedder; the new one is still refused.
+    assert StatementIndex(directory, embedder).search("bounded entire", 1, SearchMode.DENSE)[0].record == RECORDS[2]
+    with pytest.raises(IndexMismatchError):
+        StatementIndex(directory, tuned)
+
+    result = reindex(directory, tuned)
+    assert (result.previous, result.current) == ("packaged:all-MiniLM-L6-v2", "registry:test-adapter@v1")
+    assert (result.embedded, result.statements) == (2, 3)  # resumed: the first statement was done before
+    reopened = StatementIndex(directory, tuned)
+    assert reopened.manifest()["embedder"] == "registry:test-adapter@v1"
+    assert reopened.store.collection_names() == [reopened.collection_name]  # the old vectors are gone
+    stored = reopened.store.vectors([r.id for r in RECORDS])
+    for r in RECORDS:
+        assert float(stored[r.id] @ before[r.id]) < 0.999  # re-embedded, not copied
+    assert reopened.search("bounded entire function constant", 1)[0].record == RECORDS[2]
+    with pytest.raises(IndexMismatchError, match="reindex"):
+        StatementIndex(directory, embedder)
+    assert reindex(directory, tuned).embedded == 0  # nothing to do
 
 
 def test_empty_index_and_blank_query(tmp_path: Path, embedder: Embedder) -> None:

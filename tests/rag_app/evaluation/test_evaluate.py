@@ -164,7 +164,7 @@ def test_without_an_index_the_sets_corpus_is_ingested_into_the_eval_index(tmp_pa
     first = runner.invoke(app, args, env={"RAG_APP_DATA_DIR": str(data)})
     assert first.exit_code == 0, first.output
     report = json.loads(first.stdout)
-    assert report["provenance"]["index"] == str(data / "eval" / "index")
+    assert report["provenance"]["index"] == str(data / "eval" / "index" / "packaged-all-MiniLM-L6-v2")
     assert report["provenance"]["index_statements"] == 15
     assert "15 statements (15 added" in report["provenance"]["corpus_ingest"]
     (evaluation,) = report["sets"]
