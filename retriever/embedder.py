@@ -51,6 +51,7 @@ class Embedder:
         model = SentenceTransformer(self.resolved.model_path, device=self.device)
         if self.resolved.adapter_path is not None:
             model.load_adapter(str(self.resolved.adapter_path))
+            _merge_lora(model)
         if self.max_seq_length:
             model.max_seq_length = self.max_seq_length
         return model
@@ -76,3 +77,12 @@ class Embedder:
             show_progress_bar=show_progress,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _merge_lora(model) -> None:
+    """Fold LoRA weights into the base layers: same vectors, no extra matmuls per layer (inference only)."""
+    from peft.tuners.lora import LoraLayer
+
+    for module in model.modules():
+        if isinstance(module, LoraLayer):
+            module.merge()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Rebuild the embedding shipped as the default (retriever/embeddings/math-minilm-l6/vN):
-# a LoRA adapter on the packaged all-MiniLM-L6-v2, trained with `train embed` on the development
-# corpus (Stacks project + HoTT book + thesis sample from ../shared, pairs that need no LLM), then
-# compared with the base on every development set, seen and unseen papers apart.
+# Train and evaluate the candidate default embedding: a LoRA adapter on the packaged all-MiniLM-L6-v2,
+# trained with `train embed` on the development corpus (Stacks project + HoTT book + thesis sample
+# from ../shared, pairs that need no LLM), then compared with the base on every development set,
+# seen and unseen papers apart. With PUBLISH=1 the result is copied into retriever/embeddings/ (to
+# ship it; then point EmbeddingSettings.model at packaged:math-minilm-l6) -- do that only when it
+# beats the base on the development sets.
 # About 45 minutes on 2 CPU cores (of which ~12 embedding the corpus the first time); minutes on a GPU
 # (RAG_APP_TRAINING__DEVICE=cuda RAG_APP_EMBEDDING__DEVICE=cuda).
 set -euo pipefail
@@ -22,4 +24,6 @@ $RAG train embed --index "$INDEX" --name "$NAME" --base "$BASE" --max-pairs 6400
 MODEL_DIR=$(.venv/bin/python -c 'import json,sys; print(json.load(open(sys.argv[1]))["directory"])' /tmp/train-embed.json)
 $RAG eval --dev --embedder "$BASE" --embedder "registry:$NAME" --split "$MODEL_DIR/split.json" \
     --out eval/results/embedding
-.venv/bin/python -m rag_app.training.publish "$MODEL_DIR" eval/results/embedding/report.json
+if [ "${PUBLISH:-0}" = 1 ]; then
+    .venv/bin/python -m rag_app.training.publish "$MODEL_DIR" eval/results/embedding/report.json
+fi

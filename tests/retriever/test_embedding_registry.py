@@ -58,5 +58,13 @@ def test_a_registered_adapter_loads_on_its_base_and_changes_the_vectors(tmp_path
     assert tuned.dimension == base.dimension == 384
     assert np.isclose(np.linalg.norm(tuned_vector), 1.0, atol=1e-4)
     assert float(tuned_vector @ base_vector) < 0.999  # the adapter is applied
+    # Merged into the base layers for speed, the adapter gives the vectors it gives unmerged.
+    from sentence_transformers import SentenceTransformer
+
+    unmerged = SentenceTransformer(tuned.resolved.model_path, device="cpu")
+    unmerged.load_adapter(str(tuned.resolved.adapter_path))
+    unmerged.max_seq_length = tuned.max_seq_length
+    expected = unmerged.encode(text, normalize_embeddings=True)[0]
+    assert np.allclose(tuned_vector, expected, atol=1e-5)
     # The model directory itself is also a valid spec (a registered model copied elsewhere).
     assert Embedder(str(model.directory)).identity == "test-adapter@v1"
