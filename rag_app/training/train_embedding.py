@@ -25,7 +25,7 @@ from rag_app.training.hard_negatives import HardNegativeMiner
 from rag_app.training.paper_split import PaperSplit
 from rag_app.training.question_generator import QuestionCache, QuestionGenerator
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
-from retriever.chroma_store import ChromaStatementStore
+from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.embedding_registry import EmbeddingRegistry, RegisteredEmbedder
 from retriever.statement_index import MANIFEST
 
@@ -48,7 +48,7 @@ def read_index_records(index_dir: Path) -> tuple[list[StatementRecord], dict[str
     if not manifest_path.exists():
         raise FileNotFoundError(f"no index in {index_dir}: ingest a corpus first (rag-app ingest ...)")
     manifest = json.loads(manifest_path.read_text())
-    store = ChromaStatementStore(index_dir / "chroma", str(manifest.get("collection", "statements")))
+    store = ChromaStatementStore(index_dir / "chroma", str(manifest.get("collection", COLLECTION)))
     return list(store.iter_records()), manifest
 
 
@@ -168,7 +168,7 @@ class TrainEmbedJob:
         """The index's own vectors, when the index was built by the model being fine-tuned."""
         if manifest.get("embedder") != identity:
             return None
-        store = ChromaStatementStore(self.index_dir / "chroma", str(manifest.get("collection", "statements")))
+        store = ChromaStatementStore(self.index_dir / "chroma", str(manifest.get("collection", COLLECTION)))
         return store.vectors(ids)
 
     def _fingerprint(self, records: list[StatementRecord]) -> str:
