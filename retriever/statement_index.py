@@ -225,10 +225,7 @@ class StatementIndex:
             "statements": self.count(),
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        # Written whole or not at all: the manifest says which collection is live.
-        partial = self.directory / (MANIFEST + ".partial")
-        partial.write_text(json.dumps(manifest, indent=2))
-        os.replace(partial, self.directory / MANIFEST)
+        _save_manifest(self.directory, manifest)
 
 
 def reindex(
@@ -285,13 +282,18 @@ def reindex(
         "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "reindexed_from": previous,
     }
-    partial = directory / (MANIFEST + ".partial")
-    partial.write_text(json.dumps(switched, indent=2))
-    os.replace(partial, manifest_path)
+    _save_manifest(directory, switched)
     for name in target.collection_names():
         if name != target_name:
             target.drop_collection(name)
     return ReindexResult(previous, embedder.identity, embedded, target.count())
+
+
+def _save_manifest(directory: Path, manifest: dict[str, object]) -> None:
+    """Written whole or not at all: the manifest says which collection is live."""
+    partial = directory / (MANIFEST + ".partial")
+    partial.write_text(json.dumps(manifest, indent=2))
+    os.replace(partial, directory / MANIFEST)
 
 
 def _embed_into(store: ChromaStatementStore, embedder: Embedder, records: list[StatementRecord]) -> int:

@@ -65,8 +65,8 @@ class EmbeddingTrainer:
             columns["positive"].append(positive.search_text())
             if with_negatives:
                 negative = records.get(pair.negative_id) if pair.negative_id else None
-                while negative is None or negative.paper_id == positive.paper_id:
-                    negative = records[rng.choice(ids)]
+                if negative is None:
+                    negative = _random_negative(records, ids, positive, rng)
                 columns["negative"].append(negative.search_text())
         return columns
 
@@ -160,6 +160,18 @@ class EmbeddingTrainer:
                 )
             )
         return model
+
+
+def _random_negative(
+    records: Mapping[str, StatementRecord], ids: list[str], positive: StatementRecord, rng: random.Random
+) -> StatementRecord:
+    """A statement of another paper, else (a one-paper corpus) any other statement."""
+    for _ in range(100):
+        candidate = records[rng.choice(ids)]
+        if candidate.paper_id != positive.paper_id:
+            return candidate
+    others = [i for i in ids if i != positive.id]
+    return records[rng.choice(others)] if others else positive
 
 
 def _steps(count: int, batch_size: int, settings: TrainingSettings) -> int:

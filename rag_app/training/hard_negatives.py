@@ -41,6 +41,7 @@ class HardNegativeMiner:
         vectors: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         self.records = {record.id: record for record in records}
+        self.buckets = {record.id: category_bucket(record) for record in records}
         self.embedder = embedder
         self.candidates = candidates
         self.bm25 = BM25Index.build(list(self.records), [r.search_text() for r in self.records.values()])
@@ -59,13 +60,13 @@ class HardNegativeMiner:
             if gold is None:
                 mined.append(pair)
                 continue
-            bucket = category_bucket(gold)
+            bucket = self.buckets[gold.id]
             candidates = [
                 hit.id
                 for hit in self.bm25.search(pair.anchor, self.candidates * 3)
                 if hit.id not in golds[pair.anchor]
                 and self.records[hit.id].paper_id != gold.paper_id
-                and category_bucket(self.records[hit.id]) == bucket
+                and self.buckets[hit.id] == bucket
             ][: self.candidates]
             if not candidates:
                 mined.append(pair)

@@ -13,7 +13,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,9 +145,7 @@ class QuestionGenerator:
     def prompt_key(self) -> str:
         return f"{self.prompt.name}@v{self.prompt.version}"
 
-    def generate(
-        self, records: Sequence[StatementRecord], show_progress: bool = False, on_pair: Callable | None = None
-    ) -> GenerationReport:
+    def generate(self, records: Sequence[StatementRecord], show_progress: bool = False) -> GenerationReport:
         report = GenerationReport()
         model = self.client.model
         todo = []
@@ -174,10 +172,7 @@ class QuestionGenerator:
                 self.cache.put(self.prompt_key, model, record.id, question)
                 report.generated += 1
                 report.repaired += repaired
-                pair = TrainingPair(question, record.id, "question")
-                report.pairs.append(pair)
-                if on_pair is not None:
-                    on_pair(pair)
+                report.pairs.append(TrainingPair(question, record.id, "question"))
         return report
 
     def _question(self, record: StatementRecord) -> tuple[str, bool]:

@@ -43,13 +43,13 @@ class TrainEmbedReport:
     reused_pairs: bool = False
 
 
-def read_index_records(index_dir: Path) -> tuple[list[StatementRecord], dict[str, Any]]:
+def open_index_store(index_dir: Path) -> tuple[ChromaStatementStore, dict[str, Any]]:
+    """The live Chroma collection of an index, and its manifest (which embedder built it)."""
     manifest_path = index_dir / MANIFEST
     if not manifest_path.exists():
         raise FileNotFoundError(f"no index in {index_dir}: ingest a corpus first (rag-app ingest ...)")
     manifest = json.loads(manifest_path.read_text())
-    store = ChromaStatementStore(index_dir / "chroma", str(manifest.get("collection", COLLECTION)))
-    return list(store.iter_records()), manifest
+    return ChromaStatementStore(index_dir / "chroma", str(manifest.get("collection", COLLECTION))), manifest
 
 
 class TrainEmbedJob:
@@ -63,7 +63,8 @@ class TrainEmbedJob:
         from rag_app.pipeline import make_embedder
 
         training = self.training
-        records, manifest = read_index_records(self.index_dir)
+        store, manifest = open_index_store(self.index_dir)
+        records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")
         by_id = {record.id: record for record in records}
@@ -99,7 +100,9 @@ class TrainEmbedJob:
                 pairs = random.Random(training.seed).sample(pairs, training.max_pairs)
             log(f"pairs: {count_by_kind(pairs)}")
             if training.hard_negatives:
-                stored = self._stored_vectors(manifest, base.identity, [r.id for r in train_records])
+                # The index's own vectors serve when the index was built by the model being fine-tuned.
+                ids = [r.id for r in train_records]
+                stored = store.vectors(ids) if manifest.get("embedder") == base.identity else None
                 miner = HardNegativeMiner(train_records, base, training.negative_candidates, stored)
                 pairs = miner.mine(pairs, show_progress)
             write_pairs(pairs, pairs_path)
@@ -163,13 +166,6 @@ class TrainEmbedJob:
             "failed": len(report.failures),
         }
         return report.pairs, summary
-
-    def _stored_vectors(self, manifest: dict[str, Any], identity: str, ids: list[str]):
-        """The index's own vectors, when the index was built by the model being fine-tuned."""
-        if manifest.get("embedder") != identity:
-            return None
-        store = ChromaStatementStore(self.index_dir / "chroma", str(manifest.get("collection", COLLECTION)))
-        return store.vectors(ids)
 
     def _fingerprint(self, records: list[StatementRecord]) -> str:
         """Same corpus and same data settings: the saved pairs and checkpoints can be reused."""
