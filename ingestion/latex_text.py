@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ingestion.formula_spans import find_formula_spans
+
 _COMMENT_ENV = re.compile(r"\\begin\{comment\}.*?\\end\{comment\}", re.DOTALL)
 _IFFALSE = re.compile(r"\\iffalse\b.*?\\fi\b", re.DOTALL)
 
@@ -119,33 +121,6 @@ def normalize_whitespace(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
-_DISPLAY_ENVS = (
-    "equation",
-    "align",
-    "gather",
-    "multline",
-    "eqnarray",
-    "flalign",
-    "alignat",
-    "displaymath",
-    "math",
-)
-_MATH_PATTERN = re.compile(
-    r"(?<!\\)\$\$(?P<dd>.+?)(?<!\\)\$\$"
-    r"|(?<!\\)\$(?P<d>.+?)(?<!\\)\$"
-    r"|\\\((?P<p>.+?)\\\)"
-    r"|\\\[(?P<b>.+?)\\\]"
-    r"|\\begin\{(?P<env>(?:" + "|".join(_DISPLAY_ENVS) + r")\*?)\}(?P<e>.+?)\\end\{(?P=env)\}",
-    re.DOTALL,
-)
-
-
 def extract_formulas(text: str) -> list[str]:
     """Every math span in ``text`` (inline and display), as LaTeX without its delimiters."""
-    formulas = []
-    for match in _MATH_PATTERN.finditer(text):
-        body = next(group for name in ("dd", "d", "p", "b", "e") if (group := match.group(name)))
-        body = body.strip()
-        if body:
-            formulas.append(body)
-    return formulas
+    return [span.latex for span in find_formula_spans(text)]

@@ -33,6 +33,8 @@ from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, SearchHit, SearchMode
 from retriever.embedding_registry import EmbedderSpecError
+from retriever.formulas.fusion_encoder import FormulaModelError
+from retriever.formulas.fusion_index import FusionIndexError
 from retriever.statement_index import PAPERS
 from retriever.types import record_to_dict
 
@@ -258,6 +260,9 @@ def search(
     query: Annotated[Optional[str], typer.Argument(help="the question or formula")] = None,
     k: KOption = None,
     mode: Annotated[Optional[SearchMode], typer.Option("--mode", help="retriever")] = None,
+    formula: Annotated[
+        bool, typer.Option("--formula", help="the query is a formula: find statements with equal or similar ones")
+    ] = False,
     queries: Annotated[
         Optional[Path], typer.Option("--queries", help="file with one query per line ('-': stdin)")
     ] = None,
@@ -265,12 +270,22 @@ def search(
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
-    """Search the index. With --queries, run many queries in one process (JSON lines out)."""
+    """Search the index. With --queries, run many queries in one process (JSON lines out).
+
+    With --formula the query is one formula (`\\int \\frac{dx}{(x^2+1)^n}`, delimiters optional): statements
+    holding it, an equivalent rewrite or a similar formula come first.
+    """
     if (query is None) == (queries is None):
         raise typer.BadParameter("give either QUERY or --queries FILE")
+    if formula and mode is not None:
+        raise typer.BadParameter("--formula searches formulas only; leave out --mode")
     rag = MathRAG(_settings(config, index))
+
+    def run(text: str) -> list[SearchHit]:
+        return rag.search_formula(text, k) if formula else rag.search(text, k, mode)
+
     if queries is None:
-        hits = rag.search(query or "", k, mode)
+        hits = run(query or "")
         if as_json:
             typer.echo(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False))
         else:
@@ -280,7 +295,7 @@ def search(
     for line in lines:
         if not line.strip():
             continue
-        hits = rag.search(line.strip(), k, mode)
+        hits = run(line.strip())
         if as_json:
             typer.echo(json.dumps({"query": line.strip(), "results": [h.to_dict() for h in hits]}, ensure_ascii=False))
         else:
@@ -640,10 +655,71 @@ def reindex(
         )
 
 
+@app.command("build-fusion")
+def build_fusion(
+    index: IndexOption = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="drop the fusion vectors and embed everything")] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Build or update the formula-fusion vectors of an index (modes fusion, fusion-maxsim; formula search).
+
+    Only statements without fusion vectors are embedded, so a rerun after a crash or an ingest resumes.
+    The models are `formula.models` (`packaged`, or a directory from `rag-app train formula`).
+    """
+    with MathRAG(_settings(config, index)) as rag:
+        update = rag.build_fusion(rebuild=rebuild, show_progress=not as_json)
+        data = {"added": update.added, "removed": update.removed, "statements": update.statements,
+                "seconds": round(update.seconds, 1), "models": rag.index.fusion_encoder().identity,
+                "bytes": rag.index.fusion_index().bytes_on_disk()}  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(data))
+    else:
+        typer.echo(f"fusion vectors: {update.added} added, {update.removed} removed, {update.statements} in all "
+                   f"({update.seconds:.0f} s)")  # fmt: skip
+
+
+@train_app.command("formula")
+def train_formula(
+    index: IndexOption = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="model directory (default DATA_DIR/models/formula/TIME)")
+    ] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, ... (default from settings)")] = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Train the formula encoder (sympy rewrites) and the MaRF fusion layer on an ingested index.
+
+    Prints the held-out equivalence check (encoder vs BM25 over formula tokens). Use the result with
+    `formula.models = "DIR"`, then `rag-app build-fusion`; `scripts/build_formula_models.sh` ships it.
+    """
+    from rag_app.training.train_formula import TrainFormulaJob
+
+    settings = _settings(config, index)
+    if device:
+        settings = settings.model_copy(update={"formula": settings.formula.model_copy(update={"device": device})})
+    try:
+        report = TrainFormulaJob(settings, settings.resolved_index_dir, out).run(show_progress=not as_json, log=_err)
+    except (FileNotFoundError, ValueError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    encoder = report.card["encoder"]
+    data = {"directory": str(report.directory), "identity": report.card["identity"],
+            "equivalence_check": encoder["equivalence_check"], "fusion": report.card["fusion"]}  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(data))
+        return
+    typer.echo(f"trained {report.card['identity']} into {report.directory}")
+    for method, scores in encoder["equivalence_check"].items():
+        if not method.startswith("_"):
+            typer.echo(f"  held-out rewrites, {method}: Hit@1 {scores['Hit@1']:.3f}  MRR@10 {scores['MRR@10']:.3f}")
+
+
 def main() -> None:
     try:
         app()
-    except (IndexMismatchError, PackagedModelError, EmbedderSpecError) as error:
+    except (IndexMismatchError, PackagedModelError, EmbedderSpecError, FusionIndexError, FormulaModelError) as error:
         _err(f"error: {error}")
         raise SystemExit(2) from None
 

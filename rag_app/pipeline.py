@@ -35,6 +35,7 @@ from rag_app.llm_server import (
 from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchHit, SearchMode, StatementIndex
+from retriever.formulas.fusion_index import FusionUpdate
 
 # Papers are embedded in batches of about this many statements (one model call per batch).
 _FLUSH_STATEMENTS = 512
@@ -70,7 +71,15 @@ class MathRAG:
                 embedder,
                 candidates=retrieval.candidates,
                 rrf_k=retrieval.rrf_k,
-                weights={"dense": retrieval.dense_weight, "bm25": retrieval.bm25_weight},
+                weights={
+                    "dense": retrieval.dense_weight,
+                    "bm25": retrieval.bm25_weight,
+                    "formula": retrieval.formula_weight,
+                },
+                fusion=retrieval.fusion,
+                formula_models=self.settings.formula.models,
+                token_dim=self.settings.formula.token_dim,
+                maxsim_candidates=self.settings.formula.maxsim_candidates,
             )
         return self._index
 
@@ -119,6 +128,14 @@ class MathRAG:
         return self.index.search(query, k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode)
 
     # ------------------------------------------------------------------ answers
+    def search_formula(self, formula: str, k: int | None = None) -> list[SearchHit]:
+        """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
+        return self.index.search_formula(formula, k or self.settings.retrieval.top_k)
+
+    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> FusionUpdate:
+        """Embed the statements the formula-fusion index lacks (see ``rag-app build-fusion``)."""
+        return self.index.build_fusion(rebuild=rebuild, show_progress=show_progress)
+
     def ask(self, question: str, k: int | None = None, mode: SearchMode | str | None = None) -> Answer:
         return self.ask_stream(question, k, mode).result()
 

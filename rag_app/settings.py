@@ -84,13 +84,49 @@ class TrainingSettings(BaseModel):
     checkpoint_steps: int = Field(50, ge=1, description="a checkpoint every N steps; a rerun resumes from it")
 
 
+class FormulaSettings(BaseModel):
+    """The formula side of retrieval: the formula encoder, MaRF fusion, and how they are trained."""
+
+    models: str = Field("packaged", description="formula encoder + fusion layer: `packaged` or a directory")
+    token_dim: int = Field(128, ge=8, description="token vectors kept for MaxSim are compressed to this many dims")
+    maxsim_candidates: int = Field(50, ge=1, description="first-stage results reranked by MaxSim")
+    # The formula encoder.
+    dim: int = 128
+    layers: int = 2
+    heads: int = 4
+    ffn_dim: int = 256
+    max_tokens: int = Field(64, ge=8, description="normalized tokens per formula")
+    encoder_pairs: int = Field(12_000, ge=10, description="sympy rewrite pairs to train on")
+    cooccurrence_pairs: int = Field(3_000, ge=0, description="formula pairs that share a statement")
+    heldout_pairs: int = Field(1_500, ge=10, description="rewrite pairs of the held-out equivalence check")
+    encoder_steps: int = Field(600, ge=1)
+    encoder_batch_size: int = Field(128, ge=2)
+    encoder_learning_rate: float = 5e-4
+    temperature: float = Field(0.05, gt=0)
+    # The fusion layer.
+    fusion_heads: int = 4
+    fusion_ffn_dim: int = 768
+    max_formulas: int = Field(4, ge=1, description="formulas fused per text (the longest)")
+    fusion_text_pairs: int = Field(3_000, ge=0, description="name/term/section/label pairs (as `train embed`)")
+    fusion_formula_pairs: int = Field(3_000, ge=0, description="a statement's formula finds the statement")
+    fusion_steps: int = Field(400, ge=1)
+    fusion_batch_size: int = Field(32, ge=2)
+    fusion_learning_rate: float = 3e-4
+    maxsim_weight: float = Field(0.5, ge=0, description="weight of the MaxSim loss beside the pooled one")
+    device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")
+    workers: int | None = Field(None, ge=1, description="processes generating rewrites; unset: one per core")
+
+
 class RetrievalSettings(BaseModel):
     top_k: int = Field(5, ge=1, description="statements returned by search and given to the LLM")
-    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    mode: Literal["hybrid", "dense", "bm25", "hybrid-formula", "formula", "fusion", "fusion-maxsim"] = "hybrid-formula"
     candidates: int = Field(50, ge=1, description="results each channel contributes before fusion")
+    # Linear fusion beat RRF on all seven development sets (eval/results/formula, issue 7's note).
+    fusion: Literal["rrf", "linear"] = Field("linear", description="min-max linear fusion, or reciprocal rank fusion")
     rrf_k: float = Field(60.0, gt=0, description="reciprocal rank fusion constant")
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
+    formula_weight: float = Field(1.0, description="weight of the lexical formula channel in fusion")
 
 
 class LLMSettings(BaseModel):
@@ -166,6 +202,7 @@ class Settings(BaseSettings):
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
+    formula: FormulaSettings = Field(default_factory=FormulaSettings)
 
     @property
     def resolved_index_dir(self) -> Path:

@@ -13,6 +13,7 @@ from retriever.math_tokenizer import tokenize
 from retriever.types import ScoredId
 
 _IDS_FILE = "ids.json"
+_EMPTY = "\x00empty"
 
 
 class BM25Index:
@@ -24,10 +25,19 @@ class BM25Index:
 
     @classmethod
     def build(cls, ids: Sequence[str], texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> BM25Index:
+        """Index texts with the math-aware word tokenizer."""
+        return cls.build_from_tokens(ids, [tokenize(text) for text in texts], k1, b)
+
+    @classmethod
+    def build_from_tokens(
+        cls, ids: Sequence[str], documents: Sequence[list[str]], k1: float = 1.2, b: float = 0.75
+    ) -> BM25Index:
+        """Index documents already cut into terms (the formula channel brings its own analysis)."""
         if not ids:
             return cls([], None)
         model = bm25s.BM25(k1=k1, b=b)
-        model.index([tokenize(text) for text in texts], show_progress=False)
+        # bm25s cannot index an empty document; a placeholder term keeps ids and rows aligned
+        model.index([terms or [_EMPTY] for terms in documents], show_progress=False)
         return cls(list(ids), model)
 
     def __len__(self) -> int:
@@ -49,9 +59,12 @@ class BM25Index:
         return cls(ids, model)
 
     def search(self, query: str, k: int) -> list[ScoredId]:
+        return self.search_terms(tokenize(query), k)
+
+    def search_terms(self, terms: Sequence[str], k: int) -> list[ScoredId]:
         if self._model is None or k <= 0:
             return []
-        known = [token for token in tokenize(query) if token in self._model.vocab_dict]
+        known = [term for term in terms if term in self._model.vocab_dict and term != _EMPTY]
         if not known:
             return []
         documents, scores = self._model.retrieve([known], k=min(k, len(self.ids)), show_progress=False, n_threads=1)

@@ -66,6 +66,32 @@ class Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._encode([text], show_progress=False)[0]
 
+    def embed_with_tokens(
+        self, texts: Sequence[str], show_progress: bool = False, max_seq_length: int | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Unit-length text vectors and each text's token states (tokens x dim), from one forward pass.
+
+        The token states are what the pooled vector averages; formula fusion attends from them.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), []
+        model = self.model
+        previous = model.max_seq_length
+        if max_seq_length:
+            model.max_seq_length = max_seq_length
+        try:
+            outputs = model.encode(
+                list(texts), batch_size=self.batch_size, output_value=None, show_progress_bar=show_progress
+            )
+        finally:
+            model.max_seq_length = previous
+        vectors = np.stack([output["sentence_embedding"].float().cpu().numpy() for output in outputs])
+        tokens = []
+        for output in outputs:
+            length = int(output["attention_mask"].sum())
+            tokens.append(output["token_embeddings"][:length].float().cpu().numpy())
+        return vectors.astype(np.float32), tokens
+
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)

@@ -1,11 +1,11 @@
-"""Several searchers fused into one ranking by reciprocal rank fusion."""
+"""Several searchers fused into one ranking (reciprocal rank or linear fusion)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from retriever.fusion import reciprocal_rank_fusion
+from retriever.fusion import FusionMethod, fuse
 from retriever.types import ScoredId
 
 
@@ -16,7 +16,7 @@ class Searcher(Protocol):
 
 
 class HybridSearcher:
-    """Ask each searcher for ``candidates`` results and fuse them (RRF)."""
+    """Ask each searcher for ``candidates`` results and fuse them (RRF or linear)."""
 
     name = "hybrid"
 
@@ -26,7 +26,9 @@ class HybridSearcher:
         candidates: int = 50,
         rrf_k: float = 60.0,
         weights: Mapping[str, float] | None = None,
+        method: FusionMethod = "rrf",
     ) -> None:
+        self.method = method
         self.searchers = list(searchers)
         self.candidates = candidates
         self.rrf_k = rrf_k
@@ -40,4 +42,4 @@ class HybridSearcher:
         return self.fuse(self.runs(query, k), k)
 
     def fuse(self, runs: Mapping[str, Sequence[ScoredId]], k: int) -> list[ScoredId]:
-        return reciprocal_rank_fusion(runs, k=self.rrf_k, weights=self.weights)[:k]
+        return fuse(runs, self.method, self.rrf_k, self.weights)[:k]

@@ -7,41 +7,58 @@ Layout of an index directory::
     papers.sqlite   which papers are in, at which version and content hash (``ingest arxiv``)
     chroma/         the Chroma persistent store (records and vectors)
     bm25/           the BM25 index, rebuilt from the store after each ingest
+    formula_bm25/   the lexical formula channel (BM25 over normalized formula terms), rebuilt with bm25/
     bm25.stale      present while the store has changed and BM25 not yet rebuilt (survives a crash)
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from tqdm import tqdm
 
+from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from retriever.bm25_index import BM25Index
 from retriever.bm25_searcher import BM25Searcher
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.dense_searcher import DenseSearcher
 from retriever.embedder import Embedder
-from retriever.hybrid_searcher import HybridSearcher
+from retriever.formulas.formula_lexical_searcher import FormulaIndexStats, FormulaLexicalSearcher, build_formula_index
+from retriever.formulas.fusion_encoder import FormulaModelError, FormulaModels, FusionEncoder
+from retriever.formulas.fusion_index import FusionIndex, FusionIndexError, FusionUpdate
+from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
+from retriever.fusion import FusionMethod, fuse
+from retriever.hybrid_searcher import HybridSearcher, Searcher
 from retriever.paper_manifest import PaperManifest
 from retriever.types import ScoredId, SearchHit
+
+logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 PAPERS = "papers.sqlite"
 LEXICAL_STALE = "bm25.stale"
+FORMULA_LEXICAL = "formula_bm25"
+FORMULA_STATS = "stats.json"
+FUSION_OFF = "formula fusion is off: set formula.models (`packaged` or a model directory)"
 
 
 class SearchMode(StrEnum):
-    HYBRID = "hybrid"
+    HYBRID = "hybrid"  # dense + BM25
     DENSE = "dense"
     BM25 = "bm25"
+    HYBRID_FORMULA = "hybrid-formula"  # dense + BM25 + the lexical formula channel
+    FUSION = "fusion"  # MaRF fused vectors (instead of dense) + BM25 + the lexical formula channel
+    FUSION_MAXSIM = "fusion-maxsim"  # as fusion, the fused channel reranked by MaxSim over token vectors
+    FORMULA = "formula"  # formulas only: the lexical formula channel (and the formula encoder when built)
 
 
 class IndexMismatchError(RuntimeError):
@@ -70,8 +87,18 @@ class StatementIndex:
         candidates: int = 50,
         rrf_k: float = 60.0,
         weights: Mapping[str, float] | None = None,
+        fusion: FusionMethod = "rrf",
+        formula_models: str | None = None,
+        token_dim: int = 128,
+        maxsim_candidates: int = 50,
     ) -> None:
         self.directory = directory
+        self.fusion_method = fusion
+        self.formula_models = formula_models  # None: the fusion modes are off
+        self.token_dim = token_dim
+        self.maxsim_candidates = maxsim_candidates
+        self._fusion_encoder: FusionEncoder | None = None
+        self._fusion_index: FusionIndex | None = None
         self.embedder = embedder
         self.candidates = candidates
         self.rrf_k = rrf_k
@@ -80,6 +107,7 @@ class StatementIndex:
         self._check_manifest()
         self.store = ChromaStatementStore(directory / "chroma", self.collection_name)
         self._bm25: BM25Index | None = None
+        self._formula_bm25: BM25Index | None = None
 
     @property
     def collection_name(self) -> str:
@@ -96,7 +124,7 @@ class StatementIndex:
             vectors = self.embedder.embed_documents([r.search_text() for r in new_records], show_progress)
             self.store.upsert(new_records, vectors)
             self._write_manifest()
-            self._bm25 = None
+            self._bm25 = self._formula_bm25 = None
         return AddResult(added=len(new_records), unchanged=len(records) - len(new_records))
 
     def remove_stale(self, ids_by_paper: Mapping[str, set[str]]) -> int:
@@ -108,7 +136,7 @@ class StatementIndex:
             self._mark_lexical_stale()
             self.store.delete(sorted(stale))
             self._write_manifest()
-            self._bm25 = None
+            self._bm25 = self._formula_bm25 = None
         return len(stale)
 
     def replace_papers(self, records: Sequence[StatementRecord]) -> tuple[int, int]:
@@ -129,22 +157,32 @@ class StatementIndex:
             self._mark_lexical_stale()
             self.store.delete_papers(paper_ids)
             self._write_manifest()
-            self._bm25 = None
+            self._bm25 = self._formula_bm25 = None
 
     def rebuild_lexical(self) -> None:
-        """Rebuild the BM25 index from every record in the store."""
-        ids, texts = [], []
-        for record in self.store.iter_records():
-            ids.append(record.id)
-            texts.append(record.search_text())
-        index = BM25Index.build(ids, texts)
+        """Rebuild the BM25 index and the lexical formula index from every record in the store."""
+        records = list(self.store.iter_records())
+        index = BM25Index.build([r.id for r in records], [r.search_text() for r in records])
         index.save(self.directory / "bm25")
-        self._bm25 = index
+        formula_index, stats = build_formula_index(records)
+        formula_index.save(self.directory / FORMULA_LEXICAL)
+        (self.directory / FORMULA_LEXICAL / FORMULA_STATS).write_text(json.dumps(asdict(stats)))
+        self._bm25, self._formula_bm25 = index, formula_index
+        if self.formula_models is not None and self.fusion_index().exists():
+            # the fusion vectors follow the store: new statements embedded, deleted ones forgotten
+            try:
+                self.fusion_index().update(records, self.fusion_encoder())
+            except FormulaModelError as error:  # an ingest never dies on the optional fusion channel
+                logger.warning("formula-fusion vectors not updated: %s", error)
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
 
     @property
     def lexical_stale(self) -> bool:
-        return (self.directory / LEXICAL_STALE).exists() or not (self.directory / "bm25").exists()
+        return (
+            (self.directory / LEXICAL_STALE).exists()
+            or not (self.directory / "bm25").exists()
+            or not (self.directory / FORMULA_LEXICAL / FORMULA_STATS).exists()
+        )
 
     def _mark_lexical_stale(self) -> None:
         (self.directory / LEXICAL_STALE).touch()
@@ -172,11 +210,74 @@ class StatementIndex:
         elif mode is SearchMode.BM25:
             runs = {"bm25": bm25.search(query, k)}
             fused = runs["bm25"]
+        elif mode is SearchMode.FORMULA:
+            return self.search_formula(query, k)
         else:
-            hybrid = HybridSearcher([dense, bm25], self.candidates, self.rrf_k, self.weights)
+            searchers: list[Searcher] = [dense, bm25]
+            if mode is SearchMode.HYBRID_FORMULA:
+                searchers.append(FormulaLexicalSearcher(self._formula_lexical()))
+            if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
+                maxsim = self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0
+                searchers = [self._fusion_searcher(maxsim), bm25, FormulaLexicalSearcher(self._formula_lexical())]
+            weights = {**self.weights, "fusion": self.weights.get("dense", 1.0)}
+            hybrid = HybridSearcher(searchers, self.candidates, self.rrf_k, weights, self.fusion_method)
             runs = hybrid.runs(query, k)
             fused = hybrid.fuse(runs, k)
         return self._hits(fused, runs)
+
+    def search_formula(self, query: str, k: int) -> list[SearchHit]:
+        """Statements holding the query's formulas or similar ones.
+
+        The query is a formula (delimiters optional), or text whose math spans are the formulas.
+        """
+        formulas = [span.latex for span in find_formula_spans(query)] or [query.strip()]
+        if not any(formulas) or self.count() == 0:
+            return []
+        depth = max(k, self.candidates)
+        runs = {"formula": FormulaLexicalSearcher(self._formula_lexical()).search_formulas(formulas, depth)}
+        if self.formula_models is not None and self.fusion_index().exists():
+            # the formula encoder finds rewrites that share few tokens (renamed variables, expanded forms)
+            encoder = self.fusion_encoder()
+            self.fusion_index().check(encoder)
+            runs["formula-encoder"] = FormulaEncoderSearcher(encoder, self.fusion_index()).search_formulas(
+                formulas, depth
+            )
+        fused = fuse(runs, self.fusion_method, self.rrf_k, self.weights)[:k] if len(runs) > 1 else runs["formula"][:k]
+        return self._hits(fused, runs)
+
+    # ----------------------------------------------------------------- formula fusion
+    def fusion_encoder(self) -> FusionEncoder:
+        if self.formula_models is None:
+            raise FusionIndexError(FUSION_OFF)
+        if self._fusion_encoder is None:
+            self._fusion_encoder = FusionEncoder(self.embedder, FormulaModels.load(self.formula_models))
+        return self._fusion_encoder
+
+    def fusion_index(self) -> FusionIndex:
+        """The formula-fusion vectors (kept open: its id map and token chunks are read once)."""
+        if self._fusion_index is None:
+            self._fusion_index = FusionIndex(self.directory, self.token_dim)
+        return self._fusion_index
+
+    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> FusionUpdate:
+        """Bring the formula-fusion vectors up to date with the store (only new statements are embedded)."""
+        return self.fusion_index().update(
+            self.store.iter_records(), self.fusion_encoder(), show_progress=show_progress, rebuild=rebuild
+        )
+
+    def _fusion_searcher(self, maxsim_candidates: int) -> FusionSearcher:
+        if self.formula_models is None:
+            raise FusionIndexError(FUSION_OFF)
+        index = self.fusion_index()
+        index.check_built()  # before loading models: the likelier problem, and the cheaper check
+        encoder = self.fusion_encoder()
+        index.check(encoder)
+        return FusionSearcher(encoder, index, maxsim_candidates)
+
+    def formula_stats(self) -> FormulaIndexStats | None:
+        """Formulas indexed and how many were malformed (fell back to raw tokens)."""
+        path = self.directory / FORMULA_LEXICAL / FORMULA_STATS
+        return FormulaIndexStats(**json.loads(path.read_text())) if path.exists() else None
 
     def manifest(self) -> dict[str, object]:
         path = self.directory / MANIFEST
@@ -205,6 +306,13 @@ class StatementIndex:
                 self.rebuild_lexical()
         assert self._bm25 is not None
         return self._bm25
+
+    def _formula_lexical(self) -> BM25Index:
+        if self._formula_bm25 is None:
+            self._lexical()  # rebuilds both when stale
+        if self._formula_bm25 is None:
+            self._formula_bm25 = BM25Index.load(self.directory / FORMULA_LEXICAL)
+        return self._formula_bm25
 
     def _check_manifest(self) -> None:
         built_with = self.manifest().get("embedder")
@@ -284,7 +392,7 @@ def reindex(
     }
     _save_manifest(directory, switched)
     for name in target.collection_names():
-        if name != target_name:
+        if name != target_name and name.startswith(COLLECTION):  # other collections (formula fusion) stay
             target.drop_collection(name)
     return ReindexResult(previous, embedder.identity, embedded, target.count())
 

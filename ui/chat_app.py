@@ -12,6 +12,7 @@ import streamlit as st
 from rag_app import MathRAG, Settings
 from rag_app.answer import Answer
 from retriever import SearchHit
+from retriever.formulas.query_formulas import strip_delimiters
 from ui.latex_display import to_streamlit_markdown
 
 st.set_page_config(page_title="rag-app · ask mathematics", page_icon="∑", layout="wide")
@@ -52,6 +53,24 @@ def render_answer(answer: Answer) -> None:
     render_sources(answer.sources, answer.cited)
 
 
+def render_formula_search(rag: MathRAG, top_k: int) -> None:
+    """Type or paste a formula, see it rendered, find the statements holding it or an equivalent one."""
+    with st.expander("Search by formula", expanded=bool(st.session_state.get("formula"))):
+        formula = st.text_input("Formula (LaTeX)", key="formula", placeholder=r"\int \frac{dx}{(x^2+1)^n}")
+        if not formula.strip():
+            return
+        st.latex(strip_delimiters(formula))
+        try:
+            hits = rag.search_formula(formula, top_k)
+        except Exception as error:  # a message, never a traceback
+            st.error(f"Formula search failed: {error}")
+            return
+        if hits:
+            render_sources(hits, [])
+        else:
+            st.info("No statement holds this formula or a similar one.")
+
+
 def main() -> None:
     try:
         rag = open_rag()
@@ -63,8 +82,11 @@ def main() -> None:
     with st.sidebar:
         st.header("Settings")
         top_k = st.slider("Number of sources", 1, 15, rag.settings.retrieval.top_k)
-        modes = ["hybrid", "dense", "bm25"]
-        mode = st.selectbox("Retriever", modes, index=modes.index(rag.settings.retrieval.mode))
+        modes = ["hybrid", "dense", "bm25", "hybrid-formula"]
+        if rag.index.fusion_index().exists():  # built by `rag-app build-fusion`
+            modes += ["fusion", "fusion-maxsim"]
+        configured = rag.settings.retrieval.mode
+        mode = st.selectbox("Retriever", modes, index=modes.index(configured) if configured in modes else 0)
         st.caption(f"Index: {statement_count:,} statements")
         st.caption(f"LLM: {rag.llm_status()}")
 
@@ -77,6 +99,8 @@ def main() -> None:
             st.success(report.summary())
             st.rerun()
         return
+
+    render_formula_search(rag, top_k)
 
     history: list[Answer] = st.session_state.setdefault("history", [])
     for answer in history:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from tqdm import tqdm
 
 from rag_app.evaluation.formula_share import SLICES, formula_share, formula_slice
@@ -45,10 +46,17 @@ class RetrieverScores:
     slices: dict[str, dict[str, float]]
     groups: dict[str, dict[str, float]]
     seconds: float
+    latencies_ms: list[float] = field(default_factory=list)  # per query, in query order
 
     @property
     def ms_per_query(self) -> float:
         return 1000 * self.seconds / max(len(self.run), 1)
+
+    def latency_percentile(self, percent: float) -> float:
+        """The query latency below which ``percent`` of the queries fall (nan without queries)."""
+        if not self.latencies_ms:
+            return float("nan")
+        return float(np.percentile(self.latencies_ms, percent))
 
 
 @dataclass
@@ -111,8 +119,11 @@ def evaluate(
     for retriever in resolved:
         started = time.perf_counter()
         run: Run = {}
+        latencies: list[float] = []
         for query in tqdm(queries, desc=f"{query_set.name}: {retriever.name}", unit="q", disable=not show_progress):
+            query_started = time.perf_counter()
             run[query.qid] = retriever.retrieve(query, k)
+            latencies.append(1000 * (time.perf_counter() - query_started))
         seconds = time.perf_counter() - started
         values = per_query_values(measures, qrels, run)
         if with_papers:
@@ -130,6 +141,7 @@ def evaluate(
                 slices=_means_by(values, slice_of),
                 groups=_means_by(values, group_of),
                 seconds=seconds,
+                latencies_ms=latencies,
             )
         )
 

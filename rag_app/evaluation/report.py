@@ -65,6 +65,8 @@ class EvaluationReport:
                             "groups": {k: _clean(v) for k, v in s.groups.items()},
                             "seconds": round(s.seconds, 3),
                             "ms_per_query": round(s.ms_per_query, 2),
+                            "p50_ms": _round(s.latency_percentile(50)),
+                            "p95_ms": _round(s.latency_percentile(95)),
                             "per_query": s.per_query,
                         }
                         for s in e.retrievers
@@ -93,6 +95,7 @@ class EvaluationReport:
             " (10,000 sign flips; p of the leading measure in its own column).",
             "",
         ]
+        lines += index_size_markdown(self.provenance.get("indexes") or {})
         for evaluation in self.evaluations:
             lines += _set_markdown(evaluation)
         return "\n".join(lines)
@@ -164,11 +167,16 @@ def _set_markdown(evaluation: SetEvaluation) -> list[str]:
         f"{qs.description}{tuning}".strip(),
         "",
     ]
-    header = ["retriever", *evaluation.measures, f"p ({evaluation.primary})", "ms/query"]
+    header = ["retriever", *evaluation.measures, f"p ({evaluation.primary})", "ms/query", "p50 ms", "p95 ms"]
     lines += [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
     for scores in evaluation.retrievers:
         cells = _cells(evaluation, scores.name, scores.aggregate)
-        lines.append(_row([scores.name, *cells, _p_cell(evaluation, scores.name), f"{scores.ms_per_query:.1f}"]))
+        latency = [
+            f"{scores.ms_per_query:.1f}",
+            f"{scores.latency_percentile(50):.1f}",
+            f"{scores.latency_percentile(95):.1f}",
+        ]
+        lines.append(_row([scores.name, *cells, _p_cell(evaluation, scores.name), *latency]))
     lines.append("")
     if evaluation.slice_sizes:
         lines += [f"{evaluation.primary} by formula share of the query (share of query tokens inside math):", ""]
@@ -191,6 +199,27 @@ def _set_markdown(evaluation: SetEvaluation) -> list[str]:
         shown = ", ".join(evaluation.skipped[:20]) + (" ..." if len(evaluation.skipped) > 20 else "")
         lines += [f"Skipped {len(evaluation.skipped)} queries without judgments: {shown}", ""]
     return lines
+
+
+def index_size_markdown(indexes: dict[str, Any]) -> list[str]:
+    """Bytes on disk of each part of each index, in all and per statement."""
+    lines: list[str] = []
+    for identity, info in indexes.items():
+        sizes = info.get("index_bytes")
+        if not sizes:
+            continue
+        statements = max(int(sizes.get("statements", 0)), 1)
+        lines += [f"Index parts on disk ({identity}, {statements:,} statements):", ""]
+        lines += [_row(["part", "MB", "bytes/statement"]), _row(["---", "---:", "---:"])]
+        for part, size in sizes.items():
+            if part != "statements":
+                lines.append(_row([part, f"{size / 1e6:.1f}", f"{size / statements:,.0f}"]))
+        lines.append("")
+    return lines
+
+
+def _round(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 2)
 
 
 def _cells(evaluation: SetEvaluation, name: str, aggregate: dict[str, float]) -> list[str]:

@@ -59,7 +59,14 @@ RETRIEVERS: dict[str, RetrieverFactory] = {
     "bm25": lambda index: IndexRetriever("bm25", index, SearchMode.BM25),
     "dense": lambda index: IndexRetriever("dense", index, SearchMode.DENSE),
     "hybrid": lambda index: IndexRetriever("hybrid", index, SearchMode.HYBRID),
+    "hybrid-formula": lambda index: IndexRetriever("hybrid-formula", index, SearchMode.HYBRID_FORMULA),
+    "formula": lambda index: IndexRetriever("formula", index, SearchMode.FORMULA),
+    "fusion": lambda index: IndexRetriever("fusion", index, SearchMode.FUSION),
+    "fusion-maxsim": lambda index: IndexRetriever("fusion-maxsim", index, SearchMode.FUSION_MAXSIM),
 }
+
+# Retrievers that read the formula-fusion vectors: the evaluation brings them up to date first.
+FUSION_RETRIEVERS = frozenset({"fusion", "fusion-maxsim"})
 
 DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
 

@@ -18,12 +18,14 @@ from ingestion.arqmath_topics import read_arqmath_topics
 from rag_app.evaluation.evaluate import evaluate
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.evaluation.report import EvaluationReport
-from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, Retriever, build_retriever
+from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, FUSION_RETRIEVERS, Retriever, build_retriever
 from rag_app.evaluation.trec_files import read_qrels
 from rag_app.ingest_report import IngestReport
 from rag_app.pipeline import MathRAG, make_embedder
 from rag_app.settings import Settings
 from rag_app.training.paper_split import PaperSplit
+from retriever import StatementIndex
+from retriever.statement_index import FORMULA_LEXICAL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,7 +145,12 @@ def run_evaluation(
                     report: IngestReport = rag.ingest(paths, show_progress=show_progress)
                     info["corpus"] = [str(p) for p in paths]
                     info["corpus_ingest"] = report.summary()
+            if FUSION_RETRIEVERS & set(index_specs):  # (`formula` uses the fusion index only where it exists)
+                update = rag.index.build_fusion(show_progress=show_progress)
+                info["fusion_update"] = {"added": update.added, "removed": update.removed,
+                                         "seconds": round(update.seconds, 1)}  # fmt: skip
             info["index_statements"] = rag.index.count()
+            info["index_bytes"] = index_bytes(rag.index)
             info["index_manifest"] = rag.index.manifest()
             provenance["indexes"][rag.index.embedder.identity] = info
             if len(opened) == 1:  # the first embedder's index under the original keys
@@ -185,6 +192,26 @@ def eval_index_dir(settings: Settings) -> Path:
         return settings.evaluation.index_dir
     identity = make_embedder(settings).identity
     return settings.data_dir / "eval" / "index" / re.sub(r"[^A-Za-z0-9._@-]+", "-", identity).strip("-")
+
+
+def index_bytes(index: StatementIndex) -> dict[str, int]:
+    """Bytes on disk per part of an index, for the per-variant size in the report."""
+
+    def size(path: Path) -> int:
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+    chroma = size(index.directory / "chroma")
+    fusion = (
+        index.fusion_index().bytes_on_disk() if index.fusion_index().exists() else {"pooled": 0, "maxsim_tokens": 0}
+    )
+    return {
+        "statements": index.count(),
+        "chroma_records_and_dense": chroma - fusion["pooled"],
+        "bm25": size(index.directory / "bm25"),
+        "formula_bm25": size(index.directory / FORMULA_LEXICAL),
+        "fusion_pooled": fusion["pooled"],
+        "fusion_maxsim_tokens": fusion["maxsim_tokens"],
+    }
 
 
 def _short(identity: str) -> str:

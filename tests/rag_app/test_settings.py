@@ -10,7 +10,7 @@ def test_defaults_are_the_embedded_setup(tmp_path: Path) -> None:
     assert settings.embedding.model == "packaged:all-MiniLM-L6-v2"
     assert settings.llm.base_url is None  # start the local llama.cpp server
     assert settings.llm.extra_body == {"repeat_penalty": 1.0}
-    assert settings.retrieval.mode == "hybrid"
+    assert settings.retrieval.mode == "hybrid-formula" and settings.retrieval.fusion == "linear"
     assert settings.resolved_index_dir == settings.data_dir / "index"
 
 

@@ -19,3 +19,18 @@ def test_rrf_weights_and_deterministic_ties() -> None:
     assert [hit.id for hit in fused] == ["b", "a"]
     tie = reciprocal_rank_fusion({"x": run("z"), "y": run("m")})
     assert [hit.id for hit in tie] == ["m", "z"]
+
+
+def test_linear_fusion_normalizes_each_channel_before_weighting() -> None:
+    from retriever.fusion import fuse, linear_fusion
+
+    dense = [ScoredId("a", 0.9), ScoredId("b", 0.8), ScoredId("c", 0.7)]
+    bm25 = [ScoredId("c", 30.0), ScoredId("a", 10.0)]
+    fused = linear_fusion({"dense": dense, "bm25": bm25})
+    scores = {hit.id: hit.score for hit in fused}
+    assert scores["a"] == pytest.approx(1.0) and scores["c"] == pytest.approx(1.0)
+    assert scores["b"] == pytest.approx(0.5)
+    weighted = linear_fusion({"dense": dense, "bm25": bm25}, weights={"bm25": 2.0})
+    assert weighted[0].id == "c"
+    assert fuse({"dense": dense}, "linear") == linear_fusion({"dense": dense})
+    assert fuse({"dense": dense}, "rrf") == reciprocal_rank_fusion({"dense": dense})

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from ingestion.formula_spans import find_formula_spans
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex, statement_index
 from retriever.bm25_index import BM25Index
+from retriever.formulas.fusion_index import FusionIndexError
 from retriever.statement_index import reindex
 from tests.embedders import random_adapter
 
@@ -44,7 +46,7 @@ def test_add_search_and_round_trip(tmp_path: Path, embedder: Embedder) -> None:
     index = StatementIndex(tmp_path / "index", embedder)
     assert index.add(RECORDS).added == 3
     index.rebuild_lexical()
-    for mode in SearchMode:
+    for mode in (SearchMode.HYBRID, SearchMode.DENSE, SearchMode.BM25):
         hits = index.search("bounded entire functions are constant", 2, mode)
         assert hits[0].record == RECORDS[2], mode
         channels = {"dense", "bm25"} if mode is SearchMode.HYBRID else {mode.value}
@@ -52,6 +54,39 @@ def test_add_search_and_round_trip(tmp_path: Path, embedder: Embedder) -> None:
     hybrid = index.search("Hausdorff compact closed", 3)
     assert hybrid[0].record.id == RECORDS[1].id
     assert set(hybrid[0].channel_ranks) == {"dense", "bm25"}
+
+
+def test_formula_channel_finds_statements_by_their_formulas(tmp_path: Path, embedder: Embedder) -> None:
+    def with_formulas(paper: str, text: str) -> StatementRecord:
+        return StatementRecord(
+            id=statement_id("local", paper, "theorem", text), source=Source.LOCAL, kind=StatementKind.THEOREM,
+            text=text, paper_id=paper, formulas=tuple(span.latex for span in find_formula_spans(text)),
+        )  # fmt: skip
+
+    records = [
+        with_formulas("a", r"For $n \ge 1$, $\sum_{k=1}^{n} k = \frac{n(n+1)}{2}$."),
+        with_formulas("b", r"For $|x| < 1$, $\sum_{k=0}^{\infty} x^k = \frac{1}{1-x}$."),
+        with_formulas("c", r"Every bounded monotone sequence of reals converges."),
+        with_formulas("d", r"A broken one: $\frac{a}{$ stays searchable."),
+    ]
+    index = StatementIndex(tmp_path / "index", embedder)
+    index.add(records)
+    index.rebuild_lexical()
+    # another spelling of the same formula: \dfrac, \left( \right), a space command
+    hits = index.search(r"$\sum_{k=1}^n k = \dfrac{n\left(n+1\right)}{2}\,$", 2, SearchMode.FORMULA)
+    assert hits[0].record.paper_id == "a" and set(hits[0].channel_ranks) == {"formula"}
+    bare = index.search_formula(r"\sum_{k=0}^\infty x^k", 2)
+    assert bare[0].record.paper_id == "b"
+    fused = index.search(r"geometric series $\sum_{k=0}^{\infty} x^k$", 2, SearchMode.HYBRID_FORMULA)
+    assert fused[0].record.paper_id == "b" and "formula" in fused[0].channel_ranks
+    text_only = index.search("bounded monotone sequence", 1, SearchMode.HYBRID_FORMULA)
+    assert text_only[0].record.paper_id == "c"
+    stats = index.formula_stats()
+    assert stats is not None and stats.formulas == 5 and stats.malformed == 1
+    with pytest.raises(FusionIndexError, match="formula fusion is off"):
+        index.search("x", 1, SearchMode.FUSION)
+    with pytest.raises(FusionIndexError, match="rag-app build-fusion"):
+        StatementIndex(tmp_path / "index", embedder, formula_models="packaged").search("x", 1, SearchMode.FUSION)
 
 
 def test_reopened_index_keeps_records_and_lexical_index(tmp_path: Path, embedder: Embedder) -> None:

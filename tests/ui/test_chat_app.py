@@ -64,3 +64,14 @@ def test_latex_delimiters_are_converted_but_code_is_not() -> None:
     assert "`\\(keep\\)`" in converted
     aligned = to_streamlit_markdown(r"\begin{align}x &= 1 \label{e}\end{align}")
     assert "\\begin{aligned}x &= 1 \\end{aligned}" in aligned
+
+
+def test_formula_search_renders_the_formula_and_finds_its_statement(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert "hybrid-formula" in at.selectbox[0].options
+    at.text_input(key="formula").set_value(r"$\tfrac1{n+1}\dbinom{2n}n$").run()
+    assert not at.exception
+    assert r"\tfrac1{n+1}\dbinom{2n}n" in at.latex[0].value  # st.latex wraps it in $$
+    labels = [e.label for e in at.expander]
+    assert any("Catalan" in label for label in labels), labels

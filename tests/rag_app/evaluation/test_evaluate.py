@@ -66,6 +66,7 @@ def test_eval_command_writes_side_by_side_reports(demo_index_dir: Path, tmp_path
         assert scores["aggregate"]["Hit@10"] >= 0.75, scores
         assert scores["per_query"]["MRR@10"]["formula"] == 0.0
         assert "paper Hit@1" in scores["aggregate"]
+        assert 0 < scores["p50_ms"] <= scores["p95_ms"]
     tests = {(t["candidate"], t["measure"]) for t in evaluation["significance"]}
     assert ("dense", "MRR@10") in tests and ("hybrid", "Hit@1") in tests
     assert report["provenance"]["index_statements"] == 246
@@ -73,6 +74,8 @@ def test_eval_command_writes_side_by_side_reports(demo_index_dir: Path, tmp_path
 
     markdown = (out / "report.md").read_text()
     assert "| retriever | Hit@1 | Hit@3 | Hit@10 | MRR@10 |" in markdown
+    assert "| ms/query | p50 ms | p95 ms |" in markdown
+    assert "Index parts on disk" in markdown and "| formula_bm25 |" in markdown
     assert "formula >70%" in markdown and "We tune on this set" in markdown
     assert (out / "report.png").read_bytes()[:4] == b"\x89PNG"
     run = read_run(out / "runs" / "demo-names.hybrid.trec")
