@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import sympy
 from sympy.parsing.latex import parse_latex
+from tqdm import tqdm
 
 from retriever.formulas.normalizer import normalize_formula
 
@@ -128,7 +129,8 @@ def near_miss(expression: sympy.Expr, rng: random.Random) -> sympy.Expr | None:
     return None
 
 
-def latex(expression: sympy.Expr | str, rng: random.Random | None = None) -> str:
+def latex(expression: sympy.Expr | str) -> str:
+    """LaTeX of a rewrite (a commuted rewrite is LaTeX already: sympy would re-sort its operands)."""
     if isinstance(expression, str):
         return expression
     return sympy.latex(expression)
@@ -157,8 +159,6 @@ def generate_pairs(
     """About ``count`` rewrite pairs: corpus formulas sympy can parse first, random expressions after."""
     chunks = [(seed * 1000 + i, list(corpus_formulas[i::64]), count // 64 + 1) for i in range(64)]
     pairs: list[EquivalencePair] = []
-    from tqdm import tqdm
-
     with tqdm(total=count, desc="formula rewrites", unit="pair", disable=not show_progress) as progress:
         if workers > 1:
             with ProcessPoolExecutor(workers) as pool:
