@@ -16,6 +16,12 @@ from retriever.types import ScoredId
 COLLECTION = "statements"
 
 
+def chroma_client_settings() -> ChromaClientSettings:
+    """One set of client settings for every client of an index's store: Chroma refuses a second client on
+    the same path with different settings. Telemetry off; no reset."""
+    return ChromaClientSettings(anonymized_telemetry=False, allow_reset=False)
+
+
 class ChromaStatementStore:
     """The vector store and the system of record for statements.
 
@@ -27,9 +33,7 @@ class ChromaStatementStore:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.collection_name = collection
-        self._client = chromadb.PersistentClient(
-            path=str(path), settings=ChromaClientSettings(anonymized_telemetry=False, allow_reset=False)
-        )
+        self._client = chromadb.PersistentClient(path=str(path), settings=chroma_client_settings())
         self._collection = self._client.get_or_create_collection(
             name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
         )

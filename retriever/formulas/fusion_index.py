@@ -26,10 +26,10 @@ from pathlib import Path
 import chromadb
 import numpy as np
 from chromadb.api.models.Collection import Collection
-from chromadb.config import Settings as ChromaClientSettings
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
+from retriever.chroma_store import chroma_client_settings
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.fusion_encoder import FusionEncoder
 from retriever.types import ScoredId
@@ -56,7 +56,7 @@ class FusionIndex:
         self.directory = index_directory / FUSION_DIR
         self.token_dim = token_dim
         self._client = chromadb.PersistentClient(
-            path=str(index_directory / "chroma"), settings=ChromaClientSettings(anonymized_telemetry=False)
+            path=str(index_directory / "chroma"), settings=chroma_client_settings()
         )
         self._ids: dict[str, list[int]] | None = None
         self._chunks: dict[int, np.ndarray] = {}
