@@ -25,7 +25,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from retriever.bm25_index import BM25Index
 from retriever.bm25_searcher import BM25Searcher
@@ -36,6 +35,7 @@ from retriever.formulas.formula_lexical_searcher import FormulaIndexStats, Formu
 from retriever.formulas.fusion_encoder import FormulaModelError, FormulaModels, FusionEncoder
 from retriever.formulas.fusion_index import FusionIndex, FusionIndexError, FusionUpdate
 from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
+from retriever.formulas.query_formulas import query_formulas
 from retriever.fusion import FusionMethod, fuse
 from retriever.hybrid_searcher import HybridSearcher, Searcher
 from retriever.paper_manifest import PaperManifest
@@ -213,12 +213,12 @@ class StatementIndex:
         elif mode is SearchMode.FORMULA:
             return self.search_formula(query, k)
         else:
-            searchers: list[Searcher] = [dense, bm25]
-            if mode is SearchMode.HYBRID_FORMULA:
-                searchers.append(FormulaLexicalSearcher(self._formula_lexical()))
+            first: Searcher = dense
             if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
-                maxsim = self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0
-                searchers = [self._fusion_searcher(maxsim), bm25, FormulaLexicalSearcher(self._formula_lexical())]
+                first = self._fusion_searcher(self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0)
+            searchers: list[Searcher] = [first, bm25]
+            if mode is not SearchMode.HYBRID:
+                searchers.append(FormulaLexicalSearcher(self._formula_lexical()))
             weights = {**self.weights, "fusion": self.weights.get("dense", 1.0)}
             hybrid = HybridSearcher(searchers, self.candidates, self.rrf_k, weights, self.fusion_method)
             runs = hybrid.runs(query, k)
@@ -230,7 +230,7 @@ class StatementIndex:
 
         The query is a formula (delimiters optional), or text whose math spans are the formulas.
         """
-        formulas = [span.latex for span in find_formula_spans(query)] or [query.strip()]
+        formulas = query_formulas(query) or [query.strip()]
         if not any(formulas) or self.count() == 0:
             return []
         depth = max(k, self.candidates)
