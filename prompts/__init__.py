@@ -1,11 +1,20 @@
-"""Prompt templates, kept as TOML files beside this module and loaded by name."""
+"""Prompt templates, kept as TOML files beside this module and loaded by name and version.
+
+A template lives in ``NAME.vN.toml``. ``load_prompt("NAME")`` gives its latest version and
+``load_prompt("NAME@vN")`` a pinned one; a template's ``identity`` (``NAME@vN``) goes into every
+answer record and cache key, so results say which prompt made them.
+"""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+_FILE = re.compile(r"(?P<name>[a-z0-9_]+)\.v(?P<version>\d+)\.toml")
+_PINNED = re.compile(r"(?P<name>[a-z0-9_]+)@v(?P<version>\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +26,10 @@ class PromptTemplate:
     system: str
     user: str
 
+    @property
+    def identity(self) -> str:
+        return f"{self.name}@v{self.version}"
+
     def messages(self, **values: str) -> list[dict[str, str]]:
         return [
             {"role": "system", "content": self.system.format(**values).strip()},
@@ -24,15 +37,31 @@ class PromptTemplate:
         ]
 
 
+def _versions() -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for path in resources.files(__name__).iterdir():
+        match = _FILE.fullmatch(path.name)
+        if match:
+            found.setdefault(match["name"], []).append(int(match["version"]))
+    return {name: sorted(versions) for name, versions in found.items()}
+
+
 def available_prompts() -> list[str]:
-    return sorted(p.name.removesuffix(".toml") for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+    return sorted(_versions())
 
 
 @cache
 def load_prompt(name: str) -> PromptTemplate:
-    """The template ``prompts/NAME.toml``; unknown names list the known ones."""
-    path = resources.files(__name__) / f"{name}.toml"
-    if not path.is_file():
-        raise KeyError(f"no prompt named {name!r}; available: {', '.join(available_prompts())}")
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return PromptTemplate(name=name, version=int(data["version"]), system=data["system"], user=data["user"])
+    """The template ``NAME`` (latest version) or ``NAME@vN``; unknown names list the known ones."""
+    pinned = _PINNED.fullmatch(name)
+    base = pinned["name"] if pinned else name
+    versions = _versions().get(base)
+    if not versions:
+        raise KeyError(f"no prompt named {base!r}; available: {', '.join(available_prompts())}")
+    version = int(pinned["version"]) if pinned else versions[-1]
+    if version not in versions:
+        raise KeyError(f"prompt {base!r} has no version {version}; it has {', '.join(f'v{v}' for v in versions)}")
+    data = tomllib.loads((resources.files(__name__) / f"{base}.v{version}.toml").read_text(encoding="utf-8"))
+    if int(data["version"]) != version:
+        raise ValueError(f"prompts/{base}.v{version}.toml says version {data['version']}")
+    return PromptTemplate(name=base, version=version, system=data["system"], user=data["user"])

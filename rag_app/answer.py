@@ -1,11 +1,33 @@
-"""What ``ask`` returns: the answer, the sources it was given, and what it cited."""
+"""What ``ask`` returns: the answer, the sources it was given, and how it was checked."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
+from rag_app.attribution import SentenceSupport
 from retriever.types import SearchHit
+
+
+class AnswerStatus(StrEnum):
+    ANSWERED = "answered"  # generated, and at least one claim is supported by a source
+    UNSUPPORTED = "unsupported"  # generated, but no sentence is supported by any source
+    NOT_FOUND = "not_found"  # retrieval found nothing close enough: nothing was generated
+    LLM_UNAVAILABLE = "llm_unavailable"  # the server could not be reached: sources only
+
+
+@dataclass
+class ContextReport:
+    """How the sources were packed into the model's window."""
+
+    tokens: int = 0
+    counted: bool = False  # by the served model's tokenizer (else estimated)
+    window: int = 0
+    sources_given: int = 0
+    trimmed: list[int] = field(default_factory=list)
+    dropped: int = 0
 
 
 @dataclass
@@ -17,10 +39,38 @@ class Answer:
     invalid_citations: list[int] = field(default_factory=list)
     llm_error: str | None = None
     model: str | None = None
+    status: AnswerStatus = AnswerStatus.ANSWERED
+    prompt: str | None = None  # NAME@vN of the prompt template
+    raw_text: str = ""  # the model's text before validation
+    attributed: list[int] = field(default_factory=list)  # citations added after generation
+    sentences: list[SentenceSupport] = field(default_factory=list)
+    relevance: float | None = None  # cosine between the question and its most similar source
+    relevance_threshold: float | None = None
+    support_threshold: float | None = None
+    context: ContextReport = field(default_factory=ContextReport)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    server: str | None = None
 
     @property
     def answered_by_llm(self) -> bool:
-        return self.llm_error is None and bool(self.text)
+        return self.llm_error is None and self.status is not AnswerStatus.NOT_FOUND and bool(self.text)
+
+    @property
+    def not_found(self) -> bool:
+        return self.status is AnswerStatus.NOT_FOUND
+
+    @property
+    def citations_valid(self) -> bool:
+        """The model cited only sources it was given (before invalid ones were removed)."""
+        return not self.invalid_citations
+
+    @property
+    def supported(self) -> bool:
+        return self.status is AnswerStatus.ANSWERED
+
+    @property
+    def unsupported_sentences(self) -> list[str]:
+        return [s.text for s in self.sentences if s.claim and not s.supported]
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``ask --json`` (a contract: fields are only ever added)."""
@@ -32,6 +82,27 @@ class Answer:
             "llm_error": self.llm_error,
             "model": self.model,
             "sources": [hit.to_dict() for hit in self.sources],
+            "status": self.status.value,
+            "not_found": self.not_found,
+            "supported": self.supported,
+            "citations_valid": self.citations_valid,
+            "attributed": self.attributed,
+            "unsupported_sentences": self.unsupported_sentences,
+            "sentences": [s.to_dict() for s in self.sentences],
+            "raw_answer": self.raw_text,
+            "prompt": self.prompt,
+            "server": self.server,
+            "relevance": {"score": self.relevance, "threshold": self.relevance_threshold},
+            "support_threshold": self.support_threshold,
+            "context": {
+                "tokens": self.context.tokens,
+                "tokens_counted": self.context.counted,
+                "window": self.context.window,
+                "sources_given": self.context.sources_given,
+                "trimmed": self.context.trimmed,
+                "dropped": self.context.dropped,
+            },
+            "timings_ms": self.timings_ms,
         }
 
 
@@ -39,10 +110,20 @@ class AnswerStream:
     """An answer being generated: iterate for text chunks, then call :meth:`result`.
 
     ``sources`` is known before the first chunk, so a UI can show them while the model writes.
+    ``first_chunk_s`` is when the first chunk arrived, in seconds after ``started`` (a perf_counter).
     """
 
-    def __init__(self, sources: list[SearchHit], chunks: Iterator[str], finish: Callable[[str], Answer]) -> None:
+    def __init__(
+        self,
+        sources: list[SearchHit],
+        chunks: Iterator[str],
+        finish: Callable[[str, AnswerStream], Answer],
+        started: float | None = None,
+    ) -> None:
         self.sources = sources
+        self.started = time.perf_counter() if started is None else started
+        self.first_chunk_s: float | None = None
+        self.generated_s: float | None = None
         self._chunks = chunks
         self._finish = finish
         self._parts: list[str] = []
@@ -50,12 +131,16 @@ class AnswerStream:
 
     def __iter__(self) -> Iterator[str]:
         for chunk in self._chunks:
+            if self.first_chunk_s is None:
+                self.first_chunk_s = time.perf_counter() - self.started
             self._parts.append(chunk)
             yield chunk
+        if self.generated_s is None:
+            self.generated_s = time.perf_counter() - self.started
 
     def result(self) -> Answer:
         if self._answer is None:
             for _ in self:  # finish generation if the caller stopped early
                 pass
-            self._answer = self._finish("".join(self._parts))
+            self._answer = self._finish("".join(self._parts), self)
         return self._answer

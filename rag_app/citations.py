@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 # [3], [1, 2], [1; 4], [2-4]; not LaTeX's \[ (display math) nor optional arguments like [a].
-_CITATION = re.compile(r"(?<!\\)\[(\s*\d+\s*(?:(?:[,;]|[-–])\s*\d+\s*)*)\]")
+CITATION_PATTERN = re.compile(r"(?<!\\)\[(\s*\d+\s*(?:(?:[,;]|[-–])\s*\d+\s*)*)\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,11 @@ def _numbers(group: str) -> list[int]:
     return numbers
 
 
+def citation_numbers(text: str) -> list[int]:
+    """Every number cited in ``text``, in order (``[1-3]`` is 1, 2, 3)."""
+    return [n for match in CITATION_PATTERN.finditer(text) for n in _numbers(match.group(1))]
+
+
 def check_citations(text: str, source_count: int) -> CitationCheck:
     """Keep citations to sources 1..``source_count``; drop (and report) the others."""
     cited: list[int] = []
@@ -41,6 +46,6 @@ def check_citations(text: str, source_count: int) -> CitationCheck:
         cited.extend(n for n in valid if n not in cited)
         return "".join(f"[{n}]" for n in valid)
 
-    cleaned = _CITATION.sub(replace, text)
+    cleaned = CITATION_PATTERN.sub(replace, text)
     cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned) if invalid else cleaned
     return CitationCheck(text=cleaned, cited=cited, invalid=sorted(set(invalid)))

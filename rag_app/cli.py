@@ -22,11 +22,12 @@ from ingestion import LatexIngestor, ingest_sources
 from ingestion.arxiv_download import ArxivDownloader
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
+from rag_app.answer import AnswerStatus
 from rag_app.arxiv_month import ArxivMonthIngest
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
-from rag_app.llm_server import STATE_FILE, LLMServerError, local_server_from_settings, running_server_url
+from rag_app.llm_server import STATE_FILE, LLMServerError, running_server_url, server_from_settings
 from rag_app.mse_ingest import MseIngest
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
@@ -324,8 +325,14 @@ def ask(
             typer.echo(answer.text)
         else:
             typer.echo("")
-            if answer.invalid_citations:
-                _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
+        if answer.text != answer.raw_text.strip() and answer.answered_by_llm:
+            typer.echo(f"\nChecked answer:\n{answer.text}")
+        if answer.invalid_citations:
+            _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
+        for sentence in answer.unsupported_sentences:
+            _err(f"no source supports: {sentence}")
+        if answer.status is AnswerStatus.UNSUPPORTED:
+            _err("no sentence of this answer is supported by the sources: read it with care")
         typer.echo("\nSources:")
         for number, hit in enumerate(answer.sources, start=1):
             record = hit.record
@@ -388,7 +395,7 @@ def ui(
     if not settings.llm.base_url and not running_server_url(settings.data_dir):
         typer.echo(f"Starting the local LLM server ({settings.llm.local_model}) ...")
         try:
-            server = local_server_from_settings(settings)
+            server = server_from_settings(settings)
             server.start()
             server.write_state(settings.data_dir)  # `ask` and `status` reuse it meanwhile
             env["RAG_APP_LLM__BASE_URL"] = server.base_url
@@ -488,20 +495,27 @@ def eval_command(
 
 @llm_app.command("serve")
 def llm_serve(
-    model: Annotated[Optional[str], typer.Option(help="packaged model name or .gguf path")] = None,
+    model: Annotated[
+        Optional[str], typer.Option(help="packaged model name or .gguf path (llama.cpp); a model dir or id (vLLM)")
+    ] = None,
     port: Annotated[Optional[int], typer.Option(help="port (default from settings; 0 picks one)")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Run the local OpenAI-compatible server until Ctrl-C; ask and ui reuse it."""
+    """Run an OpenAI-compatible server until Ctrl-C (vLLM if llm.server asks and it is installed, else
+    llama.cpp); ask and ui reuse it."""
     settings = _settings(config)
+    notes: list[str] = []
     try:
-        server = local_server_from_settings(settings, model, port)
+        server = server_from_settings(settings, model, port, notes)
+        for note in notes:
+            _err(note)
+        typer.echo(f"Starting the {server.kind} server ({server.model_alias}) ...")
         server.start()
     except (PackagedModelError, LLMServerError) as error:
         _err(str(error))
         raise typer.Exit(1) from error
     state = server.write_state(settings.data_dir)
-    typer.echo(f"LLM server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
+    typer.echo(f"{server.kind} server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
 
     def stop(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt

@@ -1,29 +1,121 @@
-"""Retrieved statements rendered as numbered, fenced sources for the prompt."""
+"""Retrieved statements rendered as numbered, fenced sources, packed into the model's window.
+
+Each source sits between ``<source n key=K>`` and ``</source key=K>``, where ``K`` is a random key
+made for this one question. A statement cannot close its fence (it would have to guess the key, and
+fence-like tags in it are defused) nor open a chat turn (template control tokens such as
+``<|im_start|>`` are defused: llama.cpp tokenizes them as control tokens even inside a message).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from retriever.types import SearchHit
 
-# Rough characters per token for LaTeX-heavy English; used to keep the prompt in the window.
+# Rough characters per token for LaTeX-heavy English, when the server cannot count tokens.
 CHARS_PER_TOKEN = 3.0
+# A source trimmed below this many tokens says too little to cite; later sources are dropped instead.
+MIN_SOURCE_TOKENS = 48
+
+# Chat-template control tokens of the model families we serve (ChatML, Llama 2/3, Mistral, Gemma, ...).
+_CONTROL_TOKEN = re.compile(r"<\|[^|<>\n]{1,40}\|>|</?s>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>")
+_FENCE_TAG = re.compile(r"<(/?)(source)", re.IGNORECASE)
+
+TokenCounter = Callable[[str], "int | None"]
 
 
-def format_sources(hits: Sequence[SearchHit], budget_tokens: int) -> str:
-    """Number each statement ``[n]`` inside ``<source>`` tags, trimmed to fit the budget.
+def new_fence_key() -> str:
+    """A key no document can know in advance."""
+    return secrets.token_hex(6)
 
-    A document cannot close its own fence: ``<source``/``</source`` inside text are defused.
+
+def estimate_tokens(text: str) -> int:
+    return int(len(text) / CHARS_PER_TOKEN) + 1
+
+
+def defuse(text: str, fence_key: str) -> str:
+    """``text`` with fence tags, control tokens and the fence key made inert (still readable)."""
+    text = text.replace(fence_key, "")
+    text = _FENCE_TAG.sub(lambda m: f"‹{m[1]}{m[2]}", text)
+    return _CONTROL_TOKEN.sub(
+        lambda m: m[0].replace("<", "‹").replace(">", "›").replace("[", "(").replace("]", ")"), text
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PackedSources:
+    """The sources block of a prompt and what went into it."""
+
+    text: str
+    hits: list[SearchHit]  # the sources given, numbered 1..n in this order
+    tokens: int  # of ``text``: counted by the server's tokenizer when it could, else estimated
+    counted: bool
+    trimmed: list[int] = field(default_factory=list)  # numbers of sources cut to fit
+    dropped: int = 0  # retrieved statements left out for want of room
+
+
+def source_block(number: int, hit: SearchHit, fence_key: str, text: str | None = None) -> str:
+    record = hit.record
+    where = record.title or record.paper_id
+    body = defuse(record.text if text is None else text, fence_key)
+    heading = defuse(f"[{number}] {record.display_name} — from {where}", fence_key)
+    return f"<source {number} key={fence_key}>\n{heading}\n{body}\n</source key={fence_key}>"
+
+
+def pack_sources(
+    hits: Sequence[SearchHit], budget_tokens: int, fence_key: str, count_tokens: TokenCounter | None = None
+) -> PackedSources:
+    """As many sources as fit in ``budget_tokens``, in rank order; the one that overflows is trimmed.
+
+    Token counts come from ``count_tokens`` (the served model's tokenizer), else from an estimate.
     """
-    if not hits:
-        return "(no sources were found)"
-    per_source_chars = max(200, int(budget_tokens * CHARS_PER_TOKEN / len(hits)))
-    blocks = []
-    for number, hit in enumerate(hits, start=1):
-        record = hit.record
-        heading = record.display_name
-        where = record.title or record.paper_id
-        text = record.text if len(record.text) <= per_source_chars else record.text[:per_source_chars] + " …"
-        text = text.replace("<source", "‹source").replace("</source", "‹/source")
-        blocks.append(f'<source id="{number}">\n[{number}] {heading} — from {where}\n{text}\n</source>')
-    return "\n\n".join(blocks)
+    counted = True
+
+    def count(text: str) -> int:
+        nonlocal counted
+        tokens = count_tokens(text) if count_tokens is not None else None
+        if tokens is None:
+            counted = False
+            return estimate_tokens(text)
+        return tokens
+
+    blocks: list[str] = []
+    given: list[SearchHit] = []
+    trimmed: list[int] = []
+    used = 0
+    for hit in hits:
+        number = len(given) + 1
+        remaining = budget_tokens - used - 2  # the blank line between blocks
+        block = source_block(number, hit, fence_key)
+        tokens = count(block)
+        if tokens > remaining:
+            if remaining < MIN_SOURCE_TOKENS:
+                break
+            block, tokens = _trim_to_fit(number, hit, fence_key, tokens, remaining, count)
+            if block is None:
+                break
+            trimmed.append(number)
+        blocks.append(block)
+        given.append(hit)
+        used += tokens + 2
+    if not blocks:
+        return PackedSources("(no sources were found)", [], 0, counted, dropped=len(hits))
+    return PackedSources("\n\n".join(blocks), given, used, counted, trimmed, dropped=len(hits) - len(given))
+
+
+def _trim_to_fit(
+    number: int, hit: SearchHit, fence_key: str, tokens: int, remaining: int, count: Callable[[str], int]
+) -> tuple[str | None, int]:
+    """The block with its text cut (at a word) until it fits; a few counts at most."""
+    text = hit.record.text
+    for _ in range(6):
+        keep = int(len(text) * max(0.05, (remaining / tokens) * 0.95))
+        text = text[:keep].rsplit(" ", 1)[0] if " " in text[:keep] else text[:keep]
+        block = source_block(number, hit, fence_key, text + " …")
+        tokens = count(block)
+        if tokens <= remaining:
+            return block, tokens
+    return None, 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import httpx
 import openai
 from tenacity import (
     Retrying,
@@ -33,49 +35,111 @@ class ChatClient:
         temperature: float = 0.2,
         max_tokens: int = 512,
         extra_body: dict[str, Any] | None = None,
+        max_concurrency: int = 4,
     ) -> None:
         self.base_url = base_url
+        # The timeout bounds connecting and each wait for data, so a server that hangs mid-answer fails too.
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
         self._model = model
+        self.timeout_s = timeout_s
         self.retries = retries
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
+        # Bounded concurrency: threads beyond this many wait for a slot instead of piling onto the server.
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+        self._token_endpoint: str | None = None
+        self._server_models: list[Any] | None = None
 
     @property
     def model(self) -> str:
         """The configured model, else the first model the server lists."""
         if self._model is None:
-            models = self._call(lambda: self._client.models.list().data)
+            models = self._models()
             if not models:
                 raise LLMUnavailableError(f"the server at {self.base_url} lists no models")
             self._model = models[0].id
         return self._model
 
-    def stream_chat(self, messages: Sequence[dict[str, str]]) -> Iterator[str]:
-        """Yield the answer's text as it is generated.
+    def context_window(self) -> int | None:
+        """The model's window in tokens when the server says it (vLLM's ``max_model_len``), else None."""
+        for entry in self._models():
+            if entry.id == self.model:
+                window = getattr(entry, "max_model_len", None) or (entry.model_extra or {}).get("max_model_len")
+                return int(window) if window else None
+        return None
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` in the served model's tokenizer, or None when the server cannot count.
+
+        vLLM serves ``POST /tokenize``; llama.cpp's Python server ``POST /extras/tokenize/count``.
+        """
+        root = self.base_url.rstrip("/").removesuffix("/v1")
+        candidates = {
+            f"{root}/tokenize": lambda: {"model": self.model, "prompt": text, "add_special_tokens": False},
+            f"{root}/extras/tokenize/count": lambda: {"input": text},
+        }
+        endpoints = [self._token_endpoint] if self._token_endpoint else list(candidates)
+        for endpoint in endpoints:
+            if endpoint == "":
+                return None
+            try:
+                response = httpx.post(endpoint, json=candidates[endpoint](), timeout=self.timeout_s)
+            except httpx.HTTPError:
+                return None
+            if response.status_code == 200 and "count" in response.json():
+                self._token_endpoint = endpoint
+                return int(response.json()["count"])
+        self._token_endpoint = ""  # neither: estimate from now on
+        return None
+
+    def stream_chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        extra_body: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Iterator[str]:
+        """Yield the answer's text as it is generated (``max_tokens``, ``temperature``: this call only).
 
         Only opening the stream is retried: once text has been shown it cannot be taken back.
         """
-        stream = self._call(
-            lambda: self._client.chat.completions.create(
-                model=self.model,
-                messages=list(messages),
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                stream=True,
-                extra_body=self.extra_body or None,
+        extra_body = {**self.extra_body, **(extra_body or {})}
+        with self._slots:
+            stream = self._call(
+                lambda: self._client.chat.completions.create(
+                    model=self.model,
+                    messages=list(messages),
+                    temperature=self.temperature if temperature is None else temperature,
+                    max_tokens=max_tokens or self.max_tokens,
+                    stream=True,
+                    extra_body=extra_body or None,
+                )
             )
-        )
-        try:
-            for chunk in stream:
-                if chunk.choices and chunk.choices[0].delta.content:
-                    yield chunk.choices[0].delta.content
-        except openai.APIError as error:
-            raise LLMUnavailableError(f"the answer stream from {self.base_url} broke off: {error}") from error
+            try:
+                for chunk in stream:
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        yield chunk.choices[0].delta.content
+            except openai.APITimeoutError as error:
+                raise LLMUnavailableError(
+                    f"the LLM server at {self.base_url} stopped sending the answer for {self.timeout_s:g} s"
+                ) from error
+            except (openai.APIError, httpx.HTTPError) as error:
+                raise LLMUnavailableError(f"the answer stream from {self.base_url} broke off: {error}") from error
 
-    def chat(self, messages: Sequence[dict[str, str]]) -> str:
-        return "".join(self.stream_chat(messages))
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        extra_body: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        return "".join(self.stream_chat(messages, extra_body, max_tokens, temperature))
+
+    def _models(self) -> list[Any]:
+        if self._server_models is None:
+            self._server_models = list(self._call(lambda: self._client.models.list().data))
+        return self._server_models
 
     def _call(self, request):
         retrying = Retrying(
@@ -86,5 +150,10 @@ class ChatClient:
         )
         try:
             return retrying(request)
+        except openai.APITimeoutError as error:
+            raise LLMUnavailableError(
+                f"the LLM server at {self.base_url} did not answer within {self.timeout_s:g} s "
+                f"({self.retries + 1} attempts)"
+            ) from error
         except RETRYABLE as error:
             raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error

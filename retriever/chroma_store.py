@@ -60,7 +60,7 @@ class ChromaStatementStore:
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (unknown ids are left out)."""
         found: dict[str, np.ndarray] = {}
-        for batch in _batches(list(ids), 1000):
+        for batch in _batches(list(dict.fromkeys(ids)), 1000):  # Chroma refuses repeated ids
             result = self._collection.get(ids=batch, include=["embeddings"])
             for doc_id, vector in zip(result["ids"], result["embeddings"], strict=True):
                 found[doc_id] = np.asarray(vector, dtype=np.float32)

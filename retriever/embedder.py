@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -9,6 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from retriever.embedding_registry import ResolvedEmbedder, resolve_embedder
+
+_RECENT_QUERIES = 64
 
 
 class Embedder:
@@ -33,6 +37,9 @@ class Embedder:
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.registry_dir = registry_dir
+        # ask embeds the question for dense search and again to check relevance: keep the last few.
+        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     @cached_property
     def resolved(self) -> ResolvedEmbedder:
@@ -64,7 +71,14 @@ class Embedder:
         return self._encode(list(texts), show_progress)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([text], show_progress=False)[0]
+        vector = self._recent_queries.get(text)
+        if vector is None:
+            vector = self._encode([text], show_progress=False)[0]
+            with self._recent_lock:  # the chat serves several sessions from one Embedder
+                self._recent_queries[text] = vector
+                while len(self._recent_queries) > _RECENT_QUERIES:
+                    self._recent_queries.popitem(last=False)
+        return vector
 
     def embed_with_tokens(
         self, texts: Sequence[str], show_progress: bool = False, max_seq_length: int | None = None

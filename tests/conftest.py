@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG, Settings
-from rag_app.llm_server import LocalLLMServer
-from rag_app.packaged_models import resolve_gguf
+from rag_app.llm_server import LLMServerProcess
+from tests.llm_servers import TEST_CHAT_MODEL, make_test_server
 
-# The smallest packaged chat model keeps the suite fast; the app's default is Qwen2.5-Coder-1.5B.
-TEST_CHAT_MODEL = "smollm2-135m-instruct"
+__all__ = ["TEST_CHAT_MODEL", "make_settings"]
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -56,23 +55,16 @@ def demo_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLLMServer]:
-    """A real llama.cpp OpenAI-compatible server with a packaged model, on 127.0.0.1."""
-    data_dir = tmp_path_factory.mktemp("llm")
-    server = LocalLLMServer(
-        model_path=resolve_gguf(TEST_CHAT_MODEL, data_dir, show_progress=False),
-        model_alias=TEST_CHAT_MODEL,
-        context_window=4096,
-        startup_timeout_s=120,
-        log_path=data_dir / "server.log",
-    )
+def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServerProcess]:
+    """A real OpenAI-compatible server with a packaged model on 127.0.0.1 (llama.cpp; vLLM when configured)."""
+    server = make_test_server(tmp_path_factory.mktemp("llm"))
     server.start()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def demo_rag(demo_index_dir: Path, tmp_path: Path, llm_server: LocalLLMServer) -> Iterator[MathRAG]:
+def demo_rag(demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess) -> Iterator[MathRAG]:
     """MathRAG over the demo index, answering with the test server (short answers)."""
     settings = make_settings(tmp_path, index_dir=demo_index_dir)
     settings.llm.base_url = llm_server.base_url

@@ -10,7 +10,7 @@ import time
 import streamlit as st
 
 from rag_app import MathRAG, Settings
-from rag_app.answer import Answer
+from rag_app.answer import Answer, AnswerStatus
 from retriever import SearchHit
 from retriever.formulas.query_formulas import strip_delimiters
 from ui.latex_display import to_streamlit_markdown
@@ -46,8 +46,14 @@ def render_sources(sources: list[SearchHit], cited: list[int]) -> None:
 def render_answer(answer: Answer) -> None:
     if answer.llm_error:
         st.warning(answer.text)
+    elif answer.not_found:
+        st.info(answer.text)
     else:
         st.markdown(to_streamlit_markdown(answer.text))
+        if answer.status is AnswerStatus.UNSUPPORTED:
+            st.warning("No sentence of this answer is supported by the sources: read it with care.")
+        for sentence in answer.unsupported_sentences:
+            st.caption(f"⚠ no source supports: {sentence}")
         if answer.invalid_citations:
             st.caption(f"Removed citations to sources that were not given: {answer.invalid_citations}")
     render_sources(answer.sources, answer.cited)

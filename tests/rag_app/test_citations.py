@@ -19,3 +19,9 @@ def test_display_math_and_optional_arguments_are_not_citations() -> None:
     text = r"We have \[3\] and the interval [a, b] and f[x]."
     check = check_citations(text, source_count=1)
     assert check.cited == [] and check.invalid == [] and check.text == text
+
+
+def test_citation_numbers_in_order_with_ranges() -> None:
+    from rag_app.citations import citation_numbers
+
+    assert citation_numbers(r"A [2], B [1-3; 5] and \[4\] not a citation.") == [2, 1, 2, 3, 5]

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_app.cli import app
-from rag_app.llm_server import LocalLLMServer
+from rag_app.llm_server import LLMServerProcess
 
 runner = CliRunner()
 HIT_FIELDS = {"id", "score", "kind", "name", "text", "paper_id", "label", "url"}
@@ -62,7 +62,7 @@ def test_ingest_reports_bad_files_and_exit_codes(tmp_path: Path) -> None:
     assert report["problems"][0]["path"] == str(bad)
 
 
-def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LocalLLMServer, monkeypatch) -> None:
+def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServerProcess, monkeypatch) -> None:
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", llm_server.base_url)
     monkeypatch.setenv("RAG_APP_LLM__MAX_TOKENS", "32")
     result = runner.invoke(
@@ -73,6 +73,20 @@ def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LocalLL
     assert answer["answer"] and answer["llm_error"] is None
     assert {"question", "cited", "invalid_citations", "sources"} <= set(answer)
     assert any(source["name"] == "Fermat's little theorem" for source in answer["sources"])
+    assert answer["prompt"] == "answer_with_citations@v2" and answer["status"] in ("answered", "unsupported")
+    assert answer["citations_valid"] is (answer["invalid_citations"] == [])
+    assert {"retrieval", "first_token", "full_answer", "total"} <= set(answer["timings_ms"])
+    assert answer["relevance"]["score"] >= answer["relevance"]["threshold"]
+    assert all({"text", "supported", "support", "best_source"} <= set(s) for s in answer["sentences"])
+    assert all("score" in source for source in answer["sources"])
+
+
+def test_ask_says_when_the_corpus_does_not_hold_the_answer(demo_index_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # not asked
+    result = runner.invoke(app, ["ask", "How long should I boil an egg?", "--index", str(demo_index_dir)])
+    assert result.exit_code == 0, result.output
+    assert "does not seem to contain an answer" in result.stdout and "Sources:" in result.stdout
+    assert "not available" not in result.stdout
 
 
 def test_ask_plain_output_when_llm_is_down(demo_index_dir: Path, monkeypatch) -> None:

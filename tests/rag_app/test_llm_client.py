@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,9 +16,12 @@ from rag_app.llm_client import ChatClient, LLMUnavailableError
 class ScriptedServer:
     """Answers chat requests with a scripted list of status codes, then a streamed reply."""
 
-    def __init__(self, statuses: list[int]) -> None:
+    def __init__(self, statuses: list[int], delay_s: float = 0.0) -> None:
         self.statuses = statuses
         self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -25,7 +29,22 @@ class ScriptedServer:
                 pass
 
             def do_POST(self) -> None:
+                with lock:
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                try:
+                    time.sleep(delay_s)
+                    self._answer()
+                finally:
+                    with lock:
+                        outer.in_flight -= 1
+
+            def _answer(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not self.path.endswith("/chat/completions"):
+                    self.send_response(404)
+                    self.end_headers()
+                    return
                 outer.requests.append(body)
                 status = outer.statuses.pop(0) if outer.statuses else 200
                 if status != 200:
@@ -55,8 +74,8 @@ class ScriptedServer:
 def scripted() -> Iterator[callable]:
     servers: list[ScriptedServer] = []
 
-    def make(statuses: list[int]) -> ScriptedServer:
-        servers.append(ScriptedServer(statuses))
+    def make(statuses: list[int], delay_s: float = 0.0) -> ScriptedServer:
+        servers.append(ScriptedServer(statuses, delay_s))
         return servers[-1]
 
     yield make
@@ -97,3 +116,21 @@ def test_unreachable_server() -> None:
     client = ChatClient("http://127.0.0.1:9/v1", model="m", retries=0, timeout_s=2)
     with pytest.raises(LLMUnavailableError, match=r"127\.0\.0\.1:9"):
         client.chat(MESSAGES)
+
+
+def test_concurrent_requests_are_bounded(scripted) -> None:
+    server = scripted([], delay_s=0.3)
+    client = ChatClient(server.url, model="m", max_concurrency=2)
+    threads = [threading.Thread(target=client.chat, args=(MESSAGES,)) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(server.requests) == 5 and server.max_in_flight == 2
+
+
+def test_token_counting_falls_back_to_none_when_the_server_cannot_count(scripted) -> None:
+    server = scripted([])
+    client = ChatClient(server.url, model="m")
+    assert client.count_tokens("some text") is None
+    assert client.count_tokens("again") is None and client._token_endpoint == ""  # asked once, then estimated

@@ -43,13 +43,13 @@ def test_unknown_model_and_missing_gguf_path(tmp_path: Path) -> None:
 
 
 def test_local_server_alias_is_the_model_name_or_the_gguf_stem(tmp_path: Path) -> None:
-    from rag_app.llm_server import local_server_from_settings
+    from rag_app.llm_server import llama_cpp_server_from_settings
     from rag_app.settings import Settings
 
     settings = Settings(data_dir=tmp_path)
     # A packaged name keeps its dots ("qwen2.5-coder-1.5b-instruct" is not a file name).
-    assert local_server_from_settings(settings, "smollm2-135m-instruct").model_alias == "smollm2-135m-instruct"
+    assert llama_cpp_server_from_settings(settings, "smollm2-135m-instruct").model_alias == "smollm2-135m-instruct"
     gguf = resolve_gguf("smollm2-135m-instruct", tmp_path)
-    server = local_server_from_settings(settings, str(gguf), port=0)
+    server = llama_cpp_server_from_settings(settings, str(gguf), port=0)
     assert server.model_alias == "SmolLM2-135M-Instruct.Q4_1" and server.model_path == gguf
     assert server.host == "127.0.0.1" and server.port > 0

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from rag_app import MathRAG
-from rag_app.llm_server import LocalLLMServer
+from rag_app.llm_server import LLMServerProcess
 from rag_app.pipeline import demo_corpus_path
 from tests.conftest import TEST_CHAT_MODEL, make_settings
 
@@ -80,7 +80,7 @@ def test_local_server_is_started_when_needed_and_stopped_on_close(demo_index_dir
     rag = MathRAG(settings)
     answer = rag.ask("What is a Markov chain?", k=2)
     assert answer.llm_error is None and answer.text
-    server: LocalLLMServer | None = rag._server
+    server: LLMServerProcess | None = rag._server
     assert server is not None and server.running and server.host == "127.0.0.1"
     rag.close()
     assert not server.running

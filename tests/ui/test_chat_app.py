@@ -8,7 +8,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rag_app.llm_server import LocalLLMServer
+from rag_app.llm_server import LLMServerProcess
 from ui.latex_display import to_streamlit_markdown
 
 APP = str(Path(__file__).resolve().parents[2] / "ui" / "chat_app.py")
@@ -23,7 +23,7 @@ def app_env(monkeypatch: pytest.MonkeyPatch, demo_index_dir: Path) -> pytest.Mon
     return monkeypatch
 
 
-def test_one_question_and_its_answer(app_env: pytest.MonkeyPatch, llm_server: LocalLLMServer) -> None:
+def test_one_question_and_its_answer(app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess) -> None:
     app_env.setenv("RAG_APP_LLM__BASE_URL", llm_server.base_url)
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert not at.exception
@@ -36,7 +36,16 @@ def test_one_question_and_its_answer(app_env: pytest.MonkeyPatch, llm_server: Lo
     assert "**Sources**" in answer_markdown
     labels = [e.label for e in at.expander]
     assert any("Spectral theorem" in label for label in labels), labels
-    assert not at.warning
+    assert not any("not available" in warning.value for warning in at.warning)
+
+
+def test_a_question_the_corpus_cannot_answer_says_so_and_shows_the_closest(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # never asked: nothing is generated
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.chat_input[0].set_value("What is the best recipe for sourdough bread?").run()
+    assert not at.exception and not at.warning
+    assert "does not seem to contain" in at.info[0].value
+    assert at.expander, "the closest statements are listed"
 
 
 def test_llm_down_shows_a_banner_and_sources(app_env: pytest.MonkeyPatch) -> None:

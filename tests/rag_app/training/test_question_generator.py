@@ -12,7 +12,7 @@ import pytest
 
 from ingestion import ingest_sources
 from rag_app.llm_client import ChatClient
-from rag_app.llm_server import LocalLLMServer
+from rag_app.llm_server import LLMServerProcess
 from rag_app.pipeline import demo_corpus_path
 from rag_app.training.question_generator import (
     MalformedReplyError,
@@ -118,7 +118,7 @@ def test_malformed_replies_are_retried_then_reported_and_good_ones_cached(
 
 @pytest.mark.llm
 def test_questions_from_the_real_local_server(
-    statements: list, cache: QuestionCache, llm_server: LocalLLMServer
+    statements: list, cache: QuestionCache, llm_server: LLMServerProcess
 ) -> None:
     client = ChatClient(llm_server.base_url, retries=1, temperature=0.7, max_tokens=96)
     generator = QuestionGenerator(client, cache, concurrency=2, attempts=2)
