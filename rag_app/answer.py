@@ -50,6 +50,10 @@ class Answer:
     context: ContextReport = field(default_factory=ContextReport)
     timings_ms: dict[str, float] = field(default_factory=dict)
     server: str | None = None
+    search_query: str = ""  # what retrieval searched for: the question, or its rewrite from the conversation
+    rewrite: str = "as asked"  # how search_query was made (rag_app.conversation.RewriteMethod)
+    filter: str = "everything"  # the search filter, described
+    retriever: str = ""  # the retriever mode that found the sources
 
     @property
     def answered_by_llm(self) -> bool:
@@ -103,6 +107,10 @@ class Answer:
                 "dropped": self.context.dropped,
             },
             "timings_ms": self.timings_ms,
+            "search_query": self.search_query or self.question,
+            "rewrite": self.rewrite,
+            "filter": self.filter,
+            "retriever": self.retriever,
         }
 
 

@@ -406,16 +406,41 @@ def ui(
         sys.executable, "-m", "streamlit", "run", str(app_file),
         "--server.port", str(port), "--server.address", host, "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
+        # An unexpected error shows its type and message; the traceback goes to this console only.
+        "--client.showErrorDetails", "type",
     ]  # fmt: skip
     typer.echo(f"Chat running at http://{host}:{port}  (Ctrl-C to stop)")
+    _stop_on_signals()
+    chat = subprocess.Popen(command, env=env)
     try:
-        subprocess.run(command, env=env, check=False)
+        chat.wait()
     except KeyboardInterrupt:
         pass
     finally:
+        # Neither the chat nor the LLM server may outlive this command (they run in other processes).
+        if chat.poll() is None:
+            chat.terminate()
+            try:
+                chat.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                chat.kill()
         if server is not None:
             server.stop()
             (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM both end a long-running command through its cleanup (``finally``).
+
+    Explicit handlers: a process started in the background inherits an ignored SIGINT, and service
+    managers (and scripts) stop with SIGTERM, whose default kills Python without any cleanup.
+    """
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
 
 
 @app.command("eval")
@@ -517,13 +542,7 @@ def llm_serve(
     state = server.write_state(settings.data_dir)
     typer.echo(f"{server.kind} server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
 
-    def stop(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    # Explicit handlers: a process started in the background inherits an ignored SIGINT, and
-    # service managers stop with SIGTERM; both must shut the server down cleanly.
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    _stop_on_signals()
     try:
         while server.running:
             time.sleep(1)

@@ -12,7 +12,8 @@ import atexit
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
 from rag_app.attribution import Attributor
 from rag_app.citations import check_citations, citation_numbers
 from rag_app.context import estimate_tokens, new_fence_key, pack_sources
+from rag_app.conversation import QueryRewriter, RewrittenQuery, Turn
 from rag_app.ingest_report import IngestReport
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import (
@@ -37,7 +39,7 @@ from rag_app.llm_server import (
 )
 from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
-from retriever import Embedder, SearchHit, SearchMode, StatementIndex
+from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.formulas.fusion_index import FusionUpdate
 
 logger = logging.getLogger(__name__)
@@ -129,40 +131,80 @@ class MathRAG:
     def ingest_demo(self, show_progress: bool = False) -> IngestReport:
         return self.ingest([demo_corpus_path()], show_progress)
 
-    def search(self, query: str, k: int | None = None, mode: SearchMode | str | None = None) -> list[SearchHit]:
-        return self.index.search(query, k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode)
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        mode: SearchMode | str | None = None,
+        where: SearchFilter | None = None,
+    ) -> list[SearchHit]:
+        """The best statements for ``query``; ``where`` restricts sources, kinds, categories or dates."""
+        retrieval = self.settings.retrieval
+        return self.index.search(query, k or retrieval.top_k, mode or retrieval.mode, where)
+
+    def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
+        """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
+        return self.index.search_formula(formula, k or self.settings.retrieval.top_k, where)
 
     # ------------------------------------------------------------------ answers
-    def search_formula(self, formula: str, k: int | None = None) -> list[SearchHit]:
-        """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
-        return self.index.search_formula(formula, k or self.settings.retrieval.top_k)
+    def rewrite_query(self, question: str, history: Sequence[Turn] = ()) -> RewrittenQuery:
+        """The retrieval query for ``question`` in a conversation (the question itself when there is none)."""
+        conversation = self.settings.conversation
+        rewriter = QueryRewriter(
+            load_prompt("query_rewrite"),
+            self.llm_client if conversation.rewrite_with_llm else None,
+            conversation.max_turns,
+            conversation.rewrite_max_tokens,
+        )
+        return rewriter.rewrite(question, history)
 
     def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> FusionUpdate:
         """Embed the statements the formula-fusion index lacks (see ``rag-app build-fusion``)."""
         return self.index.build_fusion(rebuild=rebuild, show_progress=show_progress)
 
-    def ask(self, question: str, k: int | None = None, mode: SearchMode | str | None = None) -> Answer:
-        return self.ask_stream(question, k, mode).result()
+    def ask(
+        self,
+        question: str,
+        k: int | None = None,
+        mode: SearchMode | str | None = None,
+        history: Sequence[Turn] = (),
+        where: SearchFilter | None = None,
+    ) -> Answer:
+        return self.ask_stream(question, k, mode, history, where).result()
 
-    def ask_stream(self, question: str, k: int | None = None, mode: SearchMode | str | None = None) -> AnswerStream:
+    def ask_stream(
+        self,
+        question: str,
+        k: int | None = None,
+        mode: SearchMode | str | None = None,
+        history: Sequence[Turn] = (),
+        where: SearchFilter | None = None,
+    ) -> AnswerStream:
         """Retrieve, check that something relevant was found, then stream the LLM's answer.
 
-        Nothing is generated when no source is similar enough to the question (the answer says so and
-        the closest statements are kept). When the LLM is down, the answer says so and keeps the sources.
-        After generation, citations are validated and each sentence is attributed to its sources.
+        With ``history`` (the earlier turns of a conversation) the retrieval query is rewritten from it
+        first. Nothing is generated when no source is similar enough to the question (the answer says
+        so and the closest statements are kept). When the LLM is down, the answer says so and keeps the
+        sources. After generation, citations are validated and each sentence is attributed to its sources.
         """
         started = time.perf_counter()
-        hits = self.search(question, k, mode)
+        search = self.rewrite_query(question, history)
+        hits = self.search(search.query, k, mode, where)
         vectors = self.index.store.vectors([hit.record.id for hit in hits])
         hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
-        relevance = float((hit_vectors @ self.index.embedder.embed_query(question)).max()) if hits else None
+        relevance = float((hit_vectors @ self.index.embedder.embed_query(search.query)).max()) if hits else None
         retrieval_ms = (time.perf_counter() - started) * 1000
         checks = self.settings.answers
         prompt = load_prompt(self.settings.llm.prompt)
         record = Answer(
             question, "", hits, prompt=prompt.identity, relevance=relevance,
             relevance_threshold=checks.min_relevance, support_threshold=checks.min_support,
+            search_query=search.query, rewrite=search.method.value,
+            filter=where.describe() if where is not None else "everything",
+            retriever=str(mode or self.settings.retrieval.mode),
         )  # fmt: skip
+        # The model reads the question as asked, and what it means in the conversation.
+        prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
         given: list[SearchHit] = []
 
         def chunks() -> Iterator[str]:
@@ -173,7 +215,7 @@ class MathRAG:
             try:
                 client = self.llm_client()
                 record.model, record.server = client.model, client.base_url
-                messages = self._messages(client, prompt, question, hits, record, given)
+                messages = self._messages(client, prompt, prompt_question, hits, record, given)
                 yield from client.stream_chat(messages)
             except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
                 record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
@@ -264,10 +306,23 @@ class MathRAG:
             return f"local {self._server.kind} server at {self._server.base_url} ({self._server.model_alias})"
         running = running_server_url(self.settings.data_dir)
         if running:
-            return f"local server at {running} (started by `llm serve`)"
+            return f"local server at {running} (started by `llm serve` or `ui`)"
         if llm.server != "llama.cpp" and llm.vllm.model:
             return f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
         return f"local llama.cpp server, started on first question ({llm.local_model})"
+
+    def llm_health(self) -> LLMHealth:
+        """Whether answers can be generated now: ``up``, ``down`` or ``not started`` (the local server starts
+        on the first question)."""
+        llm = self.settings.llm
+        description = self.llm_status()
+        if llm.base_url:
+            return LLMHealth("up" if is_healthy(llm.base_url) else "down", description)
+        if self._server is not None:
+            return LLMHealth("up" if self._server.running else "down", description)
+        if running_server_url(self.settings.data_dir):
+            return LLMHealth("up", description)
+        return LLMHealth("not started", description)
 
     def _start_local_server(self) -> str:
         notes: list[str] = []
@@ -291,6 +346,12 @@ class MathRAG:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class LLMHealth:
+    state: str  # "up", "down" or "not started"
+    description: str
 
 
 def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:

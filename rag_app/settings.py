@@ -189,6 +189,22 @@ class AnswerSettings(BaseModel):
     )
 
 
+class ConversationSettings(BaseModel):
+    """Follow-up questions in the chat: the retrieval query is rewritten from the recent turns."""
+
+    rewrite_with_llm: bool = Field(
+        True, description="ask the LLM for a standalone query (else: join with the last search)"
+    )
+    max_turns: int = Field(3, ge=0, description="recent turns the rewrite reads")
+    rewrite_max_tokens: int = Field(64, ge=8)
+
+
+class UISettings(BaseModel):
+    """The Streamlit chat."""
+
+    max_upload_mb: int = Field(50, ge=1, description="largest LaTeX archive or .tex file accepted from the browser")
+
+
 class IngestionSettings(BaseModel):
     """Parallelism and bounds for ingestion. ``limits`` holds the bounds (``ingestion.IngestLimits``):
     statement length, macro expansion, archive sizes and the per-paper time limit."""
@@ -236,6 +252,8 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
+    conversation: ConversationSettings = Field(default_factory=ConversationSettings)
+    ui: UISettings = Field(default_factory=UISettings)
     ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)

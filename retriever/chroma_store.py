@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import chromadb
 import numpy as np
@@ -139,6 +140,29 @@ class ChromaStatementStore:
             for doc_id, document, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
                 yield _from_metadata(doc_id, document, metadata)
             offset += len(page["ids"])
+
+    def iter_summaries(self, batch_size: int = 5000) -> Iterator[StatementSummary]:
+        """Source, kind, paper and extra metadata of every record, without texts or vectors (library stats)."""
+        offset = 0
+        while True:
+            page = self._collection.get(include=["metadatas"], limit=batch_size, offset=offset)
+            if not page["ids"]:
+                return
+            for metadata in page["metadatas"]:
+                yield StatementSummary(
+                    metadata["source"],
+                    metadata["kind"],
+                    metadata["paper_id"],
+                    json.loads(metadata.get("metadata_json", "{}")),
+                )
+            offset += len(page["ids"])
+
+
+class StatementSummary(NamedTuple):
+    source: str
+    kind: str
+    paper_id: str
+    metadata: dict[str, Any]
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

@@ -18,8 +18,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from retriever.formulas.query_formulas import query_formulas
 from retriever.fusion import FusionMethod, fuse
 from retriever.hybrid_searcher import HybridSearcher, Searcher
 from retriever.paper_manifest import PaperManifest
+from retriever.search_filter import SearchFilter
 from retriever.types import ScoredId, SearchHit
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ PAPERS = "papers.sqlite"
 LEXICAL_STALE = "bm25.stale"
 FORMULA_LEXICAL = "formula_bm25"
 FORMULA_STATS = "stats.json"
+# A filtered search looks at most this deep for statements that pass the filter.
+MAX_FILTER_DEPTH = 20_000
 FUSION_OFF = "formula fusion is off: set formula.models (`packaged` or a model directory)"
 
 
@@ -198,10 +201,33 @@ class StatementIndex:
     def get(self, ids: Sequence[str]) -> list[StatementRecord]:
         return self.store.get(ids)
 
-    def search(self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID) -> list[SearchHit]:
+    def search(
+        self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID, where: SearchFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``k`` best statements for ``query``; with ``where``, only statements that pass it."""
         mode = SearchMode(mode)
         if not query.strip() or self.count() == 0:
             return []
+        if where is None or not where.active:
+            return self._search(query, k, mode)
+        return self._filtered(lambda depth: self._search(query, depth, mode), k, where)
+
+    def _filtered(self, search: Callable[[int], list[SearchHit]], k: int, where: SearchFilter) -> list[SearchHit]:
+        """Search deeper and deeper until ``k`` statements pass the filter (or the index is exhausted).
+
+        Post-filtering keeps every retriever mode's ranking intact; a rare filter costs deeper searches,
+        bounded by ``MAX_FILTER_DEPTH``.
+        """
+        total = self.count()
+        depth = max(4 * k, self.candidates)
+        while True:
+            hits = search(min(depth, total))
+            passed = [hit for hit in hits if where.matches(hit.record)][:k]
+            if len(passed) >= k or depth >= min(total, MAX_FILTER_DEPTH) or len(hits) < min(depth, total):
+                return [replace(hit, rank=rank) for rank, hit in enumerate(passed, start=1)]
+            depth *= 4
+
+    def _search(self, query: str, k: int, mode: SearchMode) -> list[SearchHit]:
         dense = DenseSearcher(self.embedder, self.store)
         bm25 = BM25Searcher(self._lexical())
         if mode is SearchMode.DENSE:
@@ -225,11 +251,13 @@ class StatementIndex:
             fused = hybrid.fuse(runs, k)
         return self._hits(fused, runs)
 
-    def search_formula(self, query: str, k: int) -> list[SearchHit]:
+    def search_formula(self, query: str, k: int, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the query's formulas or similar ones.
 
         The query is a formula (delimiters optional), or text whose math spans are the formulas.
         """
+        if where is not None and where.active and self.count():
+            return self._filtered(lambda depth: self.search_formula(query, depth), k, where)
         formulas = query_formulas(query) or [query.strip()]
         if not any(formulas) or self.count() == 0:
             return []

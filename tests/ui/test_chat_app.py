@@ -1,69 +1,279 @@
-"""The real Streamlit app, driven with AppTest."""
+"""The real Streamlit app, driven with AppTest: each state a user meets and each control."""
 
 from __future__ import annotations
 
+import json
+from datetime import date
 from pathlib import Path
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from ingestion.records import Source, StatementKind, StatementRecord
+from rag_app import MathRAG
 from rag_app.llm_server import LLMServerProcess
-from ui.latex_display import to_streamlit_markdown
+from tests.conftest import make_settings
+from tests.llm_servers import forced_output
+from ui.latex_display import link_citations, to_streamlit_markdown
 
 APP = str(Path(__file__).resolve().parents[2] / "ui" / "chat_app.py")
+LIBRARY_PAGE = str(Path(__file__).resolve().parents[2] / "ui" / "library_page.py")
+DOWN = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+QUESTION = "What is the spectral theorem for symmetric matrices?"
+# The model's text is forced (constrained decoding) so that what the UI does with a cited formula is
+# checked exactly; free generation is covered by tests/rag_app/test_llm_integration.py.
+FORCED_ANSWER = r"A real symmetric matrix has an orthonormal basis of eigenvectors, $A = Q \Lambda Q^{T}$ [1]."
 
 
 @pytest.fixture
 def app_env(monkeypatch: pytest.MonkeyPatch, demo_index_dir: Path) -> pytest.MonkeyPatch:
     st.cache_resource.clear()
+    st.cache_data.clear()
     monkeypatch.setenv("RAG_APP_INDEX_DIR", str(demo_index_dir))
     monkeypatch.setenv("RAG_APP_LLM__MAX_TOKENS", "40")
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
     return monkeypatch
 
 
-def test_one_question_and_its_answer(app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess) -> None:
-    app_env.setenv("RAG_APP_LLM__BASE_URL", llm_server.base_url)
-    at = AppTest.from_file(APP, default_timeout=180).run()
-    assert not at.exception
+def forced(app_env: pytest.MonkeyPatch, server: LLMServerProcess, text: str = FORCED_ANSWER) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", server.base_url)
+    app_env.setenv("RAG_APP_LLM__EXTRA_BODY", json.dumps(forced_output(text)))
+    app_env.setenv("RAG_APP_LLM__MAX_TOKENS", "120")
+
+
+def start(timeout: float = 120) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=timeout).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def ask(at: AppTest, question: str) -> AppTest:
+    at.chat_input[0].set_value(question).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def markdown_of(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def test_a_question_streams_an_answer_whose_citations_link_to_the_sources(
+    app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
+) -> None:
+    forced(app_env, llm_server)
+    at = ask(start(), QUESTION)
     assert at.title[0].value == "Ask mathematics"
-    at.chat_input[0].set_value("What is the spectral theorem for symmetric matrices?").run()
-    assert not at.exception
-    assert len(at.chat_message) == 2
     answer_markdown = [m.value for m in at.chat_message[1].markdown]
-    assert answer_markdown[0].strip()  # the streamed answer
-    assert "**Sources**" in answer_markdown
-    labels = [e.label for e in at.expander]
-    assert any("Spectral theorem" in label for label in labels), labels
-    assert not any("not available" in warning.value for warning in at.warning)
+    linked = [text for text in answer_markdown if "(#src-0-1)" in text]
+    assert linked and "$A = Q \\Lambda Q^{T}$" in linked[0]  # the formula is left for KaTeX
+    assert '<div id="src-0-1"></div>' in answer_markdown  # the anchor the link points at
+    headings = [text for text in answer_markdown if text.startswith("**[1]")]
+    assert headings and "Theorem" in headings[0] and "(Spectral theorem)" in headings[0] and "score" in headings[0]
+    assert any("Linear algebra" in c.value or "linear" in c.value.lower() for c in at.caption), "the paper is named"
+    history = at.session_state["history"]
+    assert history[0].cited == [1] and history[0].retriever == "hybrid-formula"
+    assert any(c.value.endswith("answer_with_citations@v2") for c in at.caption), "elapsed time, model and prompt"
+
+
+def test_a_follow_up_is_searched_with_the_conversation(
+    app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
+) -> None:
+    forced(app_env, llm_server)
+    at = ask(ask(start(), QUESTION), "Does it also hold for complex matrices?")
+    history = at.session_state["history"]
+    assert len(history) == 2 and len(at.chat_message) == 4
+    follow_up = history[1]
+    assert follow_up.search_query != follow_up.question and "spectral" in follow_up.search_query.lower()
+    assert any(c.value.startswith("searched for: ") for c in at.chat_message[3].caption)
+    assert any("(#src-1-1)" in m.value for m in at.chat_message[3].markdown), "anchors are per answer"
+    at.sidebar.button[0].click().run()  # "New conversation"
+    assert not at.session_state["history"] and len(at.chat_message) == 0
+
+
+def test_sidebar_controls_reach_the_search(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = start()
+    assert at.sidebar.multiselect(key="sources").options == ["arXiv", "Math StackExchange", "local"]
+    at.sidebar.multiselect(key="kinds").select("definition")
+    at.sidebar.selectbox(key="mode").select("dense")
+    at.sidebar.slider(key="top_k").set_value(3)
+    at = ask(at.run(), "What is a group?")
+    answer = at.session_state["history"][0]
+    assert answer.retriever == "dense" and len(answer.sources) == 3
+    assert {hit.record.kind for hit in answer.sources} == {StatementKind.DEFINITION}
+    assert answer.filter == "kind: definition"
+    assert any(c.value == "filter: kind: definition" for c in at.caption)
+    at.sidebar.multiselect(key="sources").select("mse")  # the demo corpus is local: nothing passes
+    at = ask(at.run(), "What is a group?")
+    assert not at.session_state["history"][1].sources
+    assert any("holds no statement" in i.value for i in at.info)
+
+
+def test_llm_down_shows_a_banner_and_still_lists_the_sources(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = start()
+    assert "language model is not available" in at.warning[0].value  # before any question
+    assert any(c.value.startswith("🔴 LLM:") for c in at.sidebar.caption)
+    at = ask(at, "Fundamental theorem of Galois theory")
+    assert any("not available" in w.value for w in at.chat_message[1].warning)
+    assert any("Fundamental theorem of Galois theory" in m for m in markdown_of(at))
 
 
 def test_a_question_the_corpus_cannot_answer_says_so_and_shows_the_closest(app_env: pytest.MonkeyPatch) -> None:
-    app_env.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # never asked: nothing is generated
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.chat_input[0].set_value("What is the best recipe for sourdough bread?").run()
-    assert not at.exception and not at.warning
-    assert "does not seem to contain" in at.info[0].value
-    assert at.expander, "the closest statements are listed"
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)  # never asked: nothing is generated
+    at = ask(start(), "What is the best recipe for sourdough bread?")
+    assert "does not seem to contain" in at.chat_message[1].info[0].value
+    assert any(m.startswith("**[1]") for m in markdown_of(at)), "the closest statements are listed"
 
 
-def test_llm_down_shows_a_banner_and_sources(app_env: pytest.MonkeyPatch) -> None:
-    app_env.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.chat_input[0].set_value("Fundamental theorem of Galois theory").run()
-    assert not at.exception
-    assert "not available" in at.warning[0].value
-    assert any("Fundamental theorem of Galois theory" in e.label for e in at.expander)
-
-
-def test_empty_index_explains_how_to_ingest(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_empty_index_explains_how_to_ingest_and_loads_the_demo_in_one_click(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     st.cache_resource.clear()
+    st.cache_data.clear()
     monkeypatch.setenv("RAG_APP_INDEX_DIR", str(tmp_path / "empty-index"))
+    monkeypatch.setenv("RAG_APP_INGESTION__ISOLATE_PAPERS", "false")
+    at = start(timeout=300)
+    assert "index is empty" in at.info[0].value
+    at.button[0].click().run()
+    assert not at.exception
+    assert "statements" in at.success[0].value, "the ingest report is shown"
+    assert at.chat_input, "the chat replaces the offer"
+    assert MathRAG.open(tmp_path / "empty-index").index.count() > 100
+
+
+def test_an_index_that_cannot_be_opened_is_a_message_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    st.cache_resource.clear()
+    not_a_directory = tmp_path / "index"
+    not_a_directory.write_text("oops")
+    monkeypatch.setenv("RAG_APP_INDEX_DIR", str(not_a_directory))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
-    assert "index is empty" in at.info[0].value
-    assert at.button[0].label == "Ingest the demo corpus"
+    assert "could not be opened" in at.error[0].value
+
+
+def test_formula_search_renders_the_formula_and_finds_its_statement(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = start()
+    at.text_input(key="formula").set_value(r"$\tfrac1{n+1}\dbinom{2n}n$").run()
+    assert not at.exception
+    assert r"\tfrac1{n+1}\dbinom{2n}n" in at.latex[0].value  # st.latex wraps it in $$
+    assert any("Catalan" in m for m in markdown_of(at) if m.startswith("**"))
+
+
+def test_the_library_page_shows_what_is_indexed(app_env: pytest.MonkeyPatch, demo_index_dir: Path) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = start().switch_page(LIBRARY_PAGE).run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Library"
+    metrics = {m.label: m.value for m in at.metric}
+    count = MathRAG.open(demo_index_dir).index.count()
+    assert metrics["Statements"] == f"{count:,}" and metrics["Last ingest"] != "never"
+    tables = [t.value for t in at.dataframe]
+    assert any("local" in list(table.get("source", [])) for table in tables)
+    models = next(table for table in tables if "version" in table.columns)
+    versions = " ".join(map(str, models["version"]))
+    assert "packaged:all-MiniLM-L6-v2" in versions and "answer_with_citations@v" in versions
+    assert "Add LaTeX sources" in [h.value for h in at.subheader]
+
+
+# ------------------------------------------------------------------ arXiv sources: categories, dates, BibTeX
+def arxiv_record(
+    arxiv_id: str, kind: StatementKind, name: str, text: str, category: str, published: str
+) -> StatementRecord:
+    return StatementRecord(
+        id=f"{arxiv_id}-{name}",
+        source=Source.ARXIV,
+        kind=kind,
+        text=text,
+        paper_id=arxiv_id,
+        name=name,
+        url=f"https://arxiv.org/abs/{arxiv_id}",
+        title=f"A paper on {name.lower()}",
+        metadata={
+            "categories": f"{category} math.GM",
+            "primary_category": category,
+            "published": published,
+            "authors": "Ada Lovelace; Emmy Noether",
+            "number": "2.1",
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def arxiv_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("arxiv-ui")
+    rag = MathRAG(make_settings(base))
+    rag.index.add(
+        [
+            arxiv_record(
+                "2401.00001",
+                StatementKind.THEOREM,
+                "Hilbert basis theorem",
+                r"If $R$ is Noetherian then so is $R[x]$.",
+                "math.AC",
+                "2024-01-02",
+            ),
+            arxiv_record(
+                "2401.00001",
+                StatementKind.DEFINITION,
+                "Noetherian ring",
+                "A ring is Noetherian if every ascending chain of ideals stabilizes.",
+                "math.AC",
+                "2024-01-02",
+            ),
+            arxiv_record(
+                "2306.00002",
+                StatementKind.THEOREM,
+                "Dirichlet theorem on primes",
+                r"There are infinitely many primes $p \equiv a \pmod q$ when $\gcd(a, q) = 1$.",
+                "math.NT",
+                "2023-06-15",
+            ),
+            arxiv_record(
+                "2306.00002",
+                StatementKind.LEMMA,
+                "Orthogonality of characters",
+                r"$\sum_{\chi} \chi(a) = \varphi(q)$ if $a \equiv 1$, else $0$.",
+                "math.NT",
+                "2023-06-15",
+            ),
+        ]
+    )
+    rag.index.rebuild_lexical()
+    return base / "index"
+
+
+def test_category_and_date_filters_and_bibtex_export(monkeypatch: pytest.MonkeyPatch, arxiv_index_dir: Path) -> None:
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    monkeypatch.setenv("RAG_APP_INDEX_DIR", str(arxiv_index_dir))
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    monkeypatch.setenv("RAG_APP_ANSWERS__MIN_RELEVANCE", "-1")
+    at = start()
+    categories = at.sidebar.multiselect(key="categories")
+    assert set(categories.options) == {"math.AC", "math.NT", "math.GM"}
+    assert at.sidebar.date_input(key="dates").value == (date(2023, 6, 15), date(2024, 1, 2))
+    categories.select("math.NT")
+    at = ask(at.run(), "primes in arithmetic progressions")
+    assert {hit.record.paper_id for hit in at.session_state["history"][0].sources} == {"2306.00002"}
+    at.sidebar.multiselect(key="categories").unselect("math.NT")
+    at.sidebar.date_input(key="dates").set_value((date(2024, 1, 1), date(2024, 1, 2)))
+    at = ask(at.run(), "primes in arithmetic progressions")
+    second = at.session_state["history"][1]
+    assert {hit.record.paper_id for hit in second.sources} == {"2401.00001"}
+    assert second.filter == "date: 2024-01-01 to …"
+    codes = [c.value for c in at.code]
+    bibtex = [c for c in codes if c.startswith("@misc{arxiv:")]
+    assert bibtex and "eprint = {2401.00001}" in bibtex[-1] and "Ada Lovelace and Emmy Noether" in bibtex[-1]
+    markdown = [c for c in codes if "**References**" in c]
+    assert markdown and "**Q:** primes in arithmetic progressions" in markdown[-1]
+    assert "A paper on hilbert basis theorem — Ada Lovelace, Emmy Noether — arXiv:2401.00001" in markdown[-1]
+    assert any("[arXiv](https://arxiv.org/abs/2401.00001)" in c.value for c in at.caption)
 
 
 def test_latex_delimiters_are_converted_but_code_is_not() -> None:
@@ -75,12 +285,8 @@ def test_latex_delimiters_are_converted_but_code_is_not() -> None:
     assert "\\begin{aligned}x &= 1 \\end{aligned}" in aligned
 
 
-def test_formula_search_renders_the_formula_and_finds_its_statement(app_env: pytest.MonkeyPatch) -> None:
-    app_env.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert "hybrid-formula" in at.selectbox[0].options
-    at.text_input(key="formula").set_value(r"$\tfrac1{n+1}\dbinom{2n}n$").run()
-    assert not at.exception
-    assert r"\tfrac1{n+1}\dbinom{2n}n" in at.latex[0].value  # st.latex wraps it in $$
-    labels = [e.label for e in at.expander]
-    assert any("Catalan" in label for label in labels), labels
+def test_citations_become_links_outside_math_and_code_only() -> None:
+    text = to_streamlit_markdown(r"By [1] and [2][3], \(x[1]\) holds [9]; `a[1]`.")
+    linked = link_citations(text, "src-0", 3)
+    assert "By [\\[1\\]](#src-0-1) and [\\[2\\]](#src-0-2)[\\[3\\]](#src-0-3)" in linked
+    assert "$x[1]$" in linked and "[9]" in linked and "`a[1]`" in linked

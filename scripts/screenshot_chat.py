@@ -1,0 +1,84 @@
+"""Screenshot of the chat answering a question on the demo corpus, for the README.
+
+Runs `rag-app ui --demo` (the embedded default: the packaged Qwen2.5-Coder-1.5B on llama.cpp, the demo
+corpus in a fresh index), asks one question in headless Chromium and saves the page once the answer is
+complete:
+
+    .venv/bin/python scripts/screenshot_chat.py [--out docs/chat.png] [--question "..."]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser import chromium_executable, free_port, wait_for_streamlit  # noqa: E402 (shared with the browser test)
+
+DEFAULT_QUESTION = r"When is a real matrix $A$ orthogonally diagonalizable?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "chat.png")
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="rag-app-screenshot-"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RAG_APP_INDEX_DIR": str(work / "index"),
+    }
+    log = work / "ui.log"
+    command = [sys.executable, "-m", "rag_app.cli", "ui", "--demo", "--port", str(port)]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=work)
+    try:
+        print(f"Starting the chat (demo ingest and the local LLM; log: {log}) ...")
+        try:
+            wait_for_streamlit(url, process, log, seconds=900)
+        except RuntimeError as error:
+            raise SystemExit(str(error)) from None
+        with sync_playwright() as driver:
+            browser = driver.chromium.launch(
+                executable_path=chromium_executable(),
+                headless=True,
+                args=["--headless", "--no-sandbox", "--disable-gpu"],
+            )
+            # Streamlit keeps a chat scrolled to its end: a viewport tall enough for the question, the
+            # answer and its sources shows them all.
+            page = browser.new_page(viewport={"width": 1400, "height": 2000}, device_scale_factor=1)
+            page.goto(url)
+            box = page.get_by_test_id("stChatInputTextArea")
+            box.wait_for(timeout=300_000)
+            started = time.monotonic()
+            box.fill(args.question)
+            box.press("Enter")
+            # The caption under a finished answer names the model and the prompt.
+            page.get_by_text("answer_with_citations@").first.wait_for(timeout=600_000)
+            print(f"Answered in {time.monotonic() - started:.1f} s")
+            expect(page.get_by_test_id("stChatMessage").nth(1)).to_be_visible()
+            page.wait_for_timeout(500)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(args.out))
+            browser.close()
+        print(f"Saved {args.out}")
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()

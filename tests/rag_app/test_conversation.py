@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from prompts import load_prompt
+from rag_app.conversation import QueryRewriter, RewriteMethod, Turn, refers_back, usable_rewrite
+from rag_app.llm_client import LLMUnavailableError
+
+HISTORY = [
+    Turn("What is Nakayama's lemma?", "If $M$ is finitely generated and $IM = M$ ...", "What is Nakayama's lemma?")
+]
+
+
+class ScriptedClient:
+    """A unit-test stand-in for ChatClient that replies with a fixed text (or fails)."""
+
+    def __init__(self, reply: str | Exception) -> None:
+        self.reply = reply
+        self.messages: list[list[dict[str, str]]] = []
+
+    def chat(self, messages, extra_body=None, max_tokens=None, temperature=None) -> str:
+        self.messages.append(messages)
+        if isinstance(self.reply, Exception):
+            raise self.reply
+        return self.reply
+
+
+def rewriter(reply: str | Exception | None) -> tuple[QueryRewriter, ScriptedClient | None]:
+    client = None if reply is None else ScriptedClient(reply)
+    return QueryRewriter(load_prompt("query_rewrite"), (lambda: client) if client else None), client
+
+
+def test_without_history_the_question_is_searched_as_asked() -> None:
+    rewrite, client = rewriter("anything")
+    result = rewrite.rewrite("What is a flat module?", [])
+    assert result.query == "What is a flat module?" and result.method is RewriteMethod.AS_ASKED
+    assert client is not None and client.messages == [], "no LLM call"
+
+
+def test_the_llm_rewrite_is_used_and_sees_the_history() -> None:
+    rewrite, client = rewriter("Standalone query: Does the converse of Nakayama's lemma hold?")
+    result = rewrite.rewrite("Does its converse hold?", HISTORY)
+    assert result.query == "Does the converse of Nakayama's lemma hold?" and result.method is RewriteMethod.LLM
+    assert (
+        "Nakayama" in client.messages[0][1]["content"] and "Does its converse hold?" in client.messages[0][1]["content"]
+    )
+
+
+def test_an_unusable_rewrite_or_a_down_llm_falls_back_to_joining() -> None:
+    for reply in (
+        "Sure! Here is a poem about bananas and tropical weather forecasts.",
+        "",
+        LLMUnavailableError("down"),
+    ):
+        result = rewriter(reply)[0].rewrite("Does its converse hold?", HISTORY)
+        assert result.method is RewriteMethod.JOINED, reply
+        assert result.query == "What is Nakayama's lemma? Does its converse hold?"
+    standalone = rewriter(None)[0].rewrite("State the Hilbert basis theorem for polynomial rings", HISTORY)
+    assert standalone.method is RewriteMethod.AS_ASKED
+
+
+def test_refers_back_and_rewrite_checks() -> None:
+    assert refers_back("What about its converse?") and refers_back("and for rings?")
+    assert not refers_back("State the Hilbert basis theorem for polynomial rings")
+    assert (
+        usable_rewrite("query: Is $x^2$ convex on the reals", "Is $x^2$ convex?", HISTORY)
+        == "Is $x^2$ convex on the reals"
+    )
+    assert usable_rewrite("Is it convex on the reals", "Is $x^2$ convex?", HISTORY) is None, "the formula was dropped"

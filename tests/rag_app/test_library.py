@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_app import MathRAG
+from rag_app.library import library_stats
+from tests.conftest import make_settings
+
+
+def test_library_stats_count_the_demo_index(demo_index_dir: Path, tmp_path: Path) -> None:
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
+    stats = library_stats(rag.index)
+    assert stats.statements == rag.index.count() == sum(stats.statements_by_kind.values())
+    assert dict(stats.statements_by_source) == {"local": stats.statements}
+    assert stats.papers_by_source["local"] == len(
+        list((Path(__file__).parents[2] / "rag_app" / "demo_corpus").iterdir())
+    )
+    assert stats.kinds()[:2] == ["theorem", "lemma"] or stats.kinds()[0] == "theorem"
+    assert stats.first_date is None and not stats.categories  # the demo corpus has no arXiv metadata
+    assert stats.embedder == rag.index.embedder.identity and stats.last_ingest

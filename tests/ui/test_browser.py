@@ -1,0 +1,117 @@
+"""End to end: the real app in headless Chromium, driven with Playwright.
+
+Asks a question on the demo corpus, checks that the answer's formula is rendered by KaTeX and that
+its citation is a link to the numbered source, uploads a .tex file on the library page, and saves
+screenshots under ``test-artifacts/`` (or ``$RAG_APP_TEST_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag_app.llm_server import LLMServerProcess
+from tests.browser import chromium_executable, free_port, wait_for_streamlit
+from tests.llm_servers import forced_output
+
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency: bash scripts/setup.sh")
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("RAG_APP_TEST_ARTIFACTS", ROOT / "test-artifacts"))
+QUESTION = "What is the spectral theorem for symmetric matrices?"
+FORCED_ANSWER = r"A real symmetric matrix has an orthonormal basis of eigenvectors, $A = Q \Lambda Q^{T}$ [1]."
+UPLOADED_TEX = r"""\documentclass{article}
+\newtheorem{theorem}{Theorem}
+\title{Uploaded notes}
+\begin{document}
+\begin{theorem}[Browser upload theorem]
+Every finite integral domain $D$ is a field.
+\end{theorem}
+\end{document}
+"""
+
+
+@pytest.fixture
+def chat_url(demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess) -> Iterator[str]:
+    """`streamlit run ui/chat_app.py` on loopback over a copy of the demo index (the upload adds to it)."""
+    index = tmp_path / "index"
+    shutil.copytree(demo_index_dir, index)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),  # the tree under test, whatever the installed copy
+        "RAG_APP_INDEX_DIR": str(index),
+        "RAG_APP_DATA_DIR": str(tmp_path / "data"),
+        "RAG_APP_INGESTION__ISOLATE_PAPERS": "false",
+        "RAG_APP_LLM__BASE_URL": llm_server.base_url,
+        "RAG_APP_LLM__MAX_TOKENS": "120",
+        # The model's words are forced so that the check of the rendering is exact.
+        "RAG_APP_LLM__EXTRA_BODY": json.dumps(forced_output(FORCED_ANSWER)),
+    }
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(ROOT / "ui" / "chat_app.py"),
+        "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false", "--client.showErrorDetails", "type",
+    ]  # fmt: skip
+    log = (tmp_path / "streamlit.log").open("wb")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_streamlit(url, process, tmp_path / "streamlit.log", seconds=60)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_the_chat_in_a_real_browser(chat_url: str, tmp_path: Path) -> None:
+    chromium = chromium_executable()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=chromium, headless=True, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        try:
+            page.goto(chat_url)
+            box = page.get_by_test_id("stChatInputTextArea")
+            box.wait_for(timeout=120_000)
+            box.fill(QUESTION)
+            box.press("Enter")
+            citation = page.locator('a[href="#src-0-1"]').first
+            citation.wait_for(timeout=180_000)
+            answer = page.get_by_test_id("stChatMessage").nth(1)
+            playwright.expect(answer.locator(".katex").first).to_be_visible()  # the formula is rendered
+            assert "Q" in answer.locator(".katex").first.inner_text()
+            citation.click()
+            playwright.expect(page.locator("#src-0-1")).to_be_attached()
+            assert page.url.endswith("#src-0-1")
+            playwright.expect(page.get_by_text("Spectral theorem").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "chat.png"))
+
+            page.goto(f"{chat_url}/library")
+            page.get_by_text("Add LaTeX sources").wait_for(timeout=60_000)
+            upload = tmp_path / "uploaded-notes.tex"
+            upload.write_text(UPLOADED_TEX)
+            broken = tmp_path / "broken-eprint.tar.gz"  # not gzip at all: its own error, the other file still goes in
+            broken.write_bytes(b"this is not an archive")
+            page.locator('input[type="file"]').set_input_files([str(upload), str(broken)])
+            page.get_by_role("button", name="Ingest", exact=True).click()
+            page.get_by_text("uploaded-notes.tex: 1 papers, 1 statements").wait_for(timeout=120_000)
+            page.get_by_text("broken-eprint.tar.gz:").first.wait_for(timeout=120_000)
+            page.get_by_text("Done: 2 file(s)").wait_for(timeout=120_000)
+            page.screenshot(path=str(ARTIFACTS / "library.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "chat-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "chat.png").stat().st_size > 10_000

@@ -1,0 +1,109 @@
+"""The chat: ask, follow up, read streamed answers whose citations link to the numbered sources."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rag_app.answer import Answer
+from rag_app.conversation import Turn
+from retriever.formulas.query_formulas import strip_delimiters
+from ui.components import (
+    SearchControls,
+    current_library_stats,
+    offer_demo_corpus,
+    open_rag,
+    render_answer,
+    render_sources,
+    sidebar_controls,
+)
+from ui.latex_display import to_streamlit_markdown
+
+
+def render_formula_search(controls: SearchControls) -> None:
+    """Type or paste a formula, see it rendered live, find the statements holding it or an equivalent one."""
+    with st.expander("Search by formula", expanded=bool(st.session_state.get("formula"))):
+        formula = st.text_input("Formula (LaTeX)", key="formula", placeholder=r"\int \frac{dx}{(x^2+1)^n}")
+        if not formula.strip():
+            return
+        st.latex(strip_delimiters(formula))
+        try:
+            hits = open_rag().search_formula(formula, controls.top_k, controls.where)
+        except Exception as error:  # a message, never a traceback
+            st.error(f"Formula search failed: {error}")
+            return
+        if hits:
+            render_sources(hits, [], anchor=None)
+        else:
+            st.info("No statement holds this formula or a similar one.")
+
+
+def answer_question(question: str, history: list[Answer], controls: SearchControls) -> Answer | None:
+    """Stream one answer into the page; errors become messages."""
+    rag = open_rag()
+    turns = [Turn(a.question, a.text if a.answered_by_llm else "", a.search_query or a.question) for a in history]
+    try:
+        with st.spinner("Searching and writing ...", show_time=True):
+            stream = rag.ask_stream(question, controls.top_k, controls.mode, turns, controls.where)
+            placeholder = st.empty()
+            text = ""
+            for chunk in stream:
+                text += chunk
+                placeholder.markdown(to_streamlit_markdown(text) + " ▌")
+            answer = stream.result()
+        placeholder.empty()
+    except Exception as error:  # never a traceback in the chat
+        st.error(f"Something went wrong while answering: {error}")
+        return None
+    render_answer(answer, len(history))
+    seconds = answer.timings_ms.get("total", 0) / 1000
+    st.caption(f"{seconds:.1f} s · {answer.model or 'no model'} · {answer.prompt}")
+    return answer
+
+
+def main() -> None:
+    try:
+        rag = open_rag()
+        statement_count = rag.index.count()
+    except Exception as error:  # shown to the user as a message, never as a traceback
+        st.error(f"The index could not be opened: {error}")
+        return
+
+    st.title("Ask mathematics")
+    if statement_count == 0:
+        offer_demo_corpus(rag)
+        st.page_link("library_page.py", label="Or upload LaTeX sources on the Library page", icon="📚")
+        return
+
+    if message := st.session_state.pop("ingest_message", None):
+        st.success(message)
+    controls = sidebar_controls(rag, current_library_stats(rag))
+    health = rag.llm_health()
+    if health.state == "down":
+        st.warning(
+            f"The language model is not available ({health.description}). "
+            "Questions still get the retrieved statements, without a written answer."
+        )
+    render_formula_search(controls)
+
+    history: list[Answer] = st.session_state.setdefault("history", [])
+    if history and st.sidebar.button("New conversation"):
+        history.clear()
+        st.rerun()
+    for turn, answer in enumerate(history):
+        with st.chat_message("user"):
+            st.markdown(to_streamlit_markdown(answer.question))
+        with st.chat_message("assistant"):
+            render_answer(answer, turn)
+
+    question = st.chat_input("Ask about a theorem, a definition or a formula ...")
+    if not question:
+        return
+    with st.chat_message("user"):
+        st.markdown(to_streamlit_markdown(question))
+    with st.chat_message("assistant"):
+        answer = answer_question(question, history, controls)
+    if answer is not None:
+        history.append(answer)
+
+
+main()

@@ -1,0 +1,208 @@
+"""Pieces the chat and library pages share: the cached MathRAG, source cards, answers, sidebar controls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from rag_app import MathRAG, Settings
+from rag_app.answer import Answer, AnswerStatus
+from rag_app.attribution import split_sentences
+from rag_app.export import answer_markdown, bibtex_entries, source_heading, source_origin
+from rag_app.library import LibraryStats, library_stats
+from retriever import SearchFilter, SearchHit
+from ui.latex_display import link_citations, to_streamlit_markdown
+
+SOURCE_LABELS = {"arxiv": "arXiv", "mse": "Math StackExchange", "local": "local"}
+MODE_LABELS = {
+    "hybrid": "hybrid (dense + BM25)",
+    "hybrid-formula": "hybrid + formula matching",
+    "dense": "dense only",
+    "bm25": "BM25 only",
+    "fusion": "formula-fusion",
+    "fusion-maxsim": "formula-fusion + MaxSim rerank",
+}
+PREVIEW_CHARS = 400
+
+
+@st.cache_resource
+def open_rag() -> MathRAG:
+    return MathRAG(Settings.load())
+
+
+@st.cache_data(show_spinner="Reading the library ...", max_entries=4)
+def cached_library_stats(index_dir: str, updated: str, count: int) -> LibraryStats:
+    """Library statistics, recomputed only when the index changes (its manifest's time or size)."""
+    return library_stats(open_rag().index)
+
+
+def current_library_stats(rag: MathRAG) -> LibraryStats:
+    manifest = rag.index.manifest()
+    return cached_library_stats(str(rag.index.directory), str(manifest.get("updated", "")), rag.index.count())
+
+
+@dataclass(frozen=True)
+class SearchControls:
+    top_k: int
+    mode: str
+    where: SearchFilter
+
+
+def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
+    """The sidebar: filters (source, kind, category, dates), retriever mode, number of sources, LLM status."""
+    with st.sidebar:
+        st.header("Search")
+        sources = st.multiselect(
+            "Sources", list(SOURCE_LABELS), format_func=SOURCE_LABELS.get, placeholder="all sources", key="sources"
+        )
+        kinds = st.multiselect("Kinds", stats.kinds(), placeholder="all kinds", key="kinds")
+        categories = st.multiselect(
+            "arXiv categories",
+            [category for category, _ in stats.categories.most_common()],
+            placeholder="all categories" if stats.categories else "no categories indexed",
+            key="categories",
+        )
+        date_from = date_to = None
+        if stats.first_date and stats.last_date:
+            chosen = st.date_input(
+                "Dates (arXiv first version, MSE post)",
+                value=(stats.first_date, stats.last_date),
+                min_value=stats.first_date,
+                max_value=stats.last_date,
+                key="dates",
+            )
+            if isinstance(chosen, tuple) and len(chosen) == 2:
+                # Only a narrowed range filters: statements without a date stay in otherwise.
+                date_from = chosen[0] if chosen[0] > stats.first_date else None
+                date_to = chosen[1] if chosen[1] < stats.last_date else None
+        modes = ["hybrid-formula", "hybrid", "dense", "bm25"]
+        if rag.index.fusion_index().exists():  # built by `rag-app build-fusion`
+            modes += ["fusion", "fusion-maxsim"]
+        configured = rag.settings.retrieval.mode
+        mode = st.selectbox(
+            "Retriever",
+            modes,
+            index=modes.index(configured) if configured in modes else 0,
+            format_func=MODE_LABELS.get,
+            key="mode",
+        )
+        top_k = st.slider("Number of sources", 1, 15, rag.settings.retrieval.top_k, key="top_k")
+        st.divider()
+        st.caption(f"Index: {stats.statements:,} statements from {stats.papers:,} papers and posts")
+        health = rag.llm_health()
+        icon = {"up": "🟢", "down": "🔴"}.get(health.state, "⚪")
+        st.caption(f"{icon} LLM: {health.description}")
+    where = SearchFilter(frozenset(sources), frozenset(kinds), frozenset(categories), date_from, date_to)
+    return SearchControls(top_k, mode, where)
+
+
+def render_source(hit: SearchHit, number: int | None, anchor: str | None, cited: bool = False) -> None:
+    """One numbered source: heading, the statement rendered, where it comes from, its link and score.
+
+    The full statement and the proof (when ingested) expand on click.
+    """
+    record = hit.record
+    with st.container(border=True):
+        if anchor:
+            st.markdown(f'<div id="{anchor}"></div>', unsafe_allow_html=True)
+        prefix = f"[{number}] " if number is not None else ""
+        mark = " · ✓ cited" if cited else ""
+        st.markdown(f"**{prefix}{source_heading(record)}** · score {hit.score:.3f}{mark}")
+        preview, shortened = _preview(record.text)
+        st.markdown(to_streamlit_markdown(preview))
+        details = [source_origin(record)]
+        if record.url:
+            details.append(f"[{_link_label(record.url)}]({record.url})")
+        st.caption(" · ".join(details))
+        if shortened or record.proof:
+            with st.expander("Full statement and proof" if record.proof else "Full statement"):
+                st.markdown(to_streamlit_markdown(record.text))
+                if record.proof:
+                    st.markdown("*Proof.* " + to_streamlit_markdown(record.proof))
+
+
+def render_sources(sources: list[SearchHit], cited: list[int], anchor: str | None) -> None:
+    if not sources:
+        return
+    st.markdown("**Sources**")
+    for number, hit in enumerate(sources, start=1):
+        render_source(hit, number, f"{anchor}-{number}" if anchor else None, number in cited)
+
+
+def render_answer(answer: Answer, turn: int) -> None:
+    """An answer with linked citations, its checks, its numbered sources and its exports."""
+    anchor = f"src-{turn}"
+    if answer.search_query and answer.search_query != answer.question:
+        st.caption(f"searched for: {answer.search_query}")
+    if answer.llm_error:
+        st.warning(answer.text)
+    elif answer.not_found:
+        st.info(answer.text)
+    else:
+        st.markdown(link_citations(to_streamlit_markdown(answer.text), anchor, len(answer.sources)))
+        if answer.status is AnswerStatus.UNSUPPORTED:
+            st.warning("No sentence of this answer is supported by the sources: read it with care.")
+        for sentence in answer.unsupported_sentences:
+            st.caption(f"⚠ no source supports: {sentence}")
+        if answer.invalid_citations:
+            st.caption(f"Removed citations to sources that were not given: {answer.invalid_citations}")
+    if answer.filter != "everything":
+        st.caption(f"filter: {answer.filter}")
+    render_sources(answer.sources, answer.cited, anchor)
+    render_exports(answer, turn)
+
+
+def render_exports(answer: Answer, turn: int) -> None:
+    """Copy the answer as Markdown with its references; BibTeX for its arXiv sources."""
+    markdown = answer_markdown(answer)
+    bibtex = bibtex_entries(answer.sources)
+    columns = st.columns(2)
+    with columns[0].popover("Copy as Markdown"):
+        st.code(markdown, language="markdown")  # the code block has a copy button
+        st.download_button("Download .md", markdown, file_name=f"answer-{turn + 1}.md", key=f"md-{turn}")
+    if bibtex:
+        with columns[1].popover("BibTeX"):
+            st.code(bibtex, language="latex")
+            st.download_button("Download .bib", bibtex, file_name=f"sources-{turn + 1}.bib", key=f"bib-{turn}")
+
+
+def offer_demo_corpus(rag: MathRAG) -> None:
+    """The empty-index state: how to ingest, and one click for the demo corpus."""
+    st.info(
+        "The index is empty. Ingest LaTeX papers with `rag-app ingest PATH` (or an arXiv month with "
+        "`rag-app ingest arxiv --month YYYY-MM`), upload sources on the Library page, or load the demo corpus."
+    )
+    if st.button("Ingest the demo corpus", type="primary"):
+        try:
+            with st.spinner("Ingesting the demo corpus ...", show_time=True):
+                report = rag.ingest_demo()
+        except Exception as error:  # a message, never a traceback
+            st.error(f"The demo corpus could not be ingested: {error}")
+            return
+        # Shown by the chat page after the rerun that swaps this offer for the chat.
+        st.session_state["ingest_message"] = report.summary()
+        st.rerun()
+
+
+def _preview(text: str) -> tuple[str, bool]:
+    """The statement, or its first sentences when it is long (cut between sentences, never inside math)."""
+    if len(text) <= PREVIEW_CHARS:
+        return text, False
+    kept = ""
+    for sentence in split_sentences(text):
+        if kept and len(kept) + len(sentence) > PREVIEW_CHARS:
+            break
+        kept += sentence + " "
+    kept = kept.strip()
+    return (kept + " …", True) if len(kept) < len(text.strip()) else (text, False)
+
+
+def _link_label(url: str) -> str:
+    if "arxiv.org" in url:
+        return "arXiv"
+    if "stacks.math.columbia.edu" in url:
+        return "Stacks tag"
+    if "stackexchange.com" in url:
+        return "Math StackExchange"
+    return "link"
