@@ -368,7 +368,9 @@ def _reembed_if_the_default_changed(settings: Settings) -> None:
     except IndexMismatchError:
         embedder = make_embedder(settings)
         typer.echo(f"The index was built with another embedder: re-embedding it with {embedder.identity} ...")
-        reindex_statements(settings.resolved_index_dir, embedder, show_progress=True)
+        reindex_statements(
+            settings.resolved_index_dir, embedder, show_progress=True, connection=settings.store.connection()
+        )
 
 
 @app.command()
@@ -671,7 +673,11 @@ def reindex(
     settings = _settings(config, index)
     try:
         result = reindex_statements(
-            settings.resolved_index_dir, make_embedder(settings), force=force, show_progress=not as_json
+            settings.resolved_index_dir,
+            make_embedder(settings),
+            force=force,
+            show_progress=not as_json,
+            connection=settings.store.connection(),
         )
     except FileNotFoundError as error:
         _err(f"error: {error}")

@@ -87,6 +87,7 @@ class MathRAG:
                 formula_models=self.settings.formula.models,
                 token_dim=self.settings.formula.token_dim,
                 maxsim_candidates=self.settings.formula.maxsim_candidates,
+                connection=self.settings.store.connection(),
             )
         return self._index
 

@@ -7,20 +7,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import chromadb
 import numpy as np
-from chromadb.config import Settings as ChromaClientSettings
 
 from ingestion.records import Source, StatementKind, StatementRecord
+from retriever.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
 from retriever.types import ScoredId
 
 COLLECTION = "statements"
 
 
-def chroma_client_settings() -> ChromaClientSettings:
-    """One set of client settings for every client of an index's store: Chroma refuses a second client on
-    the same path with different settings. Telemetry off; no reset."""
-    return ChromaClientSettings(anonymized_telemetry=False, allow_reset=False)
+__all__ = ["COLLECTION", "ChromaStatementStore", "StatementSummary", "chroma_client_settings"]
 
 
 class ChromaStatementStore:
@@ -30,23 +26,23 @@ class ChromaStatementStore:
     model. Records round-trip through the document and its metadata.
     """
 
-    def __init__(self, path: Path, collection: str = COLLECTION) -> None:
-        path.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, collection: str = COLLECTION, connection: ChromaConnection = EMBEDDED) -> None:
         self.path = path
         self.collection_name = collection
-        self._client = chromadb.PersistentClient(path=str(path), settings=chroma_client_settings())
-        self._collection = self._client.get_or_create_collection(
-            name=collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
-        )
+        self.connection = connection
+        self._client = connection.client(path)
+        self._collection = connection.open_collection(self._client, collection)
 
     def collection_names(self) -> list[str]:
-        """Every collection in this store's directory (a reindex leaves one behind only if it crashed)."""
-        return sorted(collection.name for collection in self._client.list_collections())
+        """This index's collections (a reindex leaves one behind only if it crashed), without the prefix."""
+        prefix = self.connection.collection_prefix
+        names = (collection.name for collection in self._client.list_collections())
+        return sorted(name[len(prefix) :] for name in names if name.startswith(prefix))
 
     def drop_collection(self, name: str) -> None:
         if name == self.collection_name:
             raise ValueError(f"refusing to drop the collection in use ({name})")
-        self._client.delete_collection(name)
+        self._client.delete_collection(self.connection.collection(name))
 
     def all_ids(self, page: int = 10_000) -> set[str]:
         found: set[str] = set()
@@ -72,7 +68,7 @@ class ChromaStatementStore:
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
-        for batch in _batches(list(ids), 1000):
+        for batch in _batches(list(dict.fromkeys(ids)), 1000):  # Chroma refuses repeated ids
             found.update(self._collection.get(ids=batch, include=[])["ids"])
         return found
 

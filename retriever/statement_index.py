@@ -23,11 +23,13 @@ from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.bm25_index import BM25Index
 from retriever.bm25_searcher import BM25Searcher
+from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.dense_searcher import DenseSearcher
 from retriever.embedder import Embedder
@@ -94,8 +96,10 @@ class StatementIndex:
         formula_models: str | None = None,
         token_dim: int = 128,
         maxsim_candidates: int = 50,
+        connection: ChromaConnection = EMBEDDED,
     ) -> None:
         self.directory = directory
+        self.connection = connection
         self.fusion_method = fusion
         self.formula_models = formula_models  # None: the fusion modes are off
         self.token_dim = token_dim
@@ -108,7 +112,7 @@ class StatementIndex:
         self.weights = dict(weights or {})
         directory.mkdir(parents=True, exist_ok=True)
         self._check_manifest()
-        self.store = ChromaStatementStore(directory / "chroma", self.collection_name)
+        self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
         self._bm25: BM25Index | None = None
         self._formula_bm25: BM25Index | None = None
 
@@ -123,12 +127,29 @@ class StatementIndex:
         existing = self.store.existing_ids([r.id for r in records])
         new_records = list({r.id: r for r in records if r.id not in existing}.values())
         if new_records:
-            self._mark_lexical_stale()
             vectors = self.embedder.embed_documents([r.search_text() for r in new_records], show_progress)
-            self.store.upsert(new_records, vectors)
-            self._write_manifest()
-            self._bm25 = self._formula_bm25 = None
+            self._store(new_records, vectors)
         return AddResult(added=len(new_records), unchanged=len(records) - len(new_records))
+
+    def add_embedded(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> AddResult:
+        """Store records whose vectors were computed elsewhere (parallel workers, another machine).
+
+        The vectors must come from this index's embedder (``embedder.identity``); the caller checks that.
+        """
+        if len(records) != len(vectors):
+            raise ValueError(f"{len(records)} records but {len(vectors)} vectors")
+        existing = self.store.existing_ids([r.id for r in records])
+        keep = {r.id: i for i, r in enumerate(records) if r.id not in existing}
+        if keep:
+            rows = list(keep.values())
+            self._store([records[i] for i in rows], np.asarray(vectors, dtype=np.float32)[rows])
+        return AddResult(added=len(keep), unchanged=len(records) - len(keep))
+
+    def _store(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        self._mark_lexical_stale()
+        self.store.upsert(records, vectors)
+        self._write_manifest()
+        self._bm25 = self._formula_bm25 = None
 
     def remove_stale(self, ids_by_paper: Mapping[str, set[str]]) -> int:
         """Delete statements a re-ingested paper no longer has; returns how many."""
@@ -284,7 +305,7 @@ class StatementIndex:
     def fusion_index(self) -> FusionIndex:
         """The formula-fusion vectors (kept open: its id map and token chunks are read once)."""
         if self._fusion_index is None:
-            self._fusion_index = FusionIndex(self.directory, self.token_dim)
+            self._fusion_index = FusionIndex(self.directory, self.token_dim, self.connection)
         return self._fusion_index
 
     def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> FusionUpdate:
@@ -365,7 +386,12 @@ class StatementIndex:
 
 
 def reindex(
-    directory: Path, embedder: Embedder, force: bool = False, show_progress: bool = False, batch: int | None = None
+    directory: Path,
+    embedder: Embedder,
+    force: bool = False,
+    show_progress: bool = False,
+    batch: int | None = None,
+    connection: ChromaConnection = EMBEDDED,
 ) -> ReindexResult:
     """Re-embed every statement of the index in ``directory`` with ``embedder``.
 
@@ -381,13 +407,13 @@ def reindex(
     manifest = json.loads(manifest_path.read_text())
     previous = str(manifest.get("embedder", ""))
     old_collection = str(manifest.get("collection", COLLECTION))
-    old = ChromaStatementStore(directory / "chroma", old_collection)
+    old = ChromaStatementStore(directory / "chroma", old_collection, connection)
     if previous == embedder.identity and not force:
         return ReindexResult(previous, embedder.identity, 0, old.count())
     target_name = _collection_for(embedder.identity)
     if target_name == old_collection:
         target_name += "-rebuilt"
-    target = ChromaStatementStore(directory / "chroma", target_name)
+    target = ChromaStatementStore(directory / "chroma", target_name, connection)
     wanted = old.all_ids()
     done = target.all_ids()
     if done - wanted:

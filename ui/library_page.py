@@ -60,6 +60,7 @@ def render_contents() -> None:
         "LLM server": rag.llm_health().description,
         "answer prompt": load_prompt(llm.prompt).identity,
         "index directory": str(settings.resolved_index_dir),
+        "vector store": settings.store.connection().describe(settings.resolved_index_dir / "chroma"),
     }
     st.dataframe(pd.DataFrame(list(models.items()), columns=["", "version"]), hide_index=True)
 

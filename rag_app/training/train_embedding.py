@@ -25,6 +25,7 @@ from rag_app.training.hard_negatives import HardNegativeMiner
 from rag_app.training.paper_split import PaperSplit
 from rag_app.training.question_generator import QuestionCache, QuestionGenerator
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
+from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.embedding_registry import EmbeddingRegistry, RegisteredEmbedder
 from retriever.statement_index import MANIFEST
@@ -43,13 +44,16 @@ class TrainEmbedReport:
     reused_pairs: bool = False
 
 
-def open_index_store(index_dir: Path) -> tuple[ChromaStatementStore, dict[str, Any]]:
+def open_index_store(
+    index_dir: Path, connection: ChromaConnection = EMBEDDED
+) -> tuple[ChromaStatementStore, dict[str, Any]]:
     """The live Chroma collection of an index, and its manifest (which embedder built it)."""
     manifest_path = index_dir / MANIFEST
     if not manifest_path.exists():
         raise FileNotFoundError(f"no index in {index_dir}: ingest a corpus first (rag-app ingest ...)")
     manifest = json.loads(manifest_path.read_text())
-    return ChromaStatementStore(index_dir / "chroma", str(manifest.get("collection", COLLECTION))), manifest
+    collection = str(manifest.get("collection", COLLECTION))
+    return ChromaStatementStore(index_dir / "chroma", collection, connection), manifest
 
 
 class TrainEmbedJob:
@@ -63,7 +67,7 @@ class TrainEmbedJob:
         from rag_app.pipeline import make_embedder
 
         training = self.training
-        store, manifest = open_index_store(self.index_dir)
+        store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
         records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")

@@ -58,7 +58,7 @@ class TrainFormulaJob:
 
         formula, training = self.formula, self.settings.training
         device = formula.device or self.settings.embedding.device
-        store, manifest = open_index_store(self.index_dir)
+        store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
         records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")

@@ -23,13 +23,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import chromadb
 import numpy as np
 from chromadb.api.models.Collection import Collection
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
-from retriever.chroma_store import chroma_client_settings
+from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.fusion_encoder import FusionEncoder
 from retriever.types import ScoredId
@@ -52,12 +51,11 @@ class FusionUpdate:
 
 
 class FusionIndex:
-    def __init__(self, index_directory: Path, token_dim: int = 128) -> None:
+    def __init__(self, index_directory: Path, token_dim: int = 128, connection: ChromaConnection = EMBEDDED) -> None:
         self.directory = index_directory / FUSION_DIR
         self.token_dim = token_dim
-        self._client = chromadb.PersistentClient(
-            path=str(index_directory / "chroma"), settings=chroma_client_settings()
-        )
+        self.connection = connection
+        self._client = connection.client(index_directory / "chroma")
         self._ids: dict[str, list[int]] | None = None
         self._chunks: dict[int, np.ndarray] = {}
         self._projection: tuple[np.ndarray, np.ndarray] | None = None
@@ -188,7 +186,7 @@ class FusionIndex:
         return self._projection
 
     def _clear(self) -> None:
-        for name in (FUSION_COLLECTION, FORMULA_COLLECTION):
+        for name in map(self.connection.collection, (FUSION_COLLECTION, FORMULA_COLLECTION)):
             if name in {c.name for c in self._client.list_collections()}:
                 self._client.delete_collection(name)
         if self.directory.exists():
@@ -248,15 +246,15 @@ class FusionIndex:
 
     def _pooled(self) -> Collection:
         if FUSION_COLLECTION not in self._collections:
-            self._collections[FUSION_COLLECTION] = self._client.get_or_create_collection(
-                FUSION_COLLECTION, embedding_function=None, metadata={"hnsw:space": "ip"}
+            self._collections[FUSION_COLLECTION] = self.connection.open_collection(
+                self._client, FUSION_COLLECTION, space="ip"
             )
         return self._collections[FUSION_COLLECTION]
 
     def _formulas(self) -> Collection:
         if FORMULA_COLLECTION not in self._collections:
-            self._collections[FORMULA_COLLECTION] = self._client.get_or_create_collection(
-                FORMULA_COLLECTION, embedding_function=None, metadata={"hnsw:space": "cosine"}
+            self._collections[FORMULA_COLLECTION] = self.connection.open_collection(
+                self._client, FORMULA_COLLECTION, space="cosine"
             )
         return self._collections[FORMULA_COLLECTION]
 

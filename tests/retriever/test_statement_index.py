@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ingestion.formula_spans import find_formula_spans
@@ -169,3 +170,14 @@ def test_empty_index_and_blank_query(tmp_path: Path, embedder: Embedder) -> None
     index.add(RECORDS)
     assert index.search("   ", 5) == []
     assert index.search("zzzz qqqq", 5, SearchMode.BM25) == []
+
+
+def test_add_embedded_stores_vectors_computed_elsewhere(tmp_path: Path, embedder: Embedder) -> None:
+    index = StatementIndex(tmp_path / "index", embedder)
+    vectors = embedder.embed_documents([r.search_text() for r in RECORDS])
+    assert index.add_embedded(RECORDS + RECORDS[:1], np.vstack([vectors, vectors[:1]])).added == 3
+    assert index.add_embedded(RECORDS[:2], vectors[:2]).unchanged == 2
+    assert index.count() == 3 and index.lexical_stale
+    assert index.search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
+    with pytest.raises(ValueError, match="3 records but 2 vectors"):
+        index.add_embedded(RECORDS, vectors[:2])

@@ -1,0 +1,272 @@
+"""Benchmark: search latency, memory and disk against index size, for each retriever mode.
+
+The base index is the Stacks project (about 17k statements, ingested once and cached under
+``--work``). Larger indexes repeat its statements with new ids and papers, each copy's vector moved by
+a little noise (so that HNSW sees distinct points): the vocabulary, formula and length distributions
+stay those of real statements. For each size the benchmark records
+
+- build: writing the vectors to Chroma (statements/s) and rebuilding BM25 + the formula index;
+- search: p50/p95/p99 latency over the queries for each mode, measured in a fresh process so that
+  its peak RSS is the searcher's own;
+- disk: bytes per statement, in total and per component (Chroma, BM25, formula index).
+
+    python bench/search_scale.py [--sizes 0 100000 1000000] [--work ~/.cache/rag-app-bench] [--out bench/results]
+
+A size of 0 stands for the base index itself. Results: ``search_scale.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import numpy as np
+from tqdm import tqdm
+
+from rag_app import MathRAG, Settings
+from retriever import SearchMode
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"
+MODES = [SearchMode.BM25, SearchMode.DENSE, SearchMode.HYBRID, SearchMode.HYBRID_FORMULA, SearchMode.FORMULA]
+NOISE = 0.02  # norm of the perturbation of a copied unit vector (cosine to the original about 0.9998)
+
+
+def settings_for(index_dir: Path, work: Path) -> Settings:
+    return Settings(data_dir=work / "data", index_dir=index_dir)
+
+
+def base_index(stacks: Path, work: Path) -> Path:
+    directory = work / "stacks-index"
+    if (directory / "manifest.json").exists() and not (directory / "bm25.stale").exists():
+        return directory
+    print(f"Ingesting the Stacks project into {directory} (once; reused by later runs) ...")
+    report = MathRAG(settings_for(directory, work)).ingest([stacks], show_progress=True)
+    print(report.summary())
+    return directory
+
+
+def build_scaled(base: Path, size: int, work: Path) -> tuple[Path, dict[str, float]]:
+    """An index of ``size`` statements: the base's repeated with new ids, vectors slightly moved."""
+    directory = work / f"index-{size}"
+    done = directory / "built.json"
+    if done.exists():
+        return directory, json.loads(done.read_text())
+    shutil.rmtree(directory, ignore_errors=True)
+    source = MathRAG(settings_for(base, work)).index
+    records = list(source.store.iter_records())
+    vectors = source.store.vectors([r.id for r in records])
+    matrix = np.stack([vectors[r.id] for r in records])
+    target = MathRAG(settings_for(directory, work)).index
+    rng = np.random.default_rng(0)
+    batch = 5000
+    started = time.perf_counter()
+    with tqdm(total=size, unit="stmt", desc=f"writing {size:,}") as progress:
+        for start in range(0, size, batch):
+            rows = [i % len(records) for i in range(start, min(start + batch, size))]
+            copies = [(start + j) // len(records) for j in range(len(rows))]
+            chunk = [
+                replace(records[i], id=f"{records[i].id}-c{c}", paper_id=f"{records[i].paper_id}-c{c}")
+                if c
+                else records[i]
+                for i, c in zip(rows, copies, strict=True)
+            ]
+            moved = matrix[rows] + rng.normal(0, NOISE / np.sqrt(matrix.shape[1]), (len(rows), matrix.shape[1]))
+            moved = np.where(np.array(copies)[:, None] == 0, matrix[rows], moved)
+            moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+            target.add_embedded(chunk, moved.astype(np.float32))
+            progress.update(len(chunk))
+    write_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    target.rebuild_lexical()
+    lexical_seconds = time.perf_counter() - started
+    build = {
+        "statements": target.count(),
+        "write_s": round(write_seconds, 1),
+        "write_statements_per_s": round(size / write_seconds, 1),
+        "lexical_rebuild_s": round(lexical_seconds, 1),
+        "build_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    done.write_text(json.dumps(build))
+    return directory, build
+
+
+def queries(index_dir: Path, work: Path, count: int) -> dict[str, list[str]]:
+    """Section titles (text questions) and formulas of random statements (formula queries)."""
+    records = list(MathRAG(settings_for(index_dir, work)).index.store.iter_records())
+    rng = random.Random(0)
+    sections = sorted({r.section for r in records if r.section})
+    formulas = sorted({f for r in records for f in r.formulas if 8 <= len(f) <= 80})
+    return {"text": rng.sample(sections, min(count, len(sections))), "formula": rng.sample(formulas, count)}
+
+
+def peak_rss_mb() -> float:
+    """This process's own high-water mark. Not getrusage: a child started by fork + exec inherits the
+    parent's ru_maxrss, while VmHWM starts afresh with the new program."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: int) -> dict[str, Any]:
+    """Runs in a fresh process (``--measure``): load, warm up, time every mode."""
+    started = time.perf_counter()
+    rag = MathRAG(settings_for(index_dir, work))
+    rag.search("warm up", k, SearchMode.HYBRID_FORMULA)  # embedder, BM25 and the formula index loaded
+    rag.search_formula("x^2", k)
+    load_seconds = time.perf_counter() - started
+    rss_loaded = peak_rss_mb()
+    latencies: dict[str, dict[str, float]] = {}
+    for mode in MODES:
+        texts = query_sets["formula" if mode is SearchMode.FORMULA else "text"]
+        timings = []
+        for query in texts:
+            t0 = time.perf_counter()
+            rag.search(query, k, mode)
+            timings.append((time.perf_counter() - t0) * 1000)
+        cuts = statistics.quantiles(timings, n=100, method="inclusive")
+        latencies[mode.value] = {
+            "p50_ms": round(cuts[49], 2),
+            "p95_ms": round(cuts[94], 2),
+            "p99_ms": round(cuts[98], 2),
+            "mean_ms": round(statistics.fmean(timings), 2),
+        }
+    return {
+        "load_s": round(load_seconds, 1),
+        "rss_loaded_mb": round(rss_loaded, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "latency": latencies,
+    }
+
+
+def disk(index_dir: Path) -> dict[str, int]:
+    parts = {"chroma": index_dir / "chroma", "bm25": index_dir / "bm25", "formula_bm25": index_dir / "formula_bm25"}
+    sizes = {name: sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) for name, path in parts.items()}
+    sizes["total"] = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    return sizes
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    sizes = [row["statements"] for row in rows]
+    for mode in MODES:
+        for axis, quantile in zip(axes, ("p50_ms", "p95_ms"), strict=True):
+            axis.plot(
+                sizes, [row["search"]["latency"][mode.value][quantile] for row in rows], marker="o", label=mode.value
+            )
+    for axis, title in zip(axes, ("p50", "p95"), strict=True):
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("statements in the index")
+        axis.set_ylabel("search latency (ms)")
+        axis.set_title(f"{title} search latency, top 10")
+        axis.axhline(100, color="grey", linestyle=":", linewidth=1)
+        axis.grid(True, which="both", alpha=0.3)
+    axes[1].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stacks", type=Path, default=DEFAULT_STACKS)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[0, 100_000, 1_000_000])
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "rag-app-bench")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: the fresh search process
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+
+    if args.measure:
+        query_sets = json.loads((args.work / "queries.json").read_text())
+        print(json.dumps(measure(args.measure, args.work, query_sets, args.k)))
+        return
+
+    base = base_index(args.stacks, args.work)
+    query_file = args.work / "queries.json"
+    if not query_file.exists():
+        query_file.write_text(json.dumps(queries(base, args.work, args.queries)))
+    rows = []
+    for size in args.sizes:
+        if size == 0:
+            index_dir, build = base, {"statements": MathRAG(settings_for(base, args.work)).index.count()}
+        else:
+            index_dir, build = build_scaled(base, size, args.work)
+        command = [sys.executable, __file__, "--measure", str(index_dir), "--work", str(args.work), "--k", str(args.k)]
+        output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        search = json.loads(output.strip().splitlines()[-1])
+        sizes = disk(index_dir)
+        row = {
+            "statements": build["statements"],
+            "build": build,
+            "search": search,
+            "disk_bytes": sizes,
+            "disk_bytes_per_statement": {name: round(v / build["statements"]) for name, v in sizes.items()},
+        }
+        print(json.dumps(row))
+        rows.append(row)
+    machine = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
+    result = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine, "k": args.k, "runs": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "search_scale.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot(rows, args.out / "search_scale.png")
+    (args.out / "search_scale.md").write_text(markdown(result) + "\n")
+    print(markdown(result))
+
+
+def markdown(result: dict[str, Any]) -> str:
+    rows = result["runs"]
+    lines = [
+        f"# Search latency against index size ({result['date']}, {result['machine']['cpus']} CPUs, top {result['k']})",
+        "",
+        "| statements | mode | p50 ms | p95 ms | p99 ms |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        for mode, numbers in row["search"]["latency"].items():
+            lines.append(
+                f"| {row['statements']:,} | {mode} | {numbers['p50_ms']} | {numbers['p95_ms']} | {numbers['p99_ms']} |"
+            )
+    lines += [
+        "",
+        "| statements | load s | peak RSS MB (search process) | bytes/statement: total (Chroma, BM25, formula) "
+        "| write stmt/s | BM25 + formula rebuild s |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        per = row["disk_bytes_per_statement"]
+        build = row["build"]
+        lines.append(
+            f"| {row['statements']:,} | {row['search']['load_s']} | {row['search']['peak_rss_mb']} "
+            f"| {per['total']:,} ({per['chroma']:,}, {per['bm25']:,}, {per['formula_bm25']:,}) "
+            f"| {build.get('write_statements_per_s', '—')} | {build.get('lexical_rebuild_s', '—')} |"
+        )
+    lines += ["", "![latency against size](search_scale.png)"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
