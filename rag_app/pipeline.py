@@ -360,11 +360,20 @@ def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
     embedding = settings.embedding
     return Embedder(
         spec or embedding.model,
-        embedding.device,
+        resolve_device(embedding.device),
         embedding.batch_size,
         embedding.max_seq_length,
         registry_dir=settings.resolved_registry_dir,
     )
+
+
+def resolve_device(device: str) -> str:
+    """``auto``: the GPU when torch sees one (the same code runs on a GPU machine), else the CPU."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:

@@ -42,7 +42,7 @@ class EmbeddingSettings(BaseModel):
         "packaged:all-MiniLM-L6-v2",
         description="packaged:NAME, registry:NAME[@vN] (a fine-tune from `train embed`), a local path or a hub id",
     )
-    device: str = "cpu"
+    device: str = Field("cpu", description='"cpu", "cuda", "cuda:1", or "auto" (the GPU when there is one)')
     batch_size: int = 64
     max_seq_length: int | None = 256
     registry_dir: Path | None = Field(None, description="fine-tuned models; defaults to DATA_DIR/models/embeddings")

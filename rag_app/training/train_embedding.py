@@ -64,7 +64,7 @@ class TrainEmbedJob:
         self.work_dir = work_dir or settings.data_dir / "training" / self.training.name
 
     def run(self, resume: bool = True, show_progress: bool = False, log=print) -> TrainEmbedReport:
-        from rag_app.pipeline import make_embedder
+        from rag_app.pipeline import make_embedder, resolve_device
 
         training = self.training
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
@@ -82,7 +82,7 @@ class TrainEmbedJob:
         pairs_path = self.work_dir / PAIRS_FILE
         fingerprint_path = self.work_dir / "fingerprint.txt"
         base = make_embedder(self.settings, training.base_model)
-        base.device = training.device or self.settings.embedding.device
+        base.device = resolve_device(training.device or self.settings.embedding.device)
         questions: dict[str, int] = {}
         reused = (
             resume

@@ -54,10 +54,10 @@ class TrainFormulaJob:
         self.out_dir = out_dir or settings.data_dir / "models" / "formula" / stamp
 
     def run(self, show_progress: bool = False, log: Callable[[str], None] = print) -> TrainFormulaReport:
-        from rag_app.pipeline import make_embedder
+        from rag_app.pipeline import make_embedder, resolve_device
 
         formula, training = self.formula, self.settings.training
-        device = formula.device or self.settings.embedding.device
+        device = resolve_device(formula.device or self.settings.embedding.device)
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
         records = list(store.iter_records())
         if not records:

@@ -37,3 +37,15 @@ def test_config_file_from_environment_and_missing_file(tmp_path: Path, monkeypat
     assert Settings().data_dir == Path("/srv/rag")
     with pytest.raises(FileNotFoundError, match=r"nowhere\.toml"):
         Settings.load(tmp_path / "nowhere.toml")
+
+
+def test_the_auto_device_is_the_gpu_only_when_torch_sees_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from rag_app.pipeline import resolve_device
+
+    assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
