@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -47,12 +46,6 @@ def _install() -> str:
         subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
         result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     return "" if result.returncode == 0 else f"`{' '.join(command)}` failed: {result.stderr.strip()[-500:]}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for_streamlit(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float) -> None:

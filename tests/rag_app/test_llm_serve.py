@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from rag_app import MathRAG
-from rag_app.llm_server import STATE_FILE
+from rag_app.llm_server import STATE_FILE, free_port
 from tests.conftest import TEST_CHAT_MODEL, make_settings
 
 
@@ -52,10 +51,7 @@ def test_ui_stops_the_chat_and_the_llm_server_it_started_on_sigterm(demo_index_d
         "RAG_APP_LLM__LOCAL_MODEL": TEST_CHAT_MODEL,
         "HF_HUB_OFFLINE": "1",
     }
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [str(Path(sys.executable).parent / "rag-app"), "ui", "--port", str(port)]
+    command = [str(Path(sys.executable).parent / "rag-app"), "ui", "--port", str(free_port())]
     # Its own session, so that the processes it started can be found (and cleaned up) by group.
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
     state = data_dir / STATE_FILE

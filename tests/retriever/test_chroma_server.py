@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,17 +10,12 @@ import chromadb
 import pytest
 
 from rag_app import MathRAG
+from rag_app.llm_server import free_port
 from retriever import Embedder, SearchMode, StatementIndex
 from retriever.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
 from retriever.chroma_server import ChromaServerProcess
 from tests.conftest import make_settings
 from tests.retriever.test_statement_index import PACKAGED, RECORDS
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.llm_server import LLMServerProcess
-from tests.browser import chromium_executable, free_port, wait_for_streamlit
+from rag_app.llm_server import LLMServerProcess, free_port
+from tests.browser import chromium_executable, wait_for_streamlit
 from tests.llm_servers import forced_output
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency: bash scripts/setup.sh")
