@@ -133,7 +133,8 @@ def full_ingest(tree: Path, workdir: Path, device: str, batch_size: int) -> tupl
     clock.wrap(Embedder, "embed_documents", "embed")
     clock.wrap(ChromaStatementStore, "upsert", "store")
     clock.wrap(ChromaStatementStore, "existing_ids", "store")
-    clock.wrap(StatementIndex, "rebuild_lexical", "lexical")
+    clock.wrap(StatementIndex, "_index_lexical", "lexical")  # BM25 + formula index, updated in place
+    clock.wrap(StatementIndex, "rebuild_lexical", "lexical")  # only after an interrupted write
     with clock.installed():
         started = time.perf_counter()
         report = rag.ingest([tree], show_progress=True)

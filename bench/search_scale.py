@@ -5,7 +5,9 @@ The base index is the Stacks project (about 17k statements, ingested once and ca
 a little noise (so that HNSW sees distinct points): the vocabulary, formula and length distributions
 stay those of real statements. For each size the benchmark records
 
-- build: writing the vectors to Chroma (statements/s) and rebuilding BM25 + the formula index;
+- build: writing the statements (Chroma, BM25 and the formula index, statements/s); the full BM25 +
+  formula rebuild from the store (needed only after a crash mid-write); and what a batch of 5,000 new
+  statements costs the lexical indexes at that size (added in place, then deleted);
 - search: p50/p95/p99 latency over the queries for each mode, measured in a fresh process so that
   its peak RSS is the searcher's own;
 - disk: bytes per statement, in total and per component (Chroma, BM25, formula index).
@@ -38,8 +40,12 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import numpy as np
 from tqdm import tqdm
 
+from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
-from retriever import SearchMode
+from retriever import SearchMode, StatementIndex
+from retriever.bm25_index import BM25Index
+from retriever.formulas.normalizer import normalize_formula
+from retriever.formulas.query_formulas import query_formulas
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"
@@ -61,49 +67,128 @@ def base_index(stacks: Path, work: Path) -> Path:
     return directory
 
 
-def build_scaled(base: Path, size: int, work: Path) -> tuple[Path, dict[str, float]]:
-    """An index of ``size`` statements: the base's repeated with new ids, vectors slightly moved."""
+def build_scaled(base: Path, size: int, work: Path) -> tuple[Path, dict[str, Any]]:
+    """An index of ``size`` statements: the base's repeated with new ids, vectors slightly moved.
+
+    Each step is kept under ``work`` once done (``written.json``, ``lexical.json``), so a stopped run
+    resumes; vectors already written are reused.
+    """
     directory = work / f"index-{size}"
-    done = directory / "built.json"
-    if done.exists():
-        return directory, json.loads(done.read_text())
-    shutil.rmtree(directory, ignore_errors=True)
+    written = directory / "written.json"
+    if not written.exists():
+        written_before = directory / "built.json"  # the name an earlier version of this script used
+        if written_before.exists():
+            written.write_text(written_before.read_text())
+    if not written.exists():
+        write = write_copies(base, directory, size)
+        written.write_text(json.dumps(write))
+    build = json.loads(written.read_text())
+    lexical = directory / "lexical.json"
+    if not lexical.exists():
+        lexical.write_text(json.dumps(measure_lexical(base, directory, work)))
+    return directory, {**build, **json.loads(lexical.read_text())}
+
+
+def base_records(base: Path, work: Path) -> tuple[list[StatementRecord], np.ndarray]:
     source = MathRAG(settings_for(base, work)).index
     records = list(source.store.iter_records())
     vectors = source.store.vectors([r.id for r in records])
-    matrix = np.stack([vectors[r.id] for r in records])
-    target = MathRAG(settings_for(directory, work)).index
+    return records, np.stack([vectors[r.id] for r in records])
+
+
+def tagged(record: StatementRecord, tag: str) -> StatementRecord:
+    return replace(record, id=f"{record.id}-{tag}", paper_id=f"{record.paper_id}-{tag}")
+
+
+def copies(
+    records: list[StatementRecord], matrix: np.ndarray, rows: list[int], tag: str, rng: np.random.Generator
+) -> tuple[list[StatementRecord], np.ndarray]:
+    """New statements from base rows: ids and papers suffixed with ``tag``, vectors moved a little."""
+    chunk = [tagged(records[i], tag) for i in rows]
+    moved = matrix[rows] + rng.normal(0, NOISE / np.sqrt(matrix.shape[1]), (len(rows), matrix.shape[1]))
+    return chunk, (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
+
+
+def write_copies(base: Path, directory: Path, size: int) -> dict[str, Any]:
+    """Write ``size`` statements (vectors, BM25 and the formula index, as an ingest does).
+
+    The first copy is the base itself; copy ``c`` has ids and papers suffixed ``-cC``."""
+    shutil.rmtree(directory, ignore_errors=True)
+    records, matrix = base_records(base, directory.parent)
+    target = MathRAG(settings_for(directory, directory.parent)).index
     rng = np.random.default_rng(0)
     batch = 5000
     started = time.perf_counter()
     with tqdm(total=size, unit="stmt", desc=f"writing {size:,}") as progress:
         for start in range(0, size, batch):
             rows = [i % len(records) for i in range(start, min(start + batch, size))]
-            copies = [(start + j) // len(records) for j in range(len(rows))]
+            copy_of = [(start + j) // len(records) for j in range(len(rows))]
             chunk = [
                 replace(records[i], id=f"{records[i].id}-c{c}", paper_id=f"{records[i].paper_id}-c{c}")
                 if c
                 else records[i]
-                for i, c in zip(rows, copies, strict=True)
+                for i, c in zip(rows, copy_of, strict=True)
             ]
             moved = matrix[rows] + rng.normal(0, NOISE / np.sqrt(matrix.shape[1]), (len(rows), matrix.shape[1]))
-            moved = np.where(np.array(copies)[:, None] == 0, matrix[rows], moved)
+            moved = np.where(np.array(copy_of)[:, None] == 0, matrix[rows], moved)
             moved /= np.linalg.norm(moved, axis=1, keepdims=True)
             target.add_embedded(chunk, moved.astype(np.float32))
             progress.update(len(chunk))
-    write_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    target.rebuild_lexical()
-    lexical_seconds = time.perf_counter() - started
-    build = {
+    seconds = time.perf_counter() - started
+    return {
         "statements": target.count(),
-        "write_s": round(write_seconds, 1),
-        "write_statements_per_s": round(size / write_seconds, 1),
-        "lexical_rebuild_s": round(lexical_seconds, 1),
-        "build_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "write_s": round(seconds, 1),
+        "write_statements_per_s": round(size / seconds, 1),
     }
-    done.write_text(json.dumps(build))
-    return directory, build
+
+
+def measure_lexical(base: Path, directory: Path, work: Path, increment: int = 5000) -> dict[str, Any]:
+    """The full BM25 + formula rebuild (only ever needed after a crash mid-write) and what a batch of
+    ``increment`` new statements costs at this size: written in place, then deleted again."""
+    index = MathRAG(settings_for(directory, work)).index
+    started = time.perf_counter()
+    index.rebuild_lexical(show_progress=True)
+    rebuild_seconds = time.perf_counter() - started
+    segments = index._lexical().segment_count
+    records, matrix = base_records(base, work)
+    chunk, vectors = copies(records, matrix, list(range(increment)), "increment", np.random.default_rng(1))
+    timer = {"lexical_add": 0.0, "lexical_delete": 0.0}
+    original_add, original_delete = StatementIndex._index_lexical, BM25Index.delete
+
+    def timed_add(self: StatementIndex, batch: Any) -> None:
+        t0 = time.perf_counter()
+        original_add(self, batch)
+        timer["lexical_add"] += time.perf_counter() - t0
+
+    def timed_delete(self: BM25Index, ids: Any) -> int:
+        t0 = time.perf_counter()
+        try:
+            return original_delete(self, ids)
+        finally:
+            timer["lexical_delete"] += time.perf_counter() - t0
+
+    StatementIndex._index_lexical, BM25Index.delete = timed_add, timed_delete  # type: ignore[method-assign]
+    try:
+        t0 = time.perf_counter()
+        index.add_embedded(chunk, vectors)
+        add_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        index.remove_papers(sorted({r.paper_id for r in chunk}))
+        delete_seconds = time.perf_counter() - t0
+    finally:
+        StatementIndex._index_lexical, BM25Index.delete = original_add, original_delete  # type: ignore[method-assign]
+    assert index.count() == len(index._lexical()), "the lexical index lost step with the store"
+    return {
+        "lexical_rebuild_s": round(rebuild_seconds, 1),
+        "lexical_segments": segments,
+        "increment": {
+            "statements": increment,
+            "add_s": round(add_seconds, 2),
+            "add_lexical_s": round(timer["lexical_add"], 2),
+            "delete_s": round(delete_seconds, 2),
+            "delete_lexical_s": round(timer["lexical_delete"], 2),
+        },
+    }
 
 
 def queries(index_dir: Path, work: Path, count: int) -> dict[str, list[str]]:
@@ -148,10 +233,31 @@ def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: in
             "mean_ms": round(statistics.fmean(timings), 2),
         }
     return {
+        "formula_cost": formula_cost(rag, query_sets["formula"]),
         "load_s": round(load_seconds, 1),
         "rss_loaded_mb": round(rss_loaded, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "latency": latencies,
+    }
+
+
+def formula_cost(rag: MathRAG, formulas: list[str]) -> dict[str, float]:
+    """What the formula channel's time goes into: postings of the query's formula terms read per query,
+    and how closely its latency follows them (timed again here, per query, for the correlation)."""
+    index = rag.index._formula_lexical()
+    postings, times = [], []
+    for formula in formulas:
+        terms = [term for f in (query_formulas(formula) or [formula]) for term in normalize_formula(f).terms()]
+        postings.append(index.postings_read(terms))
+        t0 = time.perf_counter()
+        rag.search(formula, 10, SearchMode.FORMULA)
+        times.append((time.perf_counter() - t0) * 1000)
+    cuts = statistics.quantiles(postings, n=100, method="inclusive")
+    return {
+        "postings_p50": round(cuts[49]),
+        "postings_p95": round(cuts[94]),
+        "latency_postings_correlation": round(float(np.corrcoef(postings, times)[0, 1]), 3),
+        "ns_per_posting": round(statistics.fmean(t / max(p, 1) for t, p in zip(times, postings, strict=True)) * 1e6, 1),
     }
 
 
@@ -253,8 +359,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "| statements | load s | peak RSS MB (search process) | bytes/statement: total (Chroma, BM25, formula) "
-        "| write stmt/s | BM25 + formula rebuild s |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| write stmt/s | BM25 + formula: full rebuild s | +5,000 statements: add s (lexical s) "
+        "| delete them: s (lexical s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         per = row["disk_bytes_per_statement"]
@@ -262,10 +369,30 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {row['statements']:,} | {row['search']['load_s']} | {row['search']['peak_rss_mb']} "
             f"| {per['total']:,} ({per['chroma']:,}, {per['bm25']:,}, {per['formula_bm25']:,}) "
-            f"| {build.get('write_statements_per_s', '—')} | {build.get('lexical_rebuild_s', '—')} |"
+            f"| {build.get('write_statements_per_s') or '—'} | {build.get('lexical_rebuild_s', '—')} "
+            f"| {_increment(build, 'add')} | {_increment(build, 'delete')} |"
         )
+    lines += [
+        "",
+        "The formula channel's cost: postings of the query's formula terms read per query.",
+        "",
+        "| statements | postings read p50 | p95 | correlation of latency with postings | ns per posting |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        cost = row["search"].get("formula_cost")
+        if cost:
+            lines.append(
+                f"| {row['statements']:,} | {cost['postings_p50']:,} | {cost['postings_p95']:,} "
+                f"| {cost['latency_postings_correlation']} | {cost['ns_per_posting']} |"
+            )
     lines += ["", "![latency against size](search_scale.png)"]
     return "\n".join(lines)
+
+
+def _increment(build: dict[str, Any], step: str) -> str:
+    increment = build.get("increment")
+    return f"{increment[f'{step}_s']} ({increment[f'{step}_lexical_s']})" if increment else "—"
 
 
 if __name__ == "__main__":

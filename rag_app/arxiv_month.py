@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 from ingestion.arxiv_metadata import ArxivMetadata, read_arxiv_metadata
@@ -28,6 +29,7 @@ from ingestion.paper_pool import parse_in_pool
 from ingestion.paper_worker import parse_eprint
 from ingestion.problems import IngestProblem, Severity
 from ingestion.records import Source, StatementRecord
+from rag_app.dask_ingest import DaskEprintParser
 from retriever.paper_manifest import PaperEntry, PaperManifest
 from retriever.statement_index import StatementIndex
 
@@ -89,6 +91,17 @@ class _Parsed:
     digest: str
     result: PaperStatements | None
     error: str = ""
+    vectors: np.ndarray | None = None  # embedded by a cluster worker, one row per statement
+    retry: bool = False  # the cluster, not the paper, failed: no manifest entry, so a rerun tries again
+
+
+@dataclass
+class _Pending:
+    """A parsed paper waiting for the next write."""
+
+    records: list[StatementRecord]
+    entry: PaperEntry
+    vectors: np.ndarray | None
 
 
 class ArxivMonthIngest:
@@ -101,12 +114,14 @@ class ArxivMonthIngest:
         workers: int | None = None,
         metadata_file: Path | None = None,
         batch_statements: int = 512,
+        cluster: DaskEprintParser | None = None,
     ) -> None:
         self.index = index
         self.limits = limits
         self.workers = workers or os.cpu_count() or 1
         self.metadata_file = metadata_file
         self.batch_statements = batch_statements
+        self.cluster = cluster  # parse and embed there (an entered DaskEprintParser); None: local processes
 
     def run(self, month: str, source: Path, show_progress: bool = False) -> MonthReport:
         started = time.perf_counter()
@@ -116,21 +131,20 @@ class ArxivMonthIngest:
         if self.metadata_file is not None:
             metadata = read_arxiv_metadata(self.metadata_file, lambda i: id_in_month(i, prefix), report.problems)
         manifest = self.index.papers()
-        pending: dict[str, tuple[list[StatementRecord], PaperEntry]] = {}
+        pending: dict[str, _Pending] = {}
         try:
             with tempfile.TemporaryDirectory(prefix="rag-app-month-") as staging:
                 progress = tqdm(desc=f"arXiv {month}", unit="paper", disable=not show_progress)
                 for parsed in self._parse_all(self._changed(source, month, Path(staging), manifest, report)):
                     progress.update(1)
                     self._take(parsed, metadata, manifest, pending, report)
-                    if sum(len(records) for records, _ in pending.values()) >= self.batch_statements:
+                    if sum(len(p.records) for p in pending.values()) >= self.batch_statements:
                         self._flush(pending, manifest, report)
                 progress.close()
             self._flush(pending, manifest, report)
         finally:
             manifest.close()
-        if self.index.lexical_stale:
-            self.index.rebuild_lexical()
+        self.index.sync_lexical()  # a no-op unless a write was interrupted
         report.seconds = time.perf_counter() - started
         return report
 
@@ -156,6 +170,13 @@ class ArxivMonthIngest:
 
     def _parse_all(self, eprints: Iterator[tuple[EprintFile, str]]) -> Iterator[_Parsed]:
         """Parse in worker processes with the per-paper time limit, results in submission order."""
+        if self.cluster is not None:
+            for remote in self.cluster.parse((item, item[0].path, item[0].origin) for item in eprints):
+                eprint, digest = remote.item
+                if eprint.staged:
+                    eprint.path.unlink(missing_ok=True)
+                yield _Parsed(eprint, digest, remote.result, remote.error, remote.vectors, remote.retry)
+            return
 
         def task(item: tuple[EprintFile, str]) -> tuple[Callable[..., PaperStatements], tuple[object, ...]]:
             return parse_eprint, (str(item[0].path), item[0].origin, self.limits)
@@ -171,7 +192,7 @@ class ArxivMonthIngest:
         parsed: _Parsed,
         metadata: dict[str, ArxivMetadata],
         manifest: PaperManifest,
-        pending: dict[str, tuple[list[StatementRecord], PaperEntry]],
+        pending: dict[str, _Pending],
         report: MonthReport,
     ) -> None:
         arxiv_id, version = parsed.eprint.name.arxiv_id, parsed.eprint.name.version
@@ -187,7 +208,7 @@ class ArxivMonthIngest:
             if parsed.error:
                 report.problems.append(IngestProblem(parsed.eprint.origin, parsed.error))
             previous = manifest.get(arxiv_id)
-            if previous is None or previous.status != "ok":
+            if not parsed.retry and (previous is None or previous.status != "ok"):
                 # Known-bad content is not parsed again; a good earlier version is kept as it is.
                 manifest.record(
                     [
@@ -203,6 +224,10 @@ class ArxivMonthIngest:
                 )
             return
         records = [self._with_metadata(record, arxiv_id, result, info) for record in result.records]
+        vectors = parsed.vectors
+        changed = zip(records, result.records, strict=True)
+        if vectors is not None and any(a.search_text() != b.search_text() for a, b in changed):
+            vectors = None  # the metadata changed what is embedded: the driver embeds these itself
         entry = PaperEntry(
             paper_id=arxiv_id,
             version=version or (info.latest_version if info else ""),
@@ -216,7 +241,7 @@ class ArxivMonthIngest:
             published=info.published if info else "",
             source=parsed.eprint.origin,
         )
-        pending[arxiv_id] = (records, entry)
+        pending[arxiv_id] = _Pending(records, entry, vectors)
         report.papers_ok += 1
         report.statements_by_kind.update(record.kind.value for record in records)
 
@@ -239,13 +264,20 @@ class ArxivMonthIngest:
             metadata=metadata,
         )
 
-    def _flush(
-        self, pending: dict[str, tuple[list[StatementRecord], PaperEntry]], manifest: PaperManifest, report: MonthReport
-    ) -> None:
+    def _flush(self, pending: dict[str, _Pending], manifest: PaperManifest, report: MonthReport) -> None:
         if not pending:
             return
-        added, removed = self.index.replace_papers([record for records, _ in pending.values() for record in records])
-        report.added += added
-        report.removed += removed
-        manifest.record(entry for _, entry in pending.values())
+        embedded = [p for p in pending.values() if p.vectors is not None]
+        if embedded:  # vectors made by cluster workers are stored as they are
+            records = [record for p in embedded for record in p.records]
+            vectors = np.vstack([p.vectors for p in embedded if p.vectors is not None])
+            added, removed = self.index.replace_papers(records, vectors)
+            report.added += added
+            report.removed += removed
+        to_embed = [record for p in pending.values() if p.vectors is None for record in p.records]
+        if to_embed:
+            added, removed = self.index.replace_papers(to_embed)
+            report.added += added
+            report.removed += removed
+        manifest.record(p.entry for p in pending.values())
         pending.clear()

@@ -5,6 +5,7 @@ Command names, flags and JSON fields here are contracts that scripts rely on: ad
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
 from rag_app.answer import AnswerStatus
 from rag_app.arxiv_month import ArxivMonthIngest
+from rag_app.dask_ingest import ClusterError, DaskEprintParser
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
@@ -81,7 +83,9 @@ def ingest(
     parse_only: Annotated[
         bool, typer.Option("--parse-only", help="print the statements that would be ingested; store nothing")
     ] = False,
-    month: Annotated[Optional[str], typer.Option("--month", help="with `arxiv`: the month, YYYY-MM")] = None,
+    month: Annotated[
+        Optional[list[str]], typer.Option("--month", help="with `arxiv`: the month, YYYY-MM (repeat for several)")
+    ] = None,
     source: Annotated[
         Optional[Path], typer.Option("--source", help="with `arxiv`: directory of bulk tars or per-paper e-prints")
     ] = None,
@@ -91,7 +95,16 @@ def ingest(
     download: Annotated[
         bool, typer.Option("--download", help="with `arxiv`: fetch the month's listing and e-prints into --source")
     ] = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="parser processes")] = None,
+    workers: Annotated[
+        Optional[int], typer.Option("--workers", min=1, help="parser processes (with --dask: local Dask workers)")
+    ] = None,
+    dask: Annotated[
+        bool, typer.Option("--dask", help="with `arxiv`: parse and embed on a Dask cluster (a local one by default)")
+    ] = False,
+    dask_scheduler: Annotated[
+        Optional[str],
+        typer.Option("--dask-scheduler", help="with `arxiv --dask`: a running scheduler, tcp://HOST:PORT"),
+    ] = None,
     min_score: Annotated[
         Optional[int], typer.Option("--min-score", help="with `mse`: keep posts scoring at least N")
     ] = None,
@@ -107,20 +120,27 @@ def ingest(
     """Extract theorem-like statements and index them (idempotent: unchanged input adds nothing).
 
     `ingest arxiv --month 2023-01 --source DIR [--metadata FILE] [--download]` ingests one month of
-    arXiv e-prints (bulk `arXiv_src_2301_*.tar` files or per-paper files), resumably.
+    arXiv e-prints (bulk `arXiv_src_2301_*.tar` files or per-paper files), resumably; repeat --month
+    for several. `--dask` parses and embeds on a Dask cluster (`--dask-scheduler`, or a local one).
     `ingest mse Posts.xml [--min-score N] [--until DATE] [--tags T]` ingests a Math StackExchange dump.
     """
     settings = _settings(config, index)
-    if workers is not None:
-        settings = settings.model_copy(update={"ingestion": settings.ingestion.model_copy(update={"workers": workers})})
+    if workers is not None or dask or dask_scheduler:
+        cluster = settings.ingestion.dask.model_copy(
+            update={"enabled": settings.ingestion.dask.enabled or dask or bool(dask_scheduler)}
+            | ({"workers": workers} if workers is not None else {})
+            | ({"scheduler": dask_scheduler} if dask_scheduler else {})
+        )
+        update: dict[str, object] = {"dask": cluster} | ({"workers": workers} if workers is not None else {})
+        settings = settings.model_copy(update={"ingestion": settings.ingestion.model_copy(update=update)})
     if paths and str(paths[0]) == "arxiv" and not paths[0].exists():
         _ingest_arxiv_month(settings, paths[1:], month, source, metadata, download, as_json)
         return
     if paths and str(paths[0]) == "mse" and not paths[0].exists():
         _ingest_mse(settings, paths[1:], min_score, until, tags, as_json)
         return
-    if month or source or metadata or download:
-        raise typer.BadParameter("--month, --source, --metadata and --download go with `ingest arxiv`")
+    if month or source or metadata or download or dask or dask_scheduler:
+        raise typer.BadParameter("--month, --source, --metadata, --download and --dask go with `ingest arxiv`")
     if min_score is not None or until or tags:
         raise typer.BadParameter("--min-score, --until and --tags go with `ingest mse`")
     sources = [*(paths or []), *([demo_corpus_path()] if demo else [])]
@@ -191,7 +211,7 @@ def _ingest_mse(
 def _ingest_arxiv_month(
     settings: Settings,
     extra: list[Path],
-    month: str | None,
+    months: list[str] | None,
     source: Path | None,
     metadata: Path | None,
     download: bool,
@@ -199,12 +219,13 @@ def _ingest_arxiv_month(
 ) -> None:
     if extra:
         raise typer.BadParameter(f"`ingest arxiv` takes no paths (got {', '.join(map(str, extra))}); use --source")
-    if month is None or source is None:
+    if not months or source is None:
         raise typer.BadParameter("`ingest arxiv` needs --month YYYY-MM and --source DIR")
-    try:
-        month_prefix(month)
-    except ValueError as error:
-        raise typer.BadParameter(str(error)) from error
+    for month in months:
+        try:
+            month_prefix(month)
+        except ValueError as error:
+            raise typer.BadParameter(str(error)) from error
     if download:
         arxiv = settings.arxiv
         downloader = ArxivDownloader(
@@ -217,15 +238,16 @@ def _ingest_arxiv_month(
             arxiv.user_agent,
         )
         try:
-            fetched = downloader.download_month(month, source)
+            for month in months:
+                fetched = downloader.download_month(month, source)
+                _err(
+                    f"{month}: downloaded {fetched.downloaded} e-prints ({fetched.already_present} already present, "
+                    f"{len(fetched.failed)} failed) of {fetched.listed} listed in {fetched.seconds:.1f} s"
+                )
+                for arxiv_id, reason in fetched.failed:
+                    _err(f"error: {arxiv_id}: download failed: {reason}")
         finally:
             downloader.close()
-        _err(
-            f"downloaded {fetched.downloaded} e-prints ({fetched.already_present} already present, "
-            f"{len(fetched.failed)} failed) of {fetched.listed} listed in {fetched.seconds:.1f} s"
-        )
-        for arxiv_id, reason in fetched.failed:
-            _err(f"error: {arxiv_id}: download failed: {reason}")
         metadata = metadata or source / "metadata.jsonl"
     if not source.is_dir():
         raise typer.BadParameter(f"--source {source}: not a directory")
@@ -233,16 +255,37 @@ def _ingest_arxiv_month(
         raise typer.BadParameter(f"--metadata {metadata}: no such file")
     rag = MathRAG(settings)
     ingestion = settings.ingestion
-    run = ArxivMonthIngest(rag.index, ingestion.limits, ingestion.workers, metadata, ingestion.batch_statements)
-    report = run.run(month, source, show_progress=not as_json)
-    if as_json:
-        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
-        return
-    for problem in report.problems:
-        _err(str(problem))
-    for paper, reason in report.failed:
-        _err(f"failed: {paper}: {reason}")
-    typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if ingestion.dask.enabled:
+            cluster = DaskEprintParser(
+                rag.index.embedder,
+                ingestion.limits,
+                ingestion.dask.scheduler,
+                ingestion.dask.workers,
+                ingestion.dask.chunk_papers,
+                settings.embedding.device,
+            )
+            try:
+                stack.enter_context(cluster)
+            except ClusterError as error:
+                _err(f"error: {error}")
+                raise typer.Exit(1) from error
+            where = ingestion.dask.scheduler or f"a local cluster of {ingestion.dask.workers} workers"
+            _err(f"parsing and embedding on Dask: {where} (dashboard {cluster.dashboard or 'off'})")
+        run = ArxivMonthIngest(
+            rag.index, ingestion.limits, ingestion.workers, metadata, ingestion.batch_statements, cluster
+        )
+        for month in months:
+            report = run.run(month, source, show_progress=not as_json)
+            if as_json:  # one JSON object per month, one per line
+                typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+                continue
+            for problem in report.problems:
+                _err(str(problem))
+            for paper, reason in report.failed:
+                _err(f"failed: {paper}: {reason}")
+            typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
 
 
 def _print_hits(hits: list[SearchHit]) -> None:

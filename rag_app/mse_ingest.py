@@ -80,8 +80,7 @@ class MseIngest:
             gone = sorted(self.index.store.paper_ids(Source.MSE.value) - seen)
             self.index.remove_papers(gone)
             report.removed_posts = len(gone)
-        if self.index.lexical_stale:
-            self.index.rebuild_lexical()
+        self.index.sync_lexical()  # a no-op unless a write was interrupted
         report.seconds = time.perf_counter() - started
         return report
 

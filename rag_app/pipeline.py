@@ -117,8 +117,7 @@ class MathRAG:
                 self._flush(pending, report, show_progress)
         self._flush(pending, report, show_progress)
         report.removed = self.index.remove_stale(ids_by_paper)
-        if report.added or report.removed or self.index.lexical_stale:
-            self.index.rebuild_lexical()
+        self.index.sync_lexical(show_progress)  # a no-op unless a write was interrupted
         report.seconds = time.perf_counter() - started
         return report
 

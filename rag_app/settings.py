@@ -206,6 +206,17 @@ class UISettings(BaseModel):
     max_upload_mb: int = Field(50, ge=1, description="largest LaTeX archive or .tex file accepted from the browser")
 
 
+class DaskSettings(BaseModel):
+    """``ingest arxiv --dask``: parse and embed on a Dask cluster; this process stays the only writer."""
+
+    enabled: bool = Field(False, description="parse and embed e-prints on Dask workers (the --dask flag)")
+    scheduler: str | None = Field(
+        None, description="address of a running scheduler (tcp://HOST:8786); unset: a LocalCluster on this machine"
+    )
+    workers: int = Field(2, ge=1, description="worker processes of the LocalCluster (one thread each)")
+    chunk_papers: int = Field(8, ge=1, description="e-prints per task (parsed, then embedded together)")
+
+
 class IngestionSettings(BaseModel):
     """Parallelism and bounds for ingestion. ``limits`` holds the bounds (``ingestion.IngestLimits``):
     statement length, macro expansion, archive sizes and the per-paper time limit."""
@@ -216,6 +227,7 @@ class IngestionSettings(BaseModel):
     )
     batch_statements: int = Field(512, ge=1, description="statements embedded and committed together")
     limits: IngestLimits = Field(default_factory=IngestLimits)
+    dask: DaskSettings = Field(default_factory=DaskSettings)
 
 
 class ArxivSettings(BaseModel):

@@ -44,15 +44,14 @@ class ChromaStatementStore:
             raise ValueError(f"refusing to drop the collection in use ({name})")
         self._client.delete_collection(self.connection.collection(name))
 
-    def all_ids(self, page: int = 10_000) -> set[str]:
-        found: set[str] = set()
-        offset = 0
-        while True:
-            batch = self._collection.get(include=[], limit=page, offset=offset)["ids"]
-            if not batch:
-                return found
-            found.update(batch)
-            offset += len(batch)
+    def all_ids(self) -> set[str]:
+        return set(self._ordered_ids())
+
+    def _ordered_ids(self) -> list[str]:
+        """Every id, in one query. Paging with ``offset`` instead costs time linear in the offset (a page
+        of 2,000 took 0.39 s at offset 0 and 3.2 s at 900,000), so reading a 1M store page by page was
+        quadratic: about 17 minutes, against about 5 s for the ids plus 0.2 s per page fetched by id."""
+        return list(self._collection.get(include=[])["ids"])
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (unknown ids are left out)."""
@@ -74,6 +73,12 @@ class ChromaStatementStore:
 
     def ids_for_paper(self, paper_id: str) -> set[str]:
         return set(self._collection.get(where={"paper_id": paper_id}, include=[])["ids"])
+
+    def ids_for_papers(self, paper_ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for batch in _batches(list(paper_ids), 500):
+            found.update(self._collection.get(where={"paper_id": {"$in": batch}}, include=[])["ids"])
+        return found
 
     def paper_ids(self, source: str, page: int = 5000) -> set[str]:
         """Every paper id of one source (``mse``: one per post)."""
@@ -106,12 +111,11 @@ class ChromaStatementStore:
             self._collection.delete(ids=batch)
 
     def query(self, embedding: np.ndarray, k: int) -> list[ScoredId]:
-        available = self.count()
-        if k <= 0 or available == 0:
+        if k <= 0:
             return []
-        result = self._collection.query(
-            query_embeddings=[embedding], n_results=min(k, available), include=["distances"]
-        )
+        # No count() first: it scans the collection (72 ms at 1M statements), and Chroma returns fewer
+        # results when fewer exist.
+        result = self._collection.query(query_embeddings=[embedding], n_results=k, include=["distances"])
         # Cosine distance is 1 - cosine similarity.
         return [ScoredId(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
 
@@ -127,31 +131,25 @@ class ChromaStatementStore:
         return [by_id[i] for i in ids if i in by_id]
 
     def iter_records(self, batch_size: int = 2000) -> Iterator[StatementRecord]:
-        """Every record in insertion order, read in pages."""
-        offset = 0
-        while True:
-            page = self._collection.get(include=["documents", "metadatas"], limit=batch_size, offset=offset)
-            if not page["ids"]:
-                return
-            for doc_id, document, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True):
-                yield _from_metadata(doc_id, document, metadata)
-            offset += len(page["ids"])
+        """Every record in insertion order, read in pages fetched by id (see ``_ordered_ids``)."""
+        for batch in _batches(self._ordered_ids(), batch_size):
+            page = self._collection.get(ids=batch, include=["documents", "metadatas"])
+            by_id = {
+                doc_id: _from_metadata(doc_id, document, metadata)
+                for doc_id, document, metadata in zip(page["ids"], page["documents"], page["metadatas"], strict=True)
+            }
+            yield from (by_id[doc_id] for doc_id in batch if doc_id in by_id)  # deleted meanwhile: skipped
 
     def iter_summaries(self, batch_size: int = 5000) -> Iterator[StatementSummary]:
         """Source, kind, paper and extra metadata of every record, without texts or vectors (library stats)."""
-        offset = 0
-        while True:
-            page = self._collection.get(include=["metadatas"], limit=batch_size, offset=offset)
-            if not page["ids"]:
-                return
-            for metadata in page["metadatas"]:
+        for batch in _batches(self._ordered_ids(), batch_size):
+            for metadata in self._collection.get(ids=batch, include=["metadatas"])["metadatas"]:
                 yield StatementSummary(
                     metadata["source"],
                     metadata["kind"],
                     metadata["paper_id"],
                     json.loads(metadata.get("metadata_json", "{}")),
                 )
-            offset += len(page["ids"])
 
 
 class StatementSummary(NamedTuple):

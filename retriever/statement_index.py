@@ -6,9 +6,10 @@ Layout of an index directory::
                     re-embeds) and which Chroma collection holds them
     papers.sqlite   which papers are in, at which version and content hash (``ingest arxiv``)
     chroma/         the Chroma persistent store (records and vectors)
-    bm25/           the BM25 index, rebuilt from the store after each ingest
-    formula_bm25/   the lexical formula channel (BM25 over normalized formula terms), rebuilt with bm25/
-    bm25.stale      present while the store has changed and BM25 not yet rebuilt (survives a crash)
+    bm25/           the BM25 index, updated in place with the store (segments, see retriever.bm25_index)
+    formula_bm25/   the lexical formula channel (BM25 over normalized formula terms), updated with bm25/
+    bm25.stale      present while the store is being changed and BM25 not yet updated: found after a
+                    crash, it makes the next search or ingest rebuild both from the store
 """
 
 from __future__ import annotations
@@ -27,19 +28,27 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
+from retriever.bm25_index import DATABASE as BM25_DATABASE
 from retriever.bm25_index import BM25Index
 from retriever.bm25_searcher import BM25Searcher
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.dense_searcher import DenseSearcher
 from retriever.embedder import Embedder
-from retriever.formulas.formula_lexical_searcher import FormulaIndexStats, FormulaLexicalSearcher, build_formula_index
+from retriever.formulas.formula_lexical_searcher import (
+    FORMULA_B,
+    FORMULA_K1,
+    FormulaIndexStats,
+    FormulaLexicalSearcher,
+    formula_documents,
+)
 from retriever.formulas.fusion_encoder import FormulaModelError, FormulaModels, FusionEncoder
 from retriever.formulas.fusion_index import FusionIndex, FusionIndexError, FusionUpdate
 from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
 from retriever.formulas.query_formulas import query_formulas
 from retriever.fusion import FusionMethod, fuse
 from retriever.hybrid_searcher import HybridSearcher, Searcher
+from retriever.math_tokenizer import tokenize
 from retriever.paper_manifest import PaperManifest
 from retriever.search_filter import SearchFilter
 from retriever.types import ScoredId, SearchHit
@@ -51,6 +60,8 @@ PAPERS = "papers.sqlite"
 LEXICAL_STALE = "bm25.stale"
 FORMULA_LEXICAL = "formula_bm25"
 FORMULA_STATS = "stats.json"
+# Statements read from the store per batch when the lexical indexes are rebuilt.
+REBUILD_BATCH = 20_000
 # A filtered search looks at most this deep for statements that pass the filter.
 MAX_FILTER_DEPTH = 20_000
 FUSION_OFF = "formula fusion is off: set formula.models (`packaged` or a model directory)"
@@ -115,6 +126,7 @@ class StatementIndex:
         self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
         self._bm25: BM25Index | None = None
         self._formula_bm25: BM25Index | None = None
+        self._lexical_checked = False  # sync_lexical ran once for searching in this process
 
     @property
     def collection_name(self) -> str:
@@ -146,30 +158,46 @@ class StatementIndex:
         return AddResult(added=len(keep), unchanged=len(records) - len(keep))
 
     def _store(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
-        self._mark_lexical_stale()
+        in_step = self._lexical_in_step()
+        self._mark_lexical_stale()  # until the lexical indexes have the new statements too
         self.store.upsert(records, vectors)
         self._write_manifest()
-        self._bm25 = self._formula_bm25 = None
+        if in_step:
+            self._index_lexical(records)
+            self._update_fusion(records)
+            (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
+
+    def _delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        in_step = self._lexical_in_step()
+        removed = self.store.get(ids) if in_step else []  # their formula counts leave the statistics
+        self._mark_lexical_stale()
+        self.store.delete(ids)
+        self._write_manifest()
+        if in_step:
+            self._lexical().delete(ids)
+            self._formula_lexical().delete(ids)
+            self._write_formula_stats(self._formula_stats_or_zero() - formula_documents(removed)[2])
+            if self.formula_models is not None and self.fusion_index().exists():
+                self.fusion_index().remove(ids)
+            (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
 
     def remove_stale(self, ids_by_paper: Mapping[str, set[str]]) -> int:
         """Delete statements a re-ingested paper no longer has; returns how many."""
         stale: set[str] = set()
         for paper_id, ids in ids_by_paper.items():
             stale |= self.store.ids_for_paper(paper_id) - ids
-        if stale:
-            self._mark_lexical_stale()
-            self.store.delete(sorted(stale))
-            self._write_manifest()
-            self._bm25 = self._formula_bm25 = None
+        self._delete(sorted(stale))
         return len(stale)
 
-    def replace_papers(self, records: Sequence[StatementRecord]) -> tuple[int, int]:
+    def replace_papers(self, records: Sequence[StatementRecord], vectors: np.ndarray | None = None) -> tuple[int, int]:
         """Make the store hold exactly ``records`` for each paper they belong to.
 
-        New statements are embedded and added, those papers' other statements removed.
-        Returns (added, removed).
+        New statements are embedded (or take their row of ``vectors``, computed elsewhere) and added,
+        those papers' other statements removed. Returns (added, removed).
         """
-        added = self.add(records).added
+        added = (self.add(records) if vectors is None else self.add_embedded(records, vectors)).added
         ids_by_paper: dict[str, set[str]] = {}
         for record in records:
             ids_by_paper.setdefault(record.paper_id, set()).add(record.id)
@@ -178,33 +206,93 @@ class StatementIndex:
     def remove_papers(self, paper_ids: Sequence[str]) -> None:
         """Delete every statement of these papers (posts deleted from a newer dump)."""
         if paper_ids:
-            self._mark_lexical_stale()
-            self.store.delete_papers(paper_ids)
-            self._write_manifest()
-            self._bm25 = self._formula_bm25 = None
+            self._delete(sorted(self.store.ids_for_papers(paper_ids)))
 
-    def rebuild_lexical(self) -> None:
+    # ----------------------------------------------------------------- lexical indexes
+    def sync_lexical(self, show_progress: bool = False) -> None:
+        """Make sure BM25 and the formula index hold the store's statements.
+
+        Writes keep them in step as they go, so this rebuilds only after a crash mid-write, for an
+        index made by an older version, or when their counts disagree with the store's.
+        """
+        if self.lexical_stale or len(self._lexical()) != self.count():
+            self.rebuild_lexical(show_progress)
+
+    def rebuild_lexical(self, show_progress: bool = False) -> None:
         """Rebuild the BM25 index and the lexical formula index from every record in the store."""
-        records = list(self.store.iter_records())
-        index = BM25Index.build([r.id for r in records], [r.search_text() for r in records])
-        index.save(self.directory / "bm25")
-        formula_index, stats = build_formula_index(records)
-        formula_index.save(self.directory / FORMULA_LEXICAL)
-        (self.directory / FORMULA_LEXICAL / FORMULA_STATS).write_text(json.dumps(asdict(stats)))
-        self._bm25, self._formula_bm25 = index, formula_index
+        self._mark_lexical_stale()
+        bm25, formula = self._lexical(), self._formula_lexical()
+        bm25.clear()
+        formula.clear()
+        stats = FormulaIndexStats(0, 0, 0)
+        batch: list[StatementRecord] = []
+        with tqdm(total=self.count(), unit="stmt", desc="BM25 + formula index", disable=not show_progress) as bar:
+            for record in self.store.iter_records():
+                batch.append(record)
+                if len(batch) >= REBUILD_BATCH:
+                    stats += self._add_lexical(batch)
+                    bar.update(len(batch))
+                    batch = []
+            stats += self._add_lexical(batch)
+            bar.update(len(batch))
+        self._write_formula_stats(stats)
         if self.formula_models is not None and self.fusion_index().exists():
             # the fusion vectors follow the store: new statements embedded, deleted ones forgotten
             try:
-                self.fusion_index().update(records, self.fusion_encoder())
+                self.fusion_index().update(self.store.iter_records(), self.fusion_encoder())
             except FormulaModelError as error:  # an ingest never dies on the optional fusion channel
                 logger.warning("formula-fusion vectors not updated: %s", error)
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
+
+    def _lexical_in_step(self) -> bool:
+        """Whether the lexical indexes hold exactly the store's statements, so a write can update them."""
+        if not self.lexical_stale:
+            return True
+        if self.count() == 0:  # a new index: empty lexical indexes are in step
+            self._lexical().clear()
+            self._formula_lexical().clear()
+            self._write_formula_stats(FormulaIndexStats(0, 0, 0))
+            return True
+        return False
+
+    def _index_lexical(self, records: Sequence[StatementRecord]) -> None:
+        self._write_formula_stats(self._formula_stats_or_zero() + self._add_lexical(records))
+
+    def _add_lexical(self, records: Sequence[StatementRecord]) -> FormulaIndexStats:
+        if not records:
+            return FormulaIndexStats(0, 0, 0)
+        self._lexical().add([r.id for r in records], [tokenize(r.search_text()) for r in records])
+        ids, documents, stats = formula_documents(records)
+        self._formula_lexical().add(ids, documents)
+        return stats
+
+    def _update_fusion(self, records: Sequence[StatementRecord]) -> None:
+        if self.formula_models is None or not self.fusion_index().exists():
+            return
+        try:  # an ingest never dies on the optional fusion channel
+            encoder = self.fusion_encoder()
+            if self.fusion_index().manifest().get("identity") != encoder.identity:
+                logger.warning("formula-fusion vectors not updated: built by other models (run build-fusion --rebuild)")
+                return
+            self.fusion_index().add(records, encoder)
+        except FormulaModelError as error:
+            logger.warning("formula-fusion vectors not updated: %s", error)
+
+    def _formula_stats_or_zero(self) -> FormulaIndexStats:
+        return self.formula_stats() or FormulaIndexStats(0, 0, 0)
+
+    def _write_formula_stats(self, stats: FormulaIndexStats) -> None:
+        path = self.directory / FORMULA_LEXICAL / FORMULA_STATS
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_suffix(".partial").write_text(json.dumps(asdict(stats)))
+        os.replace(path.with_suffix(".partial"), path)
 
     @property
     def lexical_stale(self) -> bool:
         return (
             (self.directory / LEXICAL_STALE).exists()
-            or not (self.directory / "bm25").exists()
+            or not (self.directory / "bm25" / BM25_DATABASE).exists()  # absent too in an older index (bm25s)
+            or not (self.directory / FORMULA_LEXICAL / BM25_DATABASE).exists()
             or not (self.directory / FORMULA_LEXICAL / FORMULA_STATS).exists()
         )
 
@@ -227,7 +315,7 @@ class StatementIndex:
     ) -> list[SearchHit]:
         """The ``k`` best statements for ``query``; with ``where``, only statements that pass it."""
         mode = SearchMode(mode)
-        if not query.strip() or self.count() == 0:
+        if not query.strip() or self._searchable_count() == 0:
             return []
         if where is None or not where.active:
             return self._search(query, k, mode)
@@ -239,7 +327,7 @@ class StatementIndex:
         Post-filtering keeps every retriever mode's ranking intact; a rare filter costs deeper searches,
         bounded by ``MAX_FILTER_DEPTH``.
         """
-        total = self.count()
+        total = self._searchable_count()
         depth = max(4 * k, self.candidates)
         while True:
             hits = search(min(depth, total))
@@ -250,7 +338,7 @@ class StatementIndex:
 
     def _search(self, query: str, k: int, mode: SearchMode) -> list[SearchHit]:
         dense = DenseSearcher(self.embedder, self.store)
-        bm25 = BM25Searcher(self._lexical())
+        bm25 = BM25Searcher(self._searchable_lexical())
         if mode is SearchMode.DENSE:
             runs = {"dense": dense.search(query, k)}
             fused = runs["dense"]
@@ -265,6 +353,7 @@ class StatementIndex:
                 first = self._fusion_searcher(self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0)
             searchers: list[Searcher] = [first, bm25]
             if mode is not SearchMode.HYBRID:
+                self._searchable_lexical()
                 searchers.append(FormulaLexicalSearcher(self._formula_lexical()))
             weights = {**self.weights, "fusion": self.weights.get("dense", 1.0)}
             hybrid = HybridSearcher(searchers, self.candidates, self.rrf_k, weights, self.fusion_method)
@@ -277,12 +366,13 @@ class StatementIndex:
 
         The query is a formula (delimiters optional), or text whose math spans are the formulas.
         """
-        if where is not None and where.active and self.count():
+        if where is not None and where.active and self._searchable_count():
             return self._filtered(lambda depth: self.search_formula(query, depth), k, where)
         formulas = query_formulas(query) or [query.strip()]
-        if not any(formulas) or self.count() == 0:
+        if not any(formulas) or self._searchable_count() == 0:
             return []
         depth = max(k, self.candidates)
+        self._searchable_lexical()
         runs = {"formula": FormulaLexicalSearcher(self._formula_lexical()).search_formulas(formulas, depth)}
         if self.formula_models is not None and self.fusion_index().exists():
             # the formula encoder finds rewrites that share few tokens (renamed variables, expanded forms)
@@ -345,23 +435,27 @@ class StatementIndex:
         return hits
 
     def _lexical(self) -> BM25Index:
+        """BM25 over the statements' words (opened once; it follows writes from other processes)."""
         if self._bm25 is None:
-            if self.lexical_stale:
-                self.rebuild_lexical()
-                assert self._bm25 is not None
-                return self._bm25
-            self._bm25 = BM25Index.load(self.directory / "bm25")
-            if len(self._bm25) != self.count():
-                self.rebuild_lexical()
-        assert self._bm25 is not None
+            self._bm25 = BM25Index(self.directory / "bm25")
         return self._bm25
 
     def _formula_lexical(self) -> BM25Index:
         if self._formula_bm25 is None:
-            self._lexical()  # rebuilds both when stale
-        if self._formula_bm25 is None:
-            self._formula_bm25 = BM25Index.load(self.directory / FORMULA_LEXICAL)
+            self._formula_bm25 = BM25Index(self.directory / FORMULA_LEXICAL, k1=FORMULA_K1, b=FORMULA_B)
         return self._formula_bm25
+
+    def _searchable_count(self) -> int:
+        """Statements in the index, as searching sees them: BM25 keeps the store's count at no cost,
+        while Chroma's count() scans the collection (72 ms at 1M statements, on every search)."""
+        return len(self._searchable_lexical())
+
+    def _searchable_lexical(self) -> BM25Index:
+        """The word index, rebuilt first when it is not in step with the store (see ``sync_lexical``)."""
+        if not self._lexical_checked:
+            self.sync_lexical()
+            self._lexical_checked = True
+        return self._lexical()
 
     def _check_manifest(self) -> None:
         built_with = self.manifest().get("embedder")

@@ -23,6 +23,16 @@ class FormulaIndexStats:
     formulas: int
     malformed: int  # formulas that fell back to raw tokens
 
+    def __add__(self, other: FormulaIndexStats) -> FormulaIndexStats:
+        return FormulaIndexStats(
+            self.statements + other.statements, self.formulas + other.formulas, self.malformed + other.malformed
+        )
+
+    def __sub__(self, other: FormulaIndexStats) -> FormulaIndexStats:
+        return FormulaIndexStats(
+            self.statements - other.statements, self.formulas - other.formulas, self.malformed - other.malformed
+        )
+
 
 def formula_document_terms(formulas: Iterable[str]) -> tuple[list[str], int, int]:
     """The terms of a statement's formulas, with (formulas, malformed) counts."""
@@ -36,7 +46,13 @@ def formula_document_terms(formulas: Iterable[str]) -> tuple[list[str], int, int
     return terms, count, malformed
 
 
-def build_formula_index(records: Iterable[StatementRecord]) -> tuple[BM25Index, FormulaIndexStats]:
+# Formula terms repeat far more than words (every x, every brace path); a lower k1 saturates sooner.
+FORMULA_K1 = 0.9
+FORMULA_B = 0.6
+
+
+def formula_documents(records: Iterable[StatementRecord]) -> tuple[list[str], list[list[str]], FormulaIndexStats]:
+    """Each statement's formula terms (ids, term lists) and the counts of the formulas read."""
     ids: list[str] = []
     documents: list[list[str]] = []
     formulas = malformed = 0
@@ -46,9 +62,13 @@ def build_formula_index(records: Iterable[StatementRecord]) -> tuple[BM25Index, 
         documents.append(terms)
         formulas += count
         malformed += bad
-    # Formula terms repeat far more than words (every x, every brace path); a lower k1 saturates sooner.
-    index = BM25Index.build_from_tokens(ids, documents, k1=0.9, b=0.6)
-    return index, FormulaIndexStats(len(ids), formulas, malformed)
+    return ids, documents, FormulaIndexStats(len(ids), formulas, malformed)
+
+
+def build_formula_index(records: Iterable[StatementRecord]) -> tuple[BM25Index, FormulaIndexStats]:
+    """An in-memory formula index (scripts and checks; the statement index keeps its own on disk)."""
+    ids, documents, stats = formula_documents(records)
+    return BM25Index.build_from_tokens(ids, documents, k1=FORMULA_K1, b=FORMULA_B), stats
 
 
 class FormulaLexicalSearcher:

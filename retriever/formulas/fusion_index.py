@@ -9,9 +9,10 @@ Layout, inside the index directory::
     chroma/ (collections)    ``fusion``: pooled fused vectors (inner product) for the first stage;
                              ``formulas``: each statement's formulas by the formula encoder alone
 
-The index is brought up to date by :meth:`FusionIndex.update`, which embeds only the statements it
-lacks and forgets deleted ones; it writes its id map after every batch, so a crash loses at most
-one batch and a rerun resumes.
+The index follows the statement store: :meth:`FusionIndex.add` and :meth:`FusionIndex.remove` as
+statements are written and deleted, :meth:`FusionIndex.update` to catch up with the whole store
+(it embeds only the statements it lacks and forgets deleted ones). It writes its id map after every
+batch, so a crash loses at most one batch and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -111,17 +112,19 @@ class FusionIndex:
         started = time.perf_counter()
         if rebuild or (self.exists() and self.manifest().get("identity") != encoder.identity):
             self._clear()
+        wanted = {record.id: record for record in records}
+        removed = self.remove([statement_id for statement_id in self.ids() if statement_id not in wanted])
+        added = self.add(list(wanted.values()), encoder, batch, show_progress)
+        return FusionUpdate(added, removed, len(self.ids()), time.perf_counter() - started)
+
+    def add(
+        self, records: Sequence[StatementRecord], encoder: FusionEncoder, batch: int = 256, show_progress: bool = False
+    ) -> int:
+        """Embed the statements not yet in the fusion index; returns how many."""
         self.directory.mkdir(parents=True, exist_ok=True)
         chroma_before = _directory_bytes(self.directory.parent / "chroma")
-        wanted = {record.id: record for record in records}
         known = self.ids()
-        removed = [statement_id for statement_id in known if statement_id not in wanted]
-        if removed:
-            self._pooled().delete(ids=removed)
-            self._formulas().delete(where={"statement": {"$in": removed}})
-            for statement_id in removed:
-                del known[statement_id]
-        missing = [record for statement_id, record in wanted.items() if statement_id not in known]
+        missing = list({record.id: record for record in records if record.id not in known}.values())
         progress = tqdm(total=len(missing), desc="formula fusion", unit="stmt", disable=not show_progress)
         with progress:
             for start in range(0, len(missing), batch):
@@ -141,7 +144,20 @@ class FusionIndex:
             grown = _directory_bytes(self.directory.parent / "chroma") - chroma_before
             manifest["pooled_bytes"] = int(manifest.get("pooled_bytes", 0)) + max(0, grown)
         self._write("manifest.json", json.dumps(manifest, indent=2))
-        return FusionUpdate(len(missing), len(removed), len(known), time.perf_counter() - started)
+        return len(missing)
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Forget deleted statements; returns how many were here."""
+        known = self.ids()
+        removed = [statement_id for statement_id in dict.fromkeys(ids) if statement_id in known]
+        if removed:
+            self._pooled().delete(ids=removed)
+            self._formulas().delete(where={"statement": {"$in": removed}})
+            for statement_id in removed:
+                del known[statement_id]
+            self._write("ids.json", json.dumps(known))
+            self._write("manifest.json", json.dumps({**self.manifest(), "statements": len(known)}, indent=2))
+        return len(removed)
 
     def _add(self, records: Sequence[StatementRecord], encoder: FusionEncoder) -> None:
         fused = encoder.encode([r.search_text() for r in records], [r.formulas for r in records])
@@ -210,12 +226,11 @@ class FusionIndex:
 
     def search_formula_vectors(self, vectors: np.ndarray, k: int) -> list[ScoredId]:
         """Statements whose formulas are nearest to any of the query formulas' vectors (best score each)."""
-        collection = self._formulas()
-        count = collection.count()
-        if count == 0 or len(vectors) == 0:
+        if len(vectors) == 0 or k <= 0:
             return []
-        result = collection.query(
-            query_embeddings=list(vectors), n_results=min(4 * k, count), include=["distances", "metadatas"]
+        # no count() first: it scans the collection; Chroma returns fewer results when fewer exist
+        result = self._formulas().query(
+            query_embeddings=list(vectors), n_results=4 * k, include=["distances", "metadatas"]
         )
         best: dict[str, float] = {}
         for distances, metadatas in zip(result["distances"], result["metadatas"], strict=True):

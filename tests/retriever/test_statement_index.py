@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from ingestion.formula_spans import find_formula_spans
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex, statement_index
 from retriever.bm25_index import BM25Index
+from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
 from retriever.formulas.fusion_index import FusionIndexError
 from retriever.statement_index import reindex
 from tests.embedders import random_adapter
@@ -94,9 +96,60 @@ def test_reopened_index_keeps_records_and_lexical_index(tmp_path: Path, embedder
     StatementIndex(tmp_path / "index", embedder).add(RECORDS)
     reopened = StatementIndex(tmp_path / "index", embedder)
     assert reopened.count() == 3
-    # No BM25 files were written yet: the first lexical search rebuilds from the store.
+    # BM25 was written with the store: no rebuild is needed to search it
+    assert not reopened.lexical_stale
     assert reopened.search("Liouville entire", 1, SearchMode.BM25)[0].record.name == "Liouville"
     assert len(BM25Index.load(tmp_path / "index" / "bm25")) == 3
+
+
+def test_writes_update_the_lexical_indexes_in_place(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = StatementIndex(tmp_path / "index", embedder)
+    monkeypatch.setattr(StatementIndex, "rebuild_lexical", lambda *_: pytest.fail("a full rebuild was run"))
+    index.add(RECORDS[:2])
+    index.add(RECORDS[2:])
+    index.sync_lexical()  # what every ingest ends with: nothing to do
+    assert index.search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
+    assert index.formula_stats() == FormulaIndexStats(3, 3, 0)
+    assert index.remove_stale({"ana": set()}) == 1
+    assert index.search("Liouville bounded entire", 3, SearchMode.BM25) == []
+    index.remove_papers(["top"])
+    assert index.formula_stats() == FormulaIndexStats(1, 1, 0)
+    assert len(BM25Index.load(tmp_path / "index" / "bm25")) == 1 == index.count()
+
+
+def test_a_write_interrupted_before_bm25_is_recovered_by_a_rebuild(
+    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = StatementIndex(tmp_path / "index", embedder)
+    index.add(RECORDS[:1])
+
+    def dies(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(StatementIndex, "_index_lexical", dies)
+    with pytest.raises(KeyboardInterrupt):
+        index.add(RECORDS[1:])  # the vectors are stored, BM25 never hears of them
+    monkeypatch.undo()
+    reopened = StatementIndex(tmp_path / "index", embedder)
+    assert reopened.lexical_stale and reopened.count() == 3
+    assert reopened.search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
+    assert not reopened.lexical_stale and reopened.formula_stats() == FormulaIndexStats(3, 3, 0)
+
+
+def test_an_index_with_the_older_bm25_files_is_rebuilt_once(tmp_path: Path, embedder: Embedder) -> None:
+    index = StatementIndex(tmp_path / "index", embedder)
+    index.add(RECORDS)
+    for name in ("bm25", "formula_bm25"):  # what the bm25s-based version left: its files, no database
+        shutil.rmtree(tmp_path / "index" / name)
+        (tmp_path / "index" / name).mkdir()
+        (tmp_path / "index" / name / "ids.json").write_text("[]")
+    reopened = StatementIndex(tmp_path / "index", embedder)
+    assert reopened.lexical_stale
+    reopened.sync_lexical()
+    assert not reopened.lexical_stale
+    assert reopened.search("Hausdorff compact", 1, SearchMode.BM25)[0].record == RECORDS[1]
 
 
 def test_adding_again_is_idempotent_and_stale_statements_are_removed(tmp_path: Path, embedder: Embedder) -> None:
@@ -177,7 +230,8 @@ def test_add_embedded_stores_vectors_computed_elsewhere(tmp_path: Path, embedder
     vectors = embedder.embed_documents([r.search_text() for r in RECORDS])
     assert index.add_embedded(RECORDS + RECORDS[:1], np.vstack([vectors, vectors[:1]])).added == 3
     assert index.add_embedded(RECORDS[:2], vectors[:2]).unchanged == 2
-    assert index.count() == 3 and index.lexical_stale
+    assert index.count() == 3 and not index.lexical_stale  # BM25 got them too
+    assert index.search("Liouville", 1, SearchMode.BM25)[0].record == RECORDS[2]
     assert index.search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
     with pytest.raises(ValueError, match="3 records but 2 vectors"):
         index.add_embedded(RECORDS, vectors[:2])
