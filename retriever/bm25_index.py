@@ -48,6 +48,8 @@ MERGE_FACTOR = 4
 SMALLEST_SEGMENT = 1000
 # A segment with this share of its rows deleted is rewritten without them.
 DELETED_SHARE = 0.3
+# Query terms in more than this share of the documents are "common" for MaxScore (see _search_terms).
+COMMON_SHARE = 0.01
 _SQL_VARIABLES = 900  # rows per IN (...) query, under SQLite's variable limit on any build
 
 _SCHEMA = """
@@ -227,8 +229,8 @@ class BM25Index:
     def search(self, query: str, k: int) -> list[ScoredId]:
         return self.search_terms(tokenize(query), k)
 
-    def postings_read(self, terms: Sequence[str]) -> int:
-        """How many postings a search for these terms reads (its cost grows with this; benchmarks)."""
+    def postings_of(self, terms: Sequence[str]) -> int:
+        """How many postings these terms have: what an exhaustive search would read (benchmarks)."""
         with self._lock:
             self._refresh()
             known = np.array(sorted(set(self._term_ids(set(terms), create=False).values())), dtype=np.int64)
@@ -255,34 +257,79 @@ class BM25Index:
         frequencies = sum(live.segment.document_frequencies(p) for live, p in zip(self._segments, located, strict=True))
         idf = np.log1p((self._total - frequencies + 0.5) / (frequencies + 0.5)).astype(np.float32) * weights
         average_length = self._total_length / max(self._total, 1)
+        # MaxScore (Turtle and Flood): the rare terms are scored over all their postings; that gives a
+        # k-th score. The commonest terms whose upper bounds (a term adds less than its weighted idf)
+        # sum below it cannot lift a document the others did not reach into the top k, so they only
+        # update the documents that can still get there. The result is the exhaustive one.
+        order = np.argsort(frequencies, kind="stable")
+        rare = order[frequencies[order] <= COMMON_SHARE * self._total]
+        scores = [
+            self._score_all(live, p[rare], idf[rare], average_length)
+            for live, p in zip(self._segments, located, strict=True)
+        ]
+        commonest_first = order[len(rare) :][::-1]
+        if len(commonest_first):
+            threshold = _kth_score(scores, k) if len(rare) else 0.0
+            bounds = np.cumsum(idf[commonest_first], dtype=np.float64)
+            lazy_count = int(np.searchsorted(bounds, threshold, side="left"))  # bounds summing below it
+            lazy, eager = commonest_first[:lazy_count], commonest_first[lazy_count:]
+            for number, (live, positions) in enumerate(zip(self._segments, located, strict=True)):
+                if len(eager):
+                    scores[number] += self._score_all(live, positions[eager], idf[eager], average_length)
+            if len(lazy):
+                floor = max(threshold, _kth_score(scores, k)) - float(bounds[lazy_count - 1])
+                for number, (live, positions) in enumerate(zip(self._segments, located, strict=True)):
+                    self._score_candidates(live, scores[number], positions[lazy], idf[lazy], average_length, floor)
         candidates: list[tuple[float, int, int]] = []  # (score, segment, row)
-        for number, (live, positions) in enumerate(zip(self._segments, located, strict=True)):
-            scores = self._score_segment(live, positions, idf, average_length)
-            if scores is None:
-                continue
-            best = _top(scores, k)
-            candidates += [(float(scores[row]), number, int(row)) for row in best]
+        for number, segment_scores in enumerate(scores):
+            best = _top(segment_scores, k)
+            candidates += [(float(segment_scores[row]), number, int(row)) for row in best]
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
         return [
             ScoredId(self._segments[number].segment.ids[row].decode(), score) for score, number, row in candidates[:k]
         ]
 
-    def _score_segment(
+    def _score_all(
         self, live: _LiveSegment, positions: np.ndarray, idf: np.ndarray, average_length: float
-    ) -> np.ndarray | None:
+    ) -> np.ndarray:
+        """Scores of every document of the segment for these terms (deleted documents: 0)."""
         segment = live.segment
-        scores: np.ndarray | None = None
+        scores = np.zeros(segment.size, dtype=np.float32)
         for position, term_idf in zip(positions, idf, strict=True):
             if position < 0:
                 continue
             rows, tf = segment.postings(int(position))
             norm = self.k1 * ((1 - self.b) + self.b * segment.lengths[rows] / average_length)
-            if scores is None:
-                scores = np.zeros(segment.size, dtype=np.float32)
             scores[rows] += term_idf * tf / (tf + norm)  # rows are unique within one term's postings
-        if scores is not None and len(live.deleted):
+        if len(live.deleted):
             scores[live.deleted] = 0.0
         return scores
+
+    def _score_candidates(
+        self,
+        live: _LiveSegment,
+        scores: np.ndarray,
+        positions: np.ndarray,
+        idf: np.ndarray,
+        average_length: float,
+        floor: float,
+    ) -> None:
+        """Add these terms' scores, in place, to the documents scoring at least ``floor`` so far: only
+        they can still reach the top k. Each one is looked up in the postings (sorted by row)."""
+        segment = live.segment
+        rows_wanted = np.flatnonzero(scores >= floor * (1 - 1e-5))  # float32 sums: err towards looking
+        if len(rows_wanted) == 0:
+            return
+        for position, term_idf in zip(positions, idf, strict=True):
+            if position < 0:
+                continue
+            rows, tf = segment.postings(int(position))
+            at = np.searchsorted(rows, rows_wanted)
+            found = at < len(rows)
+            found[found] = rows[at[found]] == rows_wanted[found]
+            hit_rows, hit_tf = rows_wanted[found], tf[at[found]]
+            norm = self.k1 * ((1 - self.b) + self.b * segment.lengths[hit_rows] / average_length)
+            scores[hit_rows] += term_idf * hit_tf / (hit_tf + norm)
 
     # ------------------------------------------------------------------ state
     def _refresh(self) -> None:
@@ -370,6 +417,14 @@ class BM25Index:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _kth_score(scores: Sequence[np.ndarray], k: int) -> float:
+    """The k-th highest score over all segments (0 when fewer than k documents score)."""
+    positive = np.concatenate([s[s > 0] for s in scores] or [np.zeros(0, np.float32)])
+    if len(positive) < k:
+        return 0.0
+    return float(np.partition(positive, len(positive) - k)[len(positive) - k])
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
