@@ -44,6 +44,7 @@ from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
 from retriever import SearchMode, StatementIndex
 from retriever.bm25_index import BM25Index
+from retriever.chroma_store import ChromaStatementStore
 from retriever.formulas.normalizer import normalize_formula
 from retriever.formulas.query_formulas import query_formulas
 
@@ -85,8 +86,9 @@ def build_scaled(base: Path, size: int, work: Path) -> tuple[Path, dict[str, Any
     build = json.loads(written.read_text())
     lexical = directory / "lexical.json"
     if not lexical.exists():
-        lexical.write_text(json.dumps(measure_lexical(base, directory, work)))
-    return directory, {**build, **json.loads(lexical.read_text())}
+        lexical.write_text(json.dumps(measure_rebuild(directory, work)))
+    rebuild = {key: value for key, value in json.loads(lexical.read_text()).items() if key != "increment"}
+    return directory, {**build, **rebuild}
 
 
 def base_records(base: Path, work: Path) -> tuple[list[StatementRecord], np.ndarray]:
@@ -142,32 +144,35 @@ def write_copies(base: Path, directory: Path, size: int) -> dict[str, Any]:
     }
 
 
-def measure_lexical(base: Path, directory: Path, work: Path, increment: int = 5000) -> dict[str, Any]:
-    """The full BM25 + formula rebuild (only ever needed after a crash mid-write) and what a batch of
-    ``increment`` new statements costs at this size: written in place, then deleted again."""
+def measure_rebuild(directory: Path, work: Path) -> dict[str, Any]:
+    """The full BM25 + formula rebuild from the store (only ever needed after a crash mid-write)."""
     index = MathRAG(settings_for(directory, work)).index
     started = time.perf_counter()
     index.rebuild_lexical(show_progress=True)
-    rebuild_seconds = time.perf_counter() - started
-    segments = index._lexical().segment_count
+    return {
+        "lexical_rebuild_s": round(time.perf_counter() - started, 1),
+        "lexical_segments": index._lexical().segment_count,
+    }
+
+
+def measure_increment(base: Path, directory: Path, work: Path, increment: int = 5000) -> dict[str, Any]:
+    """What a batch of ``increment`` new statements costs at this size (vectors given, as a cluster
+    worker sends them): written, then deleted again; with the time spent in Chroma and in BM25 + formula."""
+    index = MathRAG(settings_for(directory, work)).index
+    index.search("warm up", 1, SearchMode.BM25)  # opened as a running ingest has it
     records, matrix = base_records(base, work)
     chunk, vectors = copies(records, matrix, list(range(increment)), "increment", np.random.default_rng(1))
-    timer = {"lexical_add": 0.0, "lexical_delete": 0.0}
-    original_add, original_delete = StatementIndex._index_lexical, BM25Index.delete
-
-    def timed_add(self: StatementIndex, batch: Any) -> None:
-        t0 = time.perf_counter()
-        original_add(self, batch)
-        timer["lexical_add"] += time.perf_counter() - t0
-
-    def timed_delete(self: BM25Index, ids: Any) -> int:
-        t0 = time.perf_counter()
-        try:
-            return original_delete(self, ids)
-        finally:
-            timer["lexical_delete"] += time.perf_counter() - t0
-
-    StatementIndex._index_lexical, BM25Index.delete = timed_add, timed_delete  # type: ignore[method-assign]
+    timer: dict[str, float] = {}
+    restore = []
+    for owner, method, name in [
+        (StatementIndex, "_index_lexical", "add_lexical"),
+        (BM25Index, "delete", "delete_lexical"),
+        (ChromaStatementStore, "upsert", "add_chroma"),
+        (ChromaStatementStore, "delete", "delete_chroma"),
+    ]:
+        original = getattr(owner, method)
+        restore.append((owner, method, original))
+        setattr(owner, method, _timed(original, name, timer))
     try:
         t0 = time.perf_counter()
         index.add_embedded(chunk, vectors)
@@ -176,19 +181,28 @@ def measure_lexical(base: Path, directory: Path, work: Path, increment: int = 50
         index.remove_papers(sorted({r.paper_id for r in chunk}))
         delete_seconds = time.perf_counter() - t0
     finally:
-        StatementIndex._index_lexical, BM25Index.delete = original_add, original_delete  # type: ignore[method-assign]
+        for owner, method, original in restore:
+            setattr(owner, method, original)
     assert index.count() == len(index._lexical()), "the lexical index lost step with the store"
     return {
-        "lexical_rebuild_s": round(rebuild_seconds, 1),
-        "lexical_segments": segments,
         "increment": {
             "statements": increment,
             "add_s": round(add_seconds, 2),
-            "add_lexical_s": round(timer["lexical_add"], 2),
+            **{f"{name}_s": round(seconds, 2) for name, seconds in sorted(timer.items())},
             "delete_s": round(delete_seconds, 2),
-            "delete_lexical_s": round(timer["lexical_delete"], 2),
-        },
+        }
     }
+
+
+def _timed(function: Any, name: str, timer: dict[str, float]) -> Any:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            timer[name] = timer.get(name, 0.0) + time.perf_counter() - t0
+
+    return timed
 
 
 def queries(index_dir: Path, work: Path, count: int) -> dict[str, list[str]]:
@@ -326,6 +340,8 @@ def main() -> None:
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         search = json.loads(output.strip().splitlines()[-1])
         sizes = disk(index_dir)
+        if size:  # after the searches, which should see the index as it was built
+            build.update(measure_increment(base, index_dir, args.work))
         row = {
             "statements": build["statements"],
             "build": build,
@@ -360,8 +376,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "| statements | load s | peak RSS MB (search process) | bytes/statement: total (Chroma, BM25, formula) "
-        "| write stmt/s | BM25 + formula: full rebuild s | +5,000 statements: add s (lexical s) "
-        "| delete them: s (lexical s) |",
+        "| write stmt/s | BM25 + formula: full rebuild s | +5,000 statements: add s (Chroma s, lexical s) "
+        "| delete them: s (Chroma s, lexical s) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
@@ -394,7 +410,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 def _increment(build: dict[str, Any], step: str) -> str:
     increment = build.get("increment")
-    return f"{increment[f'{step}_s']} ({increment[f'{step}_lexical_s']})" if increment else "—"
+    if not increment:
+        return "—"
+    return f"{increment[f'{step}_s']} ({increment.get(f'{step}_chroma_s', '—')}, {increment[f'{step}_lexical_s']})"
 
 
 if __name__ == "__main__":

@@ -58,12 +58,16 @@ def search(result: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "| statements | peak RSS of the search process, MB | bytes on disk per statement | "
-        "+5,000 statements: seconds (of which BM25 + formula) |",
+        "+5,000 statements: seconds (Chroma, BM25 + formula) |",
         "| --- | ---: | ---: | ---: |",
     ]
     for run in runs:
         increment = run["build"].get("increment")
-        added = f"{increment['add_s']} ({increment['add_lexical_s']})" if increment else "—"
+        added = (
+            f"{increment['add_s']} ({increment.get('add_chroma_s', '—')}, {increment['add_lexical_s']})"
+            if increment
+            else "—"
+        )
         lines.append(
             f"| {run['statements']:,} | {run['search']['peak_rss_mb']} | "
             f"{run['disk_bytes_per_statement']['total']:,} | {added} |"
