@@ -10,12 +10,8 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import time
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -23,6 +19,7 @@ from typing import ClassVar
 import httpx
 
 from rag_app.packaged_models import PACKAGED_GGUFS, resolve_gguf
+from rag_app.server_process import ServerProcess
 from rag_app.settings import Settings
 
 STATE_FILE = "llm-server.json"
@@ -48,8 +45,8 @@ def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
 
 
 @dataclass
-class LLMServerProcess(ABC):
-    """A server child process on ``host:port``: started, health-checked, and stopped with its children."""
+class LLMServerProcess(ServerProcess):
+    """An OpenAI-compatible server child process on ``host:port``, healthy once it serves ``/v1/models``."""
 
     model_alias: str
     host: str = "127.0.0.1"
@@ -57,80 +54,19 @@ class LLMServerProcess(ABC):
     startup_timeout_s: float = 300.0
     log_path: Path | None = None
     kind: ClassVar[str] = "OpenAI-compatible"
+    error: ClassVar[type[RuntimeError]] = LLMServerError
 
     def __post_init__(self) -> None:
         if self.port == 0:
             self.port = free_port(self.host)
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @abstractmethod
-    def command(self) -> list[str]:
-        """The command line that starts the server."""
-
-    def environment(self) -> dict[str, str]:
-        return dict(os.environ)
+        self._process = None
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
-
-    def start(self) -> None:
-        """Start the process and wait until it answers ``/v1/models``; raise with the log's tail if not."""
-        log = self.log_path.open("ab") if self.log_path else None
-        try:
-            # A session of its own so that stopping it also stops anything it spawned (vLLM's engine).
-            self._process = subprocess.Popen(
-                self.command(),
-                stdout=log or subprocess.DEVNULL,
-                stderr=subprocess.STDOUT,
-                env=self.environment(),
-                start_new_session=True,
-            )
-        except OSError as error:
-            raise LLMServerError(f"cannot start the {self.kind} server: {error}") from error
-        finally:
-            if log is not None:
-                log.close()  # the child holds its own descriptor
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                code = self._process.returncode
-                self._process = None
-                raise LLMServerError(f"the {self.kind} server exited with code {code}{self._log_hint()}")
-            if is_healthy(self.base_url, timeout_s=1.0):
-                return
-            time.sleep(0.25)
-        self.stop()
-        raise LLMServerError(
-            f"the {self.kind} server did not answer within {self.startup_timeout_s:.0f} s{self._log_hint()}"
-        )
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM the process group, then SIGKILL what is left after ``timeout_s``."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-
-    def kill(self) -> None:
-        """SIGKILL at once, as a crash would (tests use it)."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+    def healthy(self) -> bool:
+        return is_healthy(self.base_url, timeout_s=1.0)
 
     def write_state(self, data_dir: Path) -> Path:
         """Record this server so that other commands (ask, ui) reuse it instead of starting one."""
@@ -139,19 +75,6 @@ class LLMServerProcess(ABC):
         state = {"base_url": self.base_url, "model": self.model_alias, "pid": self.pid, "server": self.kind}
         path.write_text(json.dumps(state))
         return path
-
-    def _log_hint(self) -> str:
-        if self.log_path is None or not self.log_path.is_file():
-            return ""
-        tail = self.log_path.read_bytes()[-1500:].decode("utf-8", "replace").strip()
-        return f"; log {self.log_path} ends with:\n{tail}"
-
-    def __enter__(self) -> LLMServerProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 @dataclass

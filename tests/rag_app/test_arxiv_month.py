@@ -97,14 +97,18 @@ def test_a_month_is_ingested_once_and_a_new_version_replaces_the_old(tmp_path: P
     assert rag.search("module finite revised", k=1, mode="bm25")[0].record.paper_id == "2301.00002"
 
 
-def test_a_paper_over_the_time_limit_fails_alone(tmp_path: Path) -> None:
-    source = tmp_path / "src"
+def write_month_with_a_slow_paper(source: Path) -> None:
+    """2301.00001 parses at once; 2301.00002 (8,000 lemmas) takes far longer than 0.3 s."""
     source.mkdir()
     (source / "2301.00001.gz").write_bytes(gzip.compress(paper(1)))
     (source / "2301.00002.gz").write_bytes(gzip.compress(paper(2, statements=8000)))
+
+
+def test_a_paper_over_the_time_limit_fails_alone(tmp_path: Path) -> None:
+    write_month_with_a_slow_paper(tmp_path / "src")
     rag = MathRAG(make_settings(tmp_path))
     limits = replace(rag.settings.ingestion.limits, paper_timeout_s=0.3)
-    report = ArxivMonthIngest(rag.index, limits, 2).run("2023-01", source)
+    report = ArxivMonthIngest(rag.index, limits, 2).run("2023-01", tmp_path / "src")
     assert report.papers_ok == 1
     assert report.failed == [("2301.00002", "parsing took longer than 0.3 s")]
 

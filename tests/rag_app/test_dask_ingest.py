@@ -17,7 +17,7 @@ from rag_app import MathRAG
 from rag_app.arxiv_month import ArxivMonthIngest
 from rag_app.dask_ingest import ClusterError, DaskEprintParser
 from tests.conftest import make_settings
-from tests.rag_app.test_arxiv_month import paper, write_month
+from tests.rag_app.test_arxiv_month import paper, write_month, write_month_with_a_slow_paper
 
 pytest.importorskip("distributed")
 
@@ -71,14 +71,11 @@ def test_two_months_on_a_local_dask_cluster_equal_a_local_run(tmp_path: Path) ->
 
 
 def test_on_the_cluster_a_paper_over_the_time_limit_fails_alone(tmp_path: Path) -> None:
-    source = tmp_path / "src"
-    source.mkdir()
-    (source / "2301.00001.gz").write_bytes(gzip.compress(paper(1)))
-    (source / "2301.00002.gz").write_bytes(gzip.compress(paper(2, statements=8000)))
+    write_month_with_a_slow_paper(tmp_path / "src")
     rag = MathRAG(make_settings(tmp_path))
     limits = replace(rag.settings.ingestion.limits, paper_timeout_s=0.3)
     with DaskEprintParser(rag.index.embedder, limits, workers=1, chunk_papers=2) as cluster:
-        report = ArxivMonthIngest(rag.index, limits, 1, cluster=cluster).run("2023-01", source)
+        report = ArxivMonthIngest(rag.index, limits, 1, cluster=cluster).run("2023-01", tmp_path / "src")
     assert report.papers_ok == 1 and report.added == 3
     assert report.failed == [("2301.00002", "parsing took longer than 0.3 s")]
 
