@@ -103,8 +103,13 @@ def unpack_tar(source: Path | bytes, target: Path, limits: IngestLimits) -> None
                 if len(members) > limits.max_archive_members:
                     raise UnsafeArchiveError(f"archive has more than {limits.max_archive_members:,} members")
             target.mkdir(parents=True, exist_ok=True)
-            # The "data" filter is a second guard: it refuses anything unsafe the checks above missed.
-            tar.extractall(target, members=members, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                # The "data" filter is a second guard: it refuses anything unsafe the checks above missed.
+                tar.extractall(target, members=members, filter="data")
+            else:  # Python < 3.11.4 (Debian 12's 3.11.2) has no filters: the checks above stand alone
+                for member in members:
+                    member.mode = 0o755 if member.isdir() else 0o644  # as the filter would: no setuid, no odd modes
+                tar.extractall(target, members=members)
         except (tarfile.TarError, OSError, EOFError) as error:
             raise UnsafeArchiveError(f"corrupt tar archive: {error}") from error
 
