@@ -54,6 +54,8 @@ class Answer:
     rewrite: str = "as asked"  # how search_query was made (rag_app.conversation.RewriteMethod)
     filter: str = "everything"  # the search filter, described
     retriever: str = ""  # the retriever mode that found the sources
+    reranker: str = ""  # the cross-encoder that ordered the sources ("" when not reranked)
+    rerank_ms: float = 0.0  # its share of the retrieval time
 
     @property
     def answered_by_llm(self) -> bool:
@@ -111,6 +113,7 @@ class Answer:
             "rewrite": self.rewrite,
             "filter": self.filter,
             "retriever": self.retriever,
+            "reranker": self.reranker,
         }
 
 

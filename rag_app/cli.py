@@ -35,6 +35,7 @@ from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, SearchHit, SearchMode
+from retriever.cross_encoder_reranker import RerankerModelError
 from retriever.embedding_registry import EmbedderSpecError
 from retriever.formulas.fusion_encoder import FormulaModelError
 from retriever.formulas.fusion_index import FusionIndexError
@@ -48,13 +49,19 @@ app = typer.Typer(
 )
 llm_app = typer.Typer(help="The LLM server that writes answers.", no_args_is_help=True)
 app.add_typer(llm_app, name="llm")
-train_app = typer.Typer(help="Fine-tune the math embedding and list the trained versions.", no_args_is_help=True)
+train_app = typer.Typer(
+    help="Fine-tune the math embedding, train the reranker, generate training questions.", no_args_is_help=True
+)
 app.add_typer(train_app, name="train")
 
 ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="settings TOML file", envvar="RAG_APP_CONFIG")]
 IndexOption = Annotated[Optional[Path], typer.Option("--index", help="index directory (default from settings)")]
 KOption = Annotated[Optional[int], typer.Option("--k", "-k", min=1, help="number of statements")]
 JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+RerankOption = Annotated[
+    Optional[bool],
+    typer.Option("--rerank/--no-rerank", help="rescore the fused top N with the cross-encoder (default: settings)"),
+]
 
 
 def _settings(config: Path | None, index: Path | None = None) -> Settings:
@@ -310,11 +317,14 @@ def search(
     queries: Annotated[
         Optional[Path], typer.Option("--queries", help="file with one query per line ('-': stdin)")
     ] = None,
+    rerank: RerankOption = None,
     index: IndexOption = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Search the index. With --queries, run many queries in one process (JSON lines out).
+
+    --rerank rescores the fused top N with the cross-encoder (default: the setting rerank.search).
 
     With --formula the query is one formula (`\\int \\frac{dx}{(x^2+1)^n}`, delimiters optional): statements
     holding it, an equivalent rewrite or a similar formula come first.
@@ -326,7 +336,13 @@ def search(
     rag = MathRAG(_settings(config, index))
 
     def run(text: str) -> list[SearchHit]:
-        return rag.search_formula(text, k) if formula else rag.search(text, k, mode)
+        if formula:
+            return rag.search_formula(text, k)
+        try:
+            return rag.search(text, k, mode, rerank=rerank)
+        except RerankerModelError as error:
+            _err(f"error: {error}")
+            raise typer.Exit(2) from error
 
     if queries is None:
         hits = run(query or "")
@@ -351,13 +367,18 @@ def search(
 def ask(
     question: Annotated[str, typer.Argument(help="a question, LaTeX welcome")],
     k: KOption = None,
+    rerank: RerankOption = None,
     index: IndexOption = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
-    """Answer from the indexed statements, citing them by number."""
+    """Answer from the indexed statements, citing them by number (sources reranked: the setting rerank.ask)."""
     with MathRAG(_settings(config, index)) as rag:
-        stream = rag.ask_stream(question, k)
+        try:
+            stream = rag.ask_stream(question, k, rerank=rerank)
+        except RerankerModelError as error:
+            _err(f"error: {error}")
+            raise typer.Exit(2) from error
         if as_json:
             typer.echo(json.dumps(stream.result().to_dict(), ensure_ascii=False))
             return
@@ -671,6 +692,113 @@ def train_embed(
     typer.echo(f"  pairs {report.pairs}, {report.run.examples} examples, {report.run.steps} steps")
     typer.echo(f"  split {report.split}")
     typer.echo(f"  {model.directory}")
+
+
+@train_app.command("rerank")
+def train_rerank(
+    index: IndexOption = None,
+    name: Annotated[
+        Optional[str], typer.Option("--name", help="directory name under DATA_DIR/models/rerankers")
+    ] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="write the reranker here instead")] = None,
+    max_queries: Annotated[Optional[int], typer.Option("--max-queries", min=2, help="training queries")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="stop after N steps")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1)] = None,
+    device: Annotated[Optional[str], typer.Option("--device", help="cpu, cuda, ... (default from settings)")] = None,
+    publish: Annotated[
+        bool, typer.Option("--publish", help="also ship it in the package (rerank.model = packaged)")
+    ] = False,
+    resume: Annotated[bool, typer.Option("--resume/--restart", help="continue from the last checkpoint")] = True,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Train the cross-encoder reranker on an ingested index (hard negatives from our own retriever).
+
+    Use it with `rerank.model = "DIR"` (the directory printed), or --publish to make it the packaged one;
+    compare with `rag-app eval --dev -r hybrid-formula -r hybrid-formula+rerank`.
+    """
+    from rag_app.training.train_rerank import TrainRerankJob, publish_reranker
+
+    settings = _settings(config, index)
+    overrides = {"name": name, "max_queries": max_queries, "max_steps": max_steps, "epochs": epochs, "device": device}
+    training = settings.rerank.training.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    settings = settings.model_copy(update={"rerank": settings.rerank.model_copy(update={"training": training})})
+    job = TrainRerankJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
+    try:
+        report = job.run(resume=resume, show_progress=not as_json, log=_err)
+    except (FileNotFoundError, ValueError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    published = str(publish_reranker(report.directory)) if publish else None
+    summary = {
+        "directory": str(report.directory),
+        "published": published,
+        "queries": report.pairs,
+        "split": report.split,
+        "steps": report.run.steps,
+        "seconds": report.run.seconds,
+        "resumed_from": report.run.resumed_from,
+        "reused_examples": report.reused_examples,
+        "final_loss": report.run.final_loss,
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+        return
+    typer.echo(f"trained reranker in {report.run.seconds:.0f} s: {report.run.steps} steps, queries {report.pairs}")
+    typer.echo(f"  {report.directory}" + (f" (published to {published})" if published else ""))
+
+
+@train_app.command("questions")
+def train_questions(
+    index: IndexOption = None,
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="questions file (default DATA_DIR/training/questions.jsonl)")
+    ] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="at most N new questions this run")] = None,
+    license_note: Annotated[
+        Optional[str], typer.Option("--license", help="the corpus's license, recorded in the file's header")
+    ] = None,
+    background: Annotated[bool, typer.Option("--background", help="run detached; progress goes to OUT.log")] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Generate one LLM question per training statement into a versioned file that reruns extend.
+
+    Uses the configured LLM (vLLM in production, the local llama.cpp server here). Statements the file
+    already has are skipped, so a rerun, here or on another machine with a copy of the file, goes on.
+    """
+    from rag_app.training.train_questions import generate_questions
+
+    settings = _settings(config, index)
+    path = (out.expanduser() if out else None) or _default_questions_path(settings)
+    if background:
+        log_path = path.with_suffix(".log")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        argv = [a for a in sys.argv[1:] if a != "--background"]
+        with log_path.open("a") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "rag_app.cli", *argv], stdout=log_file, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        typer.echo(f"generating in the background (pid {process.pid}); progress: {log_path}; file: {path}")
+        return
+    try:
+        report = generate_questions(settings, settings.resolved_index_dir, path, limit, license_note,
+                                    show_progress=not as_json, log=_err)  # fmt: skip
+    except (FileNotFoundError, ValueError, LLMServerError, PackagedModelError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    summary = {"file": str(report.path), "existing": report.existing, "added": report.added,
+               "failed": report.failed, "remaining": report.remaining, "seconds": round(report.seconds, 1)}  # fmt: skip
+    typer.echo(json.dumps(summary) if as_json else
+               f"{report.added} questions added ({report.existing} before, {report.failed} failed, "
+               f"{report.remaining} statements to go) in {report.seconds:.0f} s: {report.path}")  # fmt: skip
+
+
+def _default_questions_path(settings: Settings) -> Path:
+    from rag_app.training.train_questions import default_questions_file
+
+    return default_questions_file(settings)
 
 
 @train_app.command("list")

@@ -40,7 +40,9 @@ from rag_app.llm_server import (
 from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
+from retriever.cross_encoder_reranker import CrossEncoderReranker
 from retriever.formulas.fusion_index import FusionUpdate
+from retriever.reranking_searcher import RerankingSearcher
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,7 @@ class MathRAG:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: StatementIndex | None = None
+        self._reranking: RerankingSearcher | None = None
         self._server: LLMServerProcess | None = None
         self._client: ChatClient | None = None
 
@@ -137,10 +140,26 @@ class MathRAG:
         k: int | None = None,
         mode: SearchMode | str | None = None,
         where: SearchFilter | None = None,
+        rerank: bool | None = None,
     ) -> list[SearchHit]:
-        """The best statements for ``query``; ``where`` restricts sources, kinds, categories or dates."""
+        """The best statements for ``query``; ``where`` restricts sources, kinds, categories or dates.
+
+        ``rerank``: rescore the fused top N with the cross-encoder (unset: ``rerank.search``).
+        """
         retrieval = self.settings.retrieval
-        return self.index.search(query, k or retrieval.top_k, mode or retrieval.mode, where)
+        rerank = self.settings.rerank.search if rerank is None else rerank
+        searcher = self.reranking_searcher() if rerank else self.index
+        return searcher.search(query, k or retrieval.top_k, mode or retrieval.mode, where)
+
+    def reranking_searcher(self) -> RerankingSearcher:
+        """The index's search followed by the cross-encoder (``[rerank]`` settings); raises
+        ``RerankerModelError`` naming the command that builds the model when it is missing."""
+        if self._reranking is None:
+            rerank = self.settings.rerank
+            device = resolve_device(rerank.device or self.settings.embedding.device)
+            reranker = CrossEncoderReranker(rerank.model, device, rerank.max_length, rerank.batch_size)
+            self._reranking = RerankingSearcher(self.index, reranker, rerank.candidates, rerank.weight)
+        return self._reranking
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
@@ -169,8 +188,9 @@ class MathRAG:
         mode: SearchMode | str | None = None,
         history: Sequence[Turn] = (),
         where: SearchFilter | None = None,
+        rerank: bool | None = None,
     ) -> Answer:
-        return self.ask_stream(question, k, mode, history, where).result()
+        return self.ask_stream(question, k, mode, history, where, rerank).result()
 
     def ask_stream(
         self,
@@ -179,6 +199,7 @@ class MathRAG:
         mode: SearchMode | str | None = None,
         history: Sequence[Turn] = (),
         where: SearchFilter | None = None,
+        rerank: bool | None = None,
     ) -> AnswerStream:
         """Retrieve, check that something relevant was found, then stream the LLM's answer.
 
@@ -186,14 +207,17 @@ class MathRAG:
         first. Nothing is generated when no source is similar enough to the question (the answer says
         so and the closest statements are kept). When the LLM is down, the answer says so and keeps the
         sources. After generation, citations are validated and each sentence is attributed to its sources.
+        ``rerank``: rescore the sources with the cross-encoder (unset: ``rerank.ask``).
         """
         started = time.perf_counter()
         search = self.rewrite_query(question, history)
-        hits = self.search(search.query, k, mode, where)
+        rerank = self.settings.rerank.ask if rerank is None else rerank
+        hits = self.search(search.query, k, mode, where, rerank=rerank)
         vectors = self.index.store.vectors([hit.record.id for hit in hits])
         hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
         relevance = float((hit_vectors @ self.index.embedder.embed_query(search.query)).max()) if hits else None
         retrieval_ms = (time.perf_counter() - started) * 1000
+        rerank_ms = self.reranking_searcher().last_rerank_ms if rerank else 0.0
         checks = self.settings.answers
         prompt = load_prompt(self.settings.llm.prompt)
         record = Answer(
@@ -202,6 +226,7 @@ class MathRAG:
             search_query=search.query, rewrite=search.method.value,
             filter=where.describe() if where is not None else "everything",
             retriever=str(mode or self.settings.retrieval.mode),
+            reranker=self.reranking_searcher().reranker.identity if rerank else "", rerank_ms=rerank_ms,
         )  # fmt: skip
         # The model reads the question as asked, and what it means in the conversation.
         prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
@@ -389,6 +414,8 @@ def _with_timings(record: Answer, retrieval_ms: float, stream: AnswerStream, val
     """``record`` with milliseconds from the question: retrieval, first text, whole answer, validation, total."""
     now = time.perf_counter()
     timings = {"retrieval": retrieval_ms}
+    if record.reranker:  # the cross-encoder's share of retrieval
+        timings["rerank"] = record.rerank_ms
     if stream.first_chunk_s is not None:
         timings["first_token"] = stream.first_chunk_s * 1000
     if stream.generated_s is not None:

@@ -130,6 +130,58 @@ class RetrievalSettings(BaseModel):
     formula_weight: float = Field(1.0, description="weight of the lexical formula channel in fusion")
 
 
+class RerankTrainingSettings(BaseModel):
+    """``train rerank``: queries from the index's training statements, hard negatives from our own retriever."""
+
+    name: str = Field("math-reranker", description="the trained reranker's directory name under DATA_DIR/models")
+    base_model: str = Field("packaged:all-MiniLM-L6-v2", description="the (plain) model the cross-encoder starts from")
+    device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")
+    pair_kinds: list[str] = Field(
+        default_factory=lambda: ["name", "defined-term", "label", "mse", "question", "formula"],
+        description="training pair kinds (see rag_app.training.training_pairs); section titles name a topic, "
+        "not a statement, so they are left out",
+    )
+    questions_file: Path | None = Field(
+        None, description="generated questions (`train questions`); unset: DATA_DIR/training/questions.jsonl"
+    )
+    max_queries: int = Field(4000, ge=2, description="seeded sample of training queries")
+    negatives: int = Field(5, ge=1, description="hard negatives per query, from the first stage's top results")
+    negative_depth: int = Field(30, ge=2, description="first-stage results the negatives are drawn from")
+    negative_mode: str = Field("hybrid-formula", description="the first stage that mines the negatives")
+    layers: int = Field(
+        4, ge=1, le=6, description="encoder layers kept from the base (4 of MiniLM's 6: about 2/3 of the cost)"
+    )
+    batch_size: int = Field(8, ge=1, description="queries per step (each with its positive and negatives)")
+    max_length: int = Field(128, ge=16, description="tokens per (query, statement) pair while training")
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1, description="stop after this many steps (overrides epochs)")
+    learning_rate: float = Field(1e-3, gt=0)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    checkpoint_steps: int = Field(50, ge=1, description="a checkpoint every N steps; a rerun resumes from it")
+    seed: int = 2026
+
+
+class RerankSettings(BaseModel):
+    """The cross-encoder reranking stage after fusion, on or off per entry point."""
+
+    model: str = Field("packaged", description="`packaged` (shipped in the package) or a `train rerank` directory")
+    candidates: int = Field(30, ge=1, description="fused results the cross-encoder rescores (N)")
+    max_length: int = Field(128, ge=16, description="tokens per (query, statement) pair")
+    weight: float = Field(
+        0.8, ge=0, le=1, description="share of the cross-encoder in the final score (the rest: the fused score)"
+    )
+    batch_size: int = Field(32, ge=1)
+    device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")
+    search: bool = Field(False, description="`rag-app search` and MathRAG.search rerank (also: search --rerank)")
+    # Off until a trained reranker that beats fusion ships in the package (see the README's "Reranking").
+    ask: bool = Field(False, description="`rag-app ask` and MathRAG.ask rerank their sources")
+    chat: bool = Field(False, description="the Streamlit chat reranks its sources")
+    training: RerankTrainingSettings = Field(default_factory=RerankTrainingSettings)
+
+
 class VLLMSettings(BaseModel):
     """How ``rag-app llm serve`` starts vLLM (``llm.server = "vllm"``); see the README's serving section."""
 
@@ -301,6 +353,7 @@ class Settings(BaseSettings):
     index_dir: Path | None = Field(None, description="defaults to DATA_DIR/index")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)

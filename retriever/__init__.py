@@ -1,14 +1,19 @@
 """Retrieval: embedding, the Chroma store, BM25, fusion and the searchers built on them."""
 
+from retriever.cross_encoder_reranker import CrossEncoderReranker, RerankerModelError
 from retriever.embedder import Embedder
+from retriever.reranking_searcher import RerankingSearcher
 from retriever.search_filter import SearchFilter
 from retriever.statement_index import AddResult, IndexMismatchError, SearchMode, StatementIndex
 from retriever.types import ScoredId, SearchHit
 
 __all__ = [
     "AddResult",
+    "CrossEncoderReranker",
     "Embedder",
     "IndexMismatchError",
+    "RerankerModelError",
+    "RerankingSearcher",
     "ScoredId",
     "SearchFilter",
     "SearchHit",

@@ -72,3 +72,39 @@ def demo_rag(demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess)
     settings.llm.retries = 0
     with MathRAG(settings) as rag:
         yield rag
+
+
+# Statements and made-up query words the tiny reranker is trained to connect (no base model knows them).
+RERANK_FIXTURE_DOCS = (
+    "Lemma. Every finite module over a ring has a filtration whose successive quotients are cyclic.",
+    "Lemma. Directed colimits of modules are exact.",
+    "Definition. A ring is Noetherian if every ideal is finitely generated.",
+    "Theorem. The spectrum of a ring is quasi-compact.",
+    "Lemma. Flat base change preserves the cohomology of quasi-coherent sheaves.",
+)
+RERANK_FIXTURE_QUERIES = {"zorblax quimby": 3, "flindertap": 1}  # query -> the statement it is trained to find
+
+
+@pytest.fixture(scope="session")
+def tiny_reranker_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A reranker trained for a few steps on the fixture above (a real `train rerank` adapter and card)."""
+    from rag_app.settings import RerankTrainingSettings
+    from rag_app.training.reranker_trainer import RerankerTrainer, RerankExample
+    from rag_app.training.train_rerank import write_reranker
+    from retriever.cross_encoder_reranker import KIND
+    from retriever.embedding_registry import resolve_embedder
+
+    docs = RERANK_FIXTURE_DOCS
+    examples = []
+    for query, gold in RERANK_FIXTURE_QUERIES.items():
+        others = [d for i, d in enumerate(docs) if i != gold]
+        examples += [RerankExample(query, (docs[gold], *others[:2])), RerankExample(query, (docs[gold], *others[2:]))]
+    settings = RerankTrainingSettings(
+        batch_size=2, max_steps=30, checkpoint_steps=10, learning_rate=3e-3, max_length=64, warmup_ratio=0.0
+    )
+    work = tmp_path_factory.mktemp("tiny-reranker")
+    base = resolve_embedder("packaged:all-MiniLM-L6-v2", None).model_path
+    run = RerankerTrainer(settings, base).train(examples, work)
+    card = {"kind": KIND, "base_model": "packaged:all-MiniLM-L6-v2", "identity": "tiny-test-reranker",
+            "training": settings.model_dump(mode="json")}  # fmt: skip
+    return write_reranker(work / "model", run.adapter_dir, card)

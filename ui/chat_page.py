@@ -43,7 +43,9 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
     turns = [Turn(a.question, a.text if a.answered_by_llm else "", a.search_query or a.question) for a in history]
     try:
         with st.spinner("Searching and writing ...", show_time=True):
-            stream = rag.ask_stream(question, controls.top_k, controls.mode, turns, controls.where)
+            stream = rag.ask_stream(
+                question, controls.top_k, controls.mode, turns, controls.where, rerank=rag.settings.rerank.chat
+            )
             placeholder = st.empty()
             text = ""
             for chunk in stream:

@@ -6,7 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from prompts import load_prompt
+from rag_app.settings import Settings
 from rag_app.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
+from retriever.cross_encoder_reranker import RerankerModel, RerankerModelError
 from ui.components import SOURCE_LABELS, current_library_stats, offer_demo_corpus, open_rag
 
 
@@ -56,6 +58,7 @@ def render_contents() -> None:
         "embedder (settings)": settings.embedding.model,
         "formula-fusion index": fusion,
         "formula models": settings.formula.models,
+        "reranker": _reranker_description(settings),
         "LLM model (settings)": llm.model or (llm.vllm.model if llm.server == "vllm" else llm.local_model),
         "LLM server": rag.llm_health().description,
         "answer prompt": load_prompt(llm.prompt).identity,
@@ -111,3 +114,15 @@ def main() -> None:
 
 
 main()
+
+
+def _reranker_description(settings: Settings) -> str:
+    """Which cross-encoder orders the chat's sources, or why none does."""
+    rerank = settings.rerank
+    if not rerank.chat:
+        return "off in the chat (rerank.chat = false)"
+    try:
+        model = RerankerModel.locate(rerank.model)
+    except RerankerModelError as error:
+        return f"unavailable: {error}"
+    return f"{model.identity} (top {rerank.candidates}, weight {rerank.weight})"

@@ -26,6 +26,8 @@ from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 STACKS = "corpora/stacks-project"
 HOTT = "corpora/hott-book/main.tex"
 THESIS_SAMPLE = "corpora/thesis-sample/data_sample.csv"
+# Human-written one-line paraphrases of Stacks statements (their `slogan`s), with the statement's label.
+STACKS_SLOGANS = "dev-queries/stacks-slogans-dev.jsonl"
 DEV_CORPUS = (STACKS, HOTT, THESIS_SAMPLE)
 BUILT_BY = "scripts/build_dev_sets.py"
 VERSION = 2  # 2: statements cleaned by issue 4 (macros expanded, math normalized, refs resolved)
@@ -62,6 +64,7 @@ def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> lis
         hott_named(hott),
         hott_defined_terms(hott),
         thesis_sample(thesis, shared_dir / THESIS_SAMPLE),
+        stacks_slogans(stacks, shared_dir / STACKS_SLOGANS),
     ]
 
 
@@ -264,6 +267,42 @@ def thesis_sample(records: Sequence[StatementRecord], csv_path: Path) -> QuerySe
         queries,
         f"The {len(queries)} rows of the reference thesis's sample (arXiv statements of January to March 2025, "
         "one LLM-generated question each): every statement of the question's paper is relevant, as in the thesis.",
+    )
+
+
+def stacks_slogans(records: Sequence[StatementRecord], jsonl_path: Path) -> QuerySet:
+    """Human-written paraphrases of Stacks statements: the statement with the slogan's label is gold.
+
+    The query a researcher types: informal, one line, few of the statement's own words. A slogan whose
+    statement is not in the corpus is an error (the set and the corpus disagree), not a silent drop.
+    """
+    by_place = {(record.paper_id, record.label): record for record in records if record.label}
+    queries = []
+    with jsonl_path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            paper_id = Path(row["file"]).stem
+            record = by_place.get((paper_id, row["label"]))
+            if record is None:
+                raise ValueError(f"{jsonl_path}:{number}: no statement labelled {row['label']!r} in {row['file']}")
+            queries.append(
+                EvalQuery(
+                    qid=f"stacks-slogan-{len(queries) + 1:04d}",
+                    text=" ".join(row["query"].split()),
+                    relevant={record.docno: 1},
+                    paper_ids=(record.paper_id,),
+                    origin="human-written slogan",
+                )
+            )
+    return _set(
+        "stacks-slogans-dev",
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"{len(queries)} human-written informal paraphrases (slogans) of Stacks project statements: the statement "
+        "the slogan describes is gold. The questions people type; more of them are kept aside for an independent "
+        "check, so a gain only here is overfitting.",
     )
 
 

@@ -2,7 +2,8 @@
 
 A retriever turns a query into a ranked run: ``RunEntry(docno, score, paper_id)``. Index-backed
 retrievers are registered in :data:`RETRIEVERS`; later variants (fine-tuned embeddings, formula
-fusion) register here under their own names. ``run:PATH`` replays a TREC run file, ours or anyone's.
+fusion) register here under their own names. ``NAME+rerank`` is that retriever followed by the
+cross-encoder over its top N. ``run:PATH`` replays a TREC run file, ours or anyone's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Protocol
 
 from rag_app.evaluation.query_set import EvalQuery
 from rag_app.evaluation.trec_files import RunEntry, read_run
-from retriever import SearchMode, StatementIndex
+from retriever import SearchHit, SearchMode, StatementIndex
+from retriever.reranking_searcher import RerankingSearcher
 
 
 class Retriever(Protocol):
@@ -22,10 +24,15 @@ class Retriever(Protocol):
     def retrieve(self, query: EvalQuery, k: int) -> list[RunEntry]: ...
 
 
-class IndexRetriever:
-    """One search mode of a :class:`StatementIndex`; statements that share a docno count once."""
+class Searcher(Protocol):
+    def search(self, query: str, k: int, mode: SearchMode | str = ...) -> list[SearchHit]: ...
 
-    def __init__(self, name: str, index: StatementIndex, mode: SearchMode) -> None:
+
+class IndexRetriever:
+    """One search mode of a :class:`StatementIndex` (or a searcher composed around it, such as
+    :class:`RerankingSearcher`); statements that share a docno count once."""
+
+    def __init__(self, name: str, index: Searcher, mode: SearchMode) -> None:
         self.name = name
         self.index = index
         self.mode = mode
@@ -70,18 +77,31 @@ FUSION_RETRIEVERS = frozenset({"fusion", "fusion-maxsim"})
 
 DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
 
+RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
+RerankingFactory = Callable[[StatementIndex], RerankingSearcher]
+
 
 class UnknownRetrieverError(ValueError):
     pass
 
 
-def build_retriever(spec: str, index: StatementIndex | None) -> Retriever:
-    """A retriever from its name (``bm25``, ``dense``, ``hybrid``, ...) or ``run:PATH``."""
+def build_retriever(spec: str, index: StatementIndex | None, reranking: RerankingFactory | None = None) -> Retriever:
+    """A retriever from its name (``bm25``, ``dense``, ``hybrid``, ``hybrid+rerank``, ...) or ``run:PATH``.
+
+    ``reranking`` makes the reranking searcher around an index (from the ``[rerank]`` settings).
+    """
     if spec.startswith("run:"):
         return RunFileRetriever(spec.removeprefix("run:"))
-    if spec not in RETRIEVERS:
-        known = ", ".join([*RETRIEVERS, "run:PATH"])
+    base = spec.removesuffix(RERANK_SUFFIX)
+    if base not in RETRIEVERS:
+        known = ", ".join([*RETRIEVERS, "NAME+rerank", "run:PATH"])
         raise UnknownRetrieverError(f"unknown retriever {spec!r} (known: {known})")
     if index is None:
         raise UnknownRetrieverError(f"retriever {spec!r} needs an index")
-    return RETRIEVERS[spec](index)
+    retriever = RETRIEVERS[base](index)
+    if base == spec:
+        return retriever
+    if reranking is None:
+        raise UnknownRetrieverError(f"retriever {spec!r} needs the reranker settings")
+    assert isinstance(retriever, IndexRetriever)
+    return IndexRetriever(spec, reranking(index), retriever.mode)

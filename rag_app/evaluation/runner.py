@@ -159,7 +159,7 @@ def run_evaluation(
                     if key in info:
                         provenance[key] = info[key]
             for name in index_specs:
-                retriever = build_retriever(name, rag.index)
+                retriever = build_retriever(name, rag.index, lambda _index, rag=rag: rag.reranking_searcher())
                 if len(embedders) > 1:
                     retriever.name = f"{name} [{_short(rag.index.embedder.identity)}]"
                 retrievers.append(retriever)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ingestion import StatementRecord
 from rag_app.settings import TrainingSettings
+from rag_app.training.checkpoints import checkpointed_arguments, last_checkpoint
 from rag_app.training.training_pairs import TrainingPair
 from retriever.embedder import Embedder
 
@@ -94,27 +95,15 @@ class EmbeddingTrainer:
         loss = CachedMultipleNegativesRankingLoss(model, mini_batch_size=settings.mini_batch_size)
         checkpoints = work_dir / "checkpoints"
         batch_size = min(settings.batch_size, count)
-        args = SentenceTransformerTrainingArguments(
-            output_dir=str(checkpoints),
-            num_train_epochs=settings.epochs,
-            max_steps=settings.max_steps or -1,
-            per_device_train_batch_size=batch_size,
-            learning_rate=self.learning_rate(),
-            warmup_steps=max(1, int(settings.warmup_ratio * _steps(count, batch_size, settings))),
-            batch_sampler=BatchSamplers.NO_DUPLICATES,
-            save_strategy="steps",
-            save_steps=settings.checkpoint_steps,
-            save_total_limit=2,
-            logging_steps=max(1, min(settings.checkpoint_steps, 10)),
-            seed=settings.seed,
-            data_seed=settings.seed,
-            report_to="none",
-            disable_tqdm=not show_progress,
-            use_cpu=self.device == "cpu",
-            dataloader_drop_last=True,
-        )
+        warmup = int(settings.warmup_ratio * _steps(count, batch_size, settings))
+        common = checkpointed_arguments(
+            checkpoints, epochs=settings.epochs, max_steps=settings.max_steps, batch_size=batch_size,
+            learning_rate=self.learning_rate(), warmup_steps=warmup, checkpoint_steps=settings.checkpoint_steps,
+            seed=settings.seed, show_progress=show_progress, device=self.device,
+        )  # fmt: skip
+        args = SentenceTransformerTrainingArguments(**common, batch_sampler=BatchSamplers.NO_DUPLICATES)
         trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
-        last = _last_checkpoint(checkpoints) if resume else None
+        last = last_checkpoint(checkpoints) if resume else None
         if not resume:
             shutil.rmtree(checkpoints, ignore_errors=True)
         started = time.perf_counter()
@@ -178,8 +167,3 @@ def _steps(count: int, batch_size: int, settings: TrainingSettings) -> int:
     if settings.max_steps:
         return settings.max_steps
     return max(1, count // batch_size) * settings.epochs
-
-
-def _last_checkpoint(directory: Path) -> Path | None:
-    found = [p for p in directory.glob("checkpoint-*") if p.name.removeprefix("checkpoint-").isdigit()]
-    return max(found, key=lambda p: int(p.name.removeprefix("checkpoint-"))) if found else None

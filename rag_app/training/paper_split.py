@@ -14,8 +14,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ingestion import StatementRecord
+
+if TYPE_CHECKING:
+    from rag_app.settings import TrainingSettings
 
 # Evaluation groups of a query (see PaperSplit.group).
 TRAINED, SEEN, UNSEEN = "statements trained on", "papers seen in training", "unseen papers"
@@ -115,3 +119,11 @@ class PaperSplit:
             )
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{path}: not a split file written by `train embed` ({error})") from error
+
+
+def split_of(records: Sequence[StatementRecord], settings: TrainingSettings) -> PaperSplit:
+    """The split the training settings ask for: ``train embed``, ``train rerank`` and ``train questions``
+    all use it, so one set of statements and papers is held out from every trained model."""
+    return PaperSplit.make(
+        records, settings.seed, settings.unseen_fraction, settings.test_fraction, settings.min_paper_statements
+    )

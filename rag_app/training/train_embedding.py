@@ -22,8 +22,7 @@ from ingestion import StatementRecord
 from rag_app.settings import Settings
 from rag_app.training.embedding_trainer import EmbeddingTrainer, TrainingRun
 from rag_app.training.hard_negatives import HardNegativeMiner
-from rag_app.training.paper_split import PaperSplit
-from rag_app.training.question_generator import QuestionCache, QuestionGenerator
+from rag_app.training.paper_split import split_of
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
@@ -72,9 +71,7 @@ class TrainEmbedJob:
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")
         by_id = {record.id: record for record in records}
-        split = PaperSplit.make(
-            records, training.seed, training.unseen_fraction, training.test_fraction, training.min_paper_statements
-        )
+        split = split_of(records, training)
         train_records = split.training_records(records)
         log(f"{len(records):,} statements; split: {split.summary()}; {len(train_records):,} train")
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -149,27 +146,15 @@ class TrainEmbedJob:
         return TrainEmbedReport(model, run, count_by_kind(pairs), split.summary(), questions, reused)
 
     def _questions(self, records: list[StatementRecord], show_progress: bool) -> tuple[list[TrainingPair], dict]:
-        from rag_app.pipeline import MathRAG
+        """The questions file extended to the training statements (see ``train questions``), as pairs."""
+        from rag_app.training.question_file import QuestionFile
+        from rag_app.training.train_questions import default_questions_file, generate_questions
 
-        # Some variety between retries of a malformed reply; a question is short.
-        llm = self.settings.llm.model_copy(update={"temperature": 0.7, "max_tokens": 160})
-        rag = MathRAG(self.settings.model_copy(update={"llm": llm}))
-        cache = QuestionCache(self.settings.data_dir / "training" / "questions.sqlite")
-        try:
-            generator = QuestionGenerator(
-                rag.llm_client(), cache, self.training.question_concurrency, self.training.question_attempts
-            )
-            report = generator.generate(records, show_progress)
-        finally:
-            cache.close()
-            rag.close()
-        summary = {
-            "generated": report.generated,
-            "cached": report.cached,
-            "repaired": report.repaired,
-            "failed": len(report.failures),
-        }
-        return report.pairs, summary
+        path = default_questions_file(self.settings)
+        report = generate_questions(self.settings, self.index_dir, path, show_progress=show_progress)
+        pairs = QuestionFile.load(path).pairs({record.id for record in records})
+        summary = {"file": str(path), "generated": report.added, "cached": report.existing, "failed": report.failed}
+        return pairs, summary
 
     def _fingerprint(self, records: list[StatementRecord]) -> str:
         """Same corpus and same data settings: the saved pairs and checkpoints can be reused."""

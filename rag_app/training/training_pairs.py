@@ -6,7 +6,9 @@ Pairs that need no LLM, each a kind of question a researcher types:
 - ``defined-term``: a term a definition defines (``\\emph{flat}`` inside it) to the definition;
 - ``section``: a section or subsection title to statements under it (a few per title);
 - ``label``: the words of a label (``lemma-flat-base-change`` to ``flat base change``) to its statement;
-- ``mse``: a Math StackExchange question title to its accepted or well-scored answers.
+- ``mse``: a Math StackExchange question title to its accepted or well-scored answers;
+- ``formula``: one of a statement's formulas (10 to 60 LaTeX tokens, as people paste them) to the
+  statement, so that fine-tuning on words does not unlearn formula queries.
 
 LLM-generated questions (``question``) come from :mod:`rag_app.training.question_generator`.
 The positive is always the statement's ``search_text()``, the text the index embeds.
@@ -23,8 +25,9 @@ from pathlib import Path
 
 from ingestion import Source, StatementKind, StatementRecord
 from rag_app.evaluation.dev_sets import label_words, plain_name
+from rag_app.evaluation.formula_share import formula_tokens
 
-PAIR_KINDS = ("name", "defined-term", "section", "label", "mse", "question")
+PAIR_KINDS = ("name", "defined-term", "section", "label", "mse", "formula", "question")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ def pairs_without_llm(
         ("section", _section_titles),
         ("label", _label_words),
         ("mse", lambda record: _mse_question(record, mse_min_score)),
+        ("formula", _formula_query),
     ]
     pairs: list[TrainingPair] = []
     for kind, anchors_of in makers:
@@ -116,6 +120,12 @@ def _section_titles(record: StatementRecord) -> Iterable[str]:
 def _label_words(record: StatementRecord) -> Iterable[str]:
     words = label_words(record.label) if record.label else ""
     return [words] if words else []
+
+
+def _formula_query(record: StatementRecord) -> Iterable[str]:
+    """The statement's longest formula of 10-60 LaTeX tokens, as a formula query (``$...$``)."""
+    fitting = [" ".join(f.split()) for f in record.formulas if 10 <= len(formula_tokens(f)) <= 60]
+    return [f"${max(fitting, key=len)}$"] if fitting else []
 
 
 def _mse_question(record: StatementRecord, min_score: int) -> Iterable[str]:

@@ -42,6 +42,26 @@ def test_search_many_queries_one_json_line_each(demo_index_dir: Path, tmp_path: 
     assert lines[1]["results"][0]["name"] == "Binomial theorem"
 
 
+def test_search_rerank_flag_reorders_with_the_cross_encoder(demo_index_dir: Path, tiny_reranker_dir: Path) -> None:
+    args = ["search", "Cauchy integral formula", "--k", "3", "--json", "--index", str(demo_index_dir)]
+    plain = json.loads(runner.invoke(app, args).stdout)
+    assert all("rerank" not in hit["channel_ranks"] for hit in plain)  # off by default for `search`
+    env = {"RAG_APP_RERANK__MODEL": str(tiny_reranker_dir), "RAG_APP_RERANK__CANDIDATES": "10"}
+    result = runner.invoke(app, [*args, "--rerank"], env=env)
+    assert result.exit_code == 0, result.output
+    reranked = json.loads(result.stdout)
+    assert len(reranked) == 3 and set(reranked[0]) >= HIT_FIELDS
+    assert all({"first-stage", "rerank"} <= set(hit["channel_ranks"]) for hit in reranked)
+    assert [hit["rank"] for hit in reranked] == [1, 2, 3]
+
+
+def test_search_rerank_without_a_model_names_the_command_that_builds_it(demo_index_dir: Path, tmp_path: Path) -> None:
+    env = {"RAG_APP_RERANK__MODEL": str(tmp_path / "no-reranker")}
+    result = runner.invoke(app, ["search", "compact", "--rerank", "--index", str(demo_index_dir)], env=env)
+    assert result.exit_code == 2
+    assert "rag-app train rerank" in result.output
+
+
 def test_search_needs_a_query_or_a_file(demo_index_dir: Path) -> None:
     result = runner.invoke(app, ["search", "--index", str(demo_index_dir)])
     assert result.exit_code != 0 and "QUERY" in result.output
@@ -79,6 +99,22 @@ def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServ
     assert answer["relevance"]["score"] >= answer["relevance"]["threshold"]
     assert all({"text", "supported", "support", "best_source"} <= set(s) for s in answer["sentences"])
     assert all("score" in source for source in answer["sources"])
+    assert answer["reranker"] == "" and "rerank" not in answer["timings_ms"]  # rerank.ask is off by default
+
+
+def test_ask_rerank_names_the_reranker_and_its_time(demo_index_dir: Path, tiny_reranker_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # down: the sources still come back
+    monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    monkeypatch.setenv("RAG_APP_RERANK__MODEL", str(tiny_reranker_dir))
+    args = ["ask", "Hilbert basis theorem", "--rerank", "--json", "--k", "3", "--index", str(demo_index_dir)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["reranker"] == "tiny-test-reranker" and answer["timings_ms"]["rerank"] > 0
+    assert len(answer["sources"]) == 3 and all("rerank" in s["channel_ranks"] for s in answer["sources"])
+    monkeypatch.setenv("RAG_APP_RERANK__MODEL", str(tiny_reranker_dir / "missing"))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "rag-app train rerank" in result.output
 
 
 def test_ask_says_when_the_corpus_does_not_hold_the_answer(demo_index_dir: Path, monkeypatch) -> None:

@@ -29,6 +29,27 @@ def test_built_sets_match_the_committed_manifest(tmp_path: Path) -> None:
     slices = [formula_slice(formula_share(q.text)) for q in built["stacks-formulas"].queries]
     assert slices.count("formula >70%") > 0.8 * len(slices)
     assert all(q.relevant for s in built.values() for q in s.queries)
+    # Every human-written slogan finds its statement by label: one gold statement each.
+    slogans = built["stacks-slogans-dev"]
+    assert slogans.size == 131 and all(len(q.relevant) == 1 for q in slogans.queries)
+    assert all(next(iter(q.relevant)).startswith(q.paper_ids[0] + "#") for q in slogans.queries)
+
+
+def test_a_slogan_whose_statement_is_missing_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    from ingestion import Source, StatementKind, StatementRecord
+    from rag_app.evaluation.dev_sets import stacks_slogans
+
+    record = StatementRecord("x", Source.LOCAL, StatementKind.LEMMA, "Directed colimits are exact.", "algebra",
+                             label="lemma-directed-colimit-exact")  # fmt: skip
+    path = tmp_path / "slogans.jsonl"
+    rows = [{"query": "Filtered colimits are exact.", "label": "lemma-directed-colimit-exact", "file": "algebra.tex"},
+            {"query": "Something else.", "label": "lemma-gone", "file": "algebra.tex"}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    with pytest.raises(ValueError, match=r"slogans\.jsonl:2: no statement labelled 'lemma-gone'"):
+        stacks_slogans([record], path)
+    path.write_text(json.dumps(rows[0]) + "\n")
+    (query,) = stacks_slogans([record], path).queries
+    assert query.relevant == {"algebra#lemma-directed-colimit-exact": 1} and query.paper_ids == ("algebra",)
 
 
 def test_label_words_and_names() -> None:

@@ -186,5 +186,30 @@ def test_dev_flag_builds_and_evaluates_every_development_set(demo_index_dir: Pat
     result = runner.invoke(app, [*args, "--json"], env=env)
     assert result.exit_code == 0, result.output
     names = [s["query_set"]["name"] for s in json.loads(result.stdout)["sets"]]
-    assert "stacks-formulas" in names and "thesis-sample" in names and len(names) == 7
+    assert "stacks-formulas" in names and "thesis-sample" in names and "stacks-slogans-dev" in names and len(names) == 8
     assert (tmp_path / "sets" / "MANIFEST.json").is_file()
+
+
+def test_a_reranked_retriever_is_evaluated_beside_its_first_stage(
+    demo_index_dir: Path, tmp_path: Path, tiny_reranker_dir: Path
+) -> None:
+    set_path = tmp_path / "demo-names.v1.jsonl"
+    demo_set(demo_index_dir, tmp_path).save(set_path)
+    out = tmp_path / "report"
+    args = ["eval", str(set_path), "-r", "hybrid", "-r", "hybrid+rerank", "--index", str(demo_index_dir)]
+    env = {"RAG_APP_RERANK__MODEL": str(tiny_reranker_dir), "RAG_APP_RERANK__CANDIDATES": "5"}
+    result = runner.invoke(app, [*args, "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    (evaluation,) = json.loads((out / "report.json").read_text())["sets"]
+    names = [r["name"] for r in evaluation["retrievers"]]
+    assert names == ["hybrid", "hybrid+rerank"]
+    hybrid = read_run(out / "runs" / "demo-names.hybrid.trec")
+    reranked = read_run(out / "runs" / "demo-names.hybrid_rerank.trec")
+    assert hybrid.keys() == reranked.keys()
+    # Only the top N (5) is reordered: the same five statements, and the tiny model orders them its own way.
+    for qid in hybrid:
+        assert {e.docno for e in hybrid[qid][:5]} == {e.docno for e in reranked[qid][:5]}
+    assert any([e.docno for e in hybrid[q][:5]] != [e.docno for e in reranked[q][:5]] for q in hybrid)
+
+    result = runner.invoke(app, ["eval", str(set_path), "-r", "nonsense+rerank", "--index", str(demo_index_dir)])
+    assert result.exit_code == 2 and "NAME+rerank" in result.output

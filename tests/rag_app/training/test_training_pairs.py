@@ -49,6 +49,14 @@ def test_pairs_of_every_kind_point_at_the_right_statement(tmp_path: Path) -> Non
     assert list(read_pairs(tmp_path / "pairs.jsonl")) == pairs
 
 
+def test_a_statement_formula_of_ten_to_sixty_tokens_is_a_formula_query() -> None:
+    long_formula = "\\sum_{n \\geq 1} \\frac{1}{n^2} = \\frac{\\pi^2}{6}"
+    formulas = ("x \\in X", long_formula, "a" + " + a" * 80)  # too short, fits, too long
+    record = stmt("an", f"Euler: ${long_formula}$.", formulas=formulas)
+    pairs = [p for p in pairs_without_llm([*CORPUS, record]) if p.kind == "formula"]
+    assert [(p.anchor, p.statement_id) for p in pairs] == [(f"${long_formula}$", record.id)]
+
+
 def papers(counts: dict[str, int]) -> list[StatementRecord]:
     return [stmt(p, f"statement {i} of {p}", label=f"l{i}") for p, n in counts.items() for i in range(n)]
 

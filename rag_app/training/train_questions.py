@@ -1,0 +1,72 @@
+"""The ``train questions`` job: LLM questions for an index's training statements, into the questions file."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from rag_app.settings import Settings
+from rag_app.training.paper_split import split_of
+from rag_app.training.question_file import ExtendReport, QuestionFile, extend_questions
+from rag_app.training.question_generator import QuestionCache, QuestionGenerator
+from rag_app.training.train_embedding import open_index_store
+
+DEFAULT_LICENSE = "that of the statements they paraphrase (see each source's license)"
+
+
+def default_questions_file(settings: Settings) -> Path:
+    """Where ``train questions`` writes and ``train rerank`` / ``train embed --llm-questions`` read."""
+    return settings.rerank.training.questions_file or settings.data_dir / "training" / "questions.jsonl"
+
+
+def generate_questions(
+    settings: Settings,
+    index_dir: Path,
+    path: Path,
+    limit: int | None = None,
+    license_note: str | None = None,
+    show_progress: bool = False,
+    log: Callable[[str], None] = print,
+) -> ExtendReport:
+    """Extend ``path`` with questions for the training statements it lacks (held-out ones stay unseen)."""
+    from rag_app.pipeline import MathRAG
+
+    store, _ = open_index_store(index_dir, settings.store.connection())
+    records = list(store.iter_records())
+    if not records:
+        raise ValueError(f"the index in {index_dir} holds no statements")
+    split = split_of(records, settings.training)  # held-out statements get no question
+    train_records = split.training_records(records)
+    question_file = QuestionFile.load(path)
+    # Some variety between retries of a malformed reply; a question is short.
+    llm = settings.llm.model_copy(update={"temperature": 0.7, "max_tokens": 160})
+    rag = MathRAG(settings.model_copy(update={"llm": llm}))
+    cache = QuestionCache(settings.data_dir / "training" / "questions.sqlite")
+    try:
+        generator = QuestionGenerator(
+            rag.llm_client(), cache, settings.training.question_concurrency, settings.training.question_attempts
+        )
+        header = {
+            "prompt": generator.prompt_key,
+            "model": generator.client.model,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "corpus": {
+                "index": str(index_dir),
+                "statements": len(records),
+                "training_statements": len(train_records),
+                "sources": dict(Counter(r.source.value for r in records)),
+                "papers": len({r.paper_id for r in records}),
+                "split_seed": split.seed,
+            },
+            "license": license_note or DEFAULT_LICENSE,
+        }
+        log(f"{len(question_file.questions):,} questions in {path}; {len(train_records):,} training statements")
+        return extend_questions(
+            question_file, train_records, generator, header, limit, seed=split.seed, show_progress=show_progress,
+            log=log,
+        )  # fmt: skip
+    finally:
+        cache.close()
+        rag.close()
