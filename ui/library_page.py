@@ -12,6 +12,18 @@ from retriever.cross_encoder_reranker import RerankerModel, RerankerModelError
 from ui.components import SOURCE_LABELS, current_library_stats, offer_demo_corpus, open_rag
 
 
+def _reranker_description(settings: Settings) -> str:
+    """Which cross-encoder orders the chat's sources, or why none does."""
+    rerank = settings.rerank
+    if not rerank.chat:
+        return "off in the chat (rerank.chat = false)"
+    try:
+        model = RerankerModel.locate(rerank.model)
+    except RerankerModelError as error:
+        return f"unavailable: {error}"
+    return f"{model.identity} (top {rerank.candidates}, weight {rerank.weight})"
+
+
 def render_contents() -> None:
     rag = open_rag()
     stats = current_library_stats(rag)
@@ -114,15 +126,3 @@ def main() -> None:
 
 
 main()
-
-
-def _reranker_description(settings: Settings) -> str:
-    """Which cross-encoder orders the chat's sources, or why none does."""
-    rerank = settings.rerank
-    if not rerank.chat:
-        return "off in the chat (rerank.chat = false)"
-    try:
-        model = RerankerModel.locate(rerank.model)
-    except RerankerModelError as error:
-        return f"unavailable: {error}"
-    return f"{model.identity} (top {rerank.candidates}, weight {rerank.weight})"
