@@ -1,5 +1,5 @@
 """What the two Trainer-based jobs (``train embed``, ``train rerank``) share: checkpointed arguments
-that a rerun resumes from, and finding the last checkpoint."""
+that a rerun resumes from, finding the last checkpoint, and whether saved training data still fits."""
 
 from __future__ import annotations
 
@@ -45,3 +45,9 @@ def last_checkpoint(directory: Path) -> Path | None:
     """The newest ``checkpoint-N`` under ``directory`` (None: start from scratch)."""
     found = [p for p in directory.glob("checkpoint-*") if p.name.removeprefix("checkpoint-").isdigit()]
     return max(found, key=lambda p: int(p.name.removeprefix("checkpoint-"))) if found else None
+
+
+def saved_data_fits(data: Path, fingerprint_file: Path, fingerprint: str) -> bool:
+    """Whether the training data saved at ``data`` was made from the same corpus and settings
+    (``fingerprint``), so a rerun can reuse it and resume from its checkpoints."""
+    return data.exists() and fingerprint_file.exists() and fingerprint_file.read_text().strip() == fingerprint

@@ -20,6 +20,7 @@ from typing import Any
 
 from ingestion import StatementRecord
 from rag_app.settings import Settings
+from rag_app.training.checkpoints import saved_data_fits
 from rag_app.training.embedding_trainer import EmbeddingTrainer, TrainingRun
 from rag_app.training.hard_negatives import HardNegativeMiner
 from rag_app.training.paper_split import split_of
@@ -81,12 +82,7 @@ class TrainEmbedJob:
         base = make_embedder(self.settings, training.base_model)
         base.device = resolve_device(training.device or self.settings.embedding.device)
         questions: dict[str, int] = {}
-        reused = (
-            resume
-            and pairs_path.exists()
-            and fingerprint_path.exists()
-            and (fingerprint_path.read_text().strip() == fingerprint)
-        )
+        reused = resume and saved_data_fits(pairs_path, fingerprint_path, fingerprint)
         if reused:
             pairs = list(read_pairs(pairs_path))
             log(f"reusing {len(pairs):,} pairs from {pairs_path}")

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from ingestion import StatementRecord
 from rag_app.settings import Settings
+from rag_app.training.checkpoints import saved_data_fits
 from rag_app.training.paper_split import PaperSplit, split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.reranker_trainer import RerankerTrainer, RerankExample, RerankRun
@@ -72,12 +73,7 @@ class TrainRerankJob:
         fingerprint_path = self.work_dir / "fingerprint.txt"
         questions = QuestionFile.load(default_questions_file(self.settings))
         fingerprint = self._fingerprint(records, len(questions.questions))
-        reused = (
-            resume
-            and examples_path.exists()
-            and fingerprint_path.exists()
-            and (fingerprint_path.read_text().strip() == fingerprint)
-        )
+        reused = resume and saved_data_fits(examples_path, fingerprint_path, fingerprint)
         if reused:
             examples, kinds = _read_examples(examples_path)
             log(f"reusing {len(examples):,} mined examples from {examples_path}")
