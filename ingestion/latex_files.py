@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,15 @@ _INCLUDE = re.compile(
     r"\s*\{(?P<dir>[^{}]*)\}\s*\{(?P<file>[^{}]*)\}"
 )
 
+# UTF-32's marks begin with UTF-16's, so they are tried first.
+_BYTE_ORDER_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
 
 def read_latex_file(path: Path) -> str:
     """Read a LaTeX file as text; binary or unreadable files raise :class:`LatexSourceError`."""
@@ -23,10 +33,19 @@ def read_latex_file(path: Path) -> str:
         data = path.read_bytes()
     except OSError as error:
         raise LatexSourceError(str(path), f"cannot read file: {error.strerror or error}") from error
+    # A byte-order mark says the encoding; UTF-16/32 text is full of NUL bytes, so look for it first.
+    encoding = next((name for bom, name in _BYTE_ORDER_MARKS if data.startswith(bom)), None)
+    if encoding:
+        try:
+            return data.decode(encoding)  # these codecs drop the mark itself
+        except UnicodeDecodeError as error:
+            raise LatexSourceError(
+                str(path), f"not valid {encoding} text after its byte-order mark: {error.reason}"
+            ) from error
     if b"\x00" in data[:8192]:
         raise LatexSourceError(str(path), "not a text file (contains NUL bytes)")
     try:
-        return data.decode("utf-8-sig")  # a byte-order mark, when present, is not text
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         # Older arXiv sources are often Latin-1; every byte string decodes as Latin-1.
         return data.decode("latin-1")
@@ -45,7 +64,8 @@ class FlattenedLatex:
 class LatexFlattener:
     """Inline included files, relative to the main file's directory as TeX does.
 
-    Missing files are reported as warnings; include cycles and excessive depth are cut.
+    Missing files and files outside the main file's directory are reported as warnings and left out;
+    include cycles and excessive depth are cut.
     """
 
     def __init__(self, max_depth: int = 16) -> None:
@@ -73,6 +93,17 @@ class LatexFlattener:
             if target is None:
                 result.problems.append(
                     IngestProblem(str(path), f"included file not found: {match.group(0)}", Severity.WARNING, line)
+                )
+                return ""
+            if not target.resolve().is_relative_to(root.resolve()):
+                # An absolute path or ../ (or a link) out of the paper: never read, but said, as for a missing file.
+                result.problems.append(
+                    IngestProblem(
+                        str(path),
+                        f"include outside the paper's directory refused: {match.group(0)}",
+                        Severity.WARNING,
+                        line,
+                    )
                 )
                 return ""
             if target.resolve() in stack:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 _BLOCKS = {"p", "div", "li", "ul", "ol", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "tr"}
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
@@ -47,7 +48,7 @@ def _walk(node: Tag, parts: list[str]) -> None:
             continue
         name = child.name
         if name == "span" and "math-container" in (child.get("class") or []):
-            parts.append(child.get_text())  # already delimited with $ or $$ by MSE
+            parts.append(_delimited_math(child))
         elif name == "img":
             alt = child.get("alt") or ""
             parts.append(f"[image: {alt}]" if alt else "[image]")
@@ -69,6 +70,50 @@ def _walk(node: Tag, parts: list[str]) -> None:
             _walk(child, parts)
             if name in _BLOCKS:
                 parts.append("\n")
+
+
+def _delimited_math(span: Tag) -> str:
+    """A formula span's LaTeX with its delimiters: MSE's own dumps keep ``$``/``$$`` inside the span,
+    the ARQMath collection strips them (``<span class="math-container" id="N">x^2</span>``)."""
+    latex = span.get_text()
+    if _has_delimiters(latex):
+        return latex
+    latex = latex.strip()
+    if not latex:
+        return ""
+    # Without delimiters a display formula is told by standing on its own line (or being an environment).
+    if latex.startswith("\\begin{") or _on_own_line(span):
+        return f"$${latex}$$"
+    return f"${latex}$"
+
+
+def _has_delimiters(latex: str) -> bool:
+    latex = latex.strip()
+    return any(
+        latex.startswith(left) and latex.endswith(right) and len(latex) >= len(left) + len(right)
+        for left, right in (("$", "$"), ("\\[", "\\]"), ("\\(", "\\)"))
+    )
+
+
+def _on_own_line(span: Tag) -> bool:
+    parent = span.parent
+    if parent is None or (parent.name not in _BLOCKS and parent.name != "[document]"):
+        return False
+    return _clear_side(span.previous_siblings, before=True) and _clear_side(span.next_siblings, before=False)
+
+
+def _clear_side(siblings: Iterator[PageElement], before: bool) -> bool:
+    """Whether nothing but white space stands between the span and a line break on one side."""
+    for sibling in siblings:
+        if isinstance(sibling, NavigableString):
+            text = str(sibling)
+            edge = text.rstrip(" \t") if before else text.lstrip(" \t")
+            if not edge:
+                continue
+            return edge.endswith("\n") if before else edge.startswith("\n")
+        if isinstance(sibling, Tag):
+            return sibling.name == "br" or sibling.name in _BLOCKS
+    return True
 
 
 def _strip_delimiters(latex: str) -> str:

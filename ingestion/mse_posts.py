@@ -23,6 +23,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
+from ingestion.mse_html import html_to_text
 from ingestion.problems import IngestProblem, SourceError
 
 QUESTION = "1"
@@ -76,7 +77,7 @@ def post_from_row(attributes: dict[str, str]) -> MsePost | None:
         accepted = attributes.get("AcceptedAnswerId")
         return MsePost(
             post_type="question",
-            title=attributes.get("Title", ""),
+            title=_title_text(attributes.get("Title", "")),
             tags=parse_tags(attributes.get("Tags", "")),
             accepted_answer_id=int(accepted) if accepted else None,
             **common,
@@ -84,6 +85,11 @@ def post_from_row(attributes: dict[str, str]) -> MsePost | None:
     if not attributes.get("ParentId"):
         raise ValueError("answer without ParentId")
     return MsePost(post_type="answer", parent_id=int(attributes["ParentId"]), **common)
+
+
+def _title_text(title: str) -> str:
+    # The ARQMath collection marks formulas in titles too (spans without $); MSE's own titles are plain.
+    return html_to_text(title).replace("\n", " ") if "math-container" in title else title
 
 
 def _optional_int(value: str | None) -> int | None:

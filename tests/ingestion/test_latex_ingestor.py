@@ -133,3 +133,34 @@ def test_demo_corpus_has_at_least_15_papers_and_200_statements() -> None:
     areas = " ".join(r.records[0].title.lower() for r in results)
     for word in ("group", "analysis", "topolog", "prime", "graph", "probability"):
         assert word in areas or word in " ".join(r.paper_id for r in results)
+
+
+def test_utf16_and_utf32_sources_with_a_byte_order_mark_are_read(tmp_path: Path) -> None:
+    # UTF-16 text is full of NUL bytes: the byte-order mark must be seen before the binary check.
+    text = PAPER.replace("\\input{body}", BODY.replace("Every $x$", "Für jedes $x$"))
+    for encoding in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-8"):
+        bom = {
+            "utf-16-le": b"\xff\xfe",
+            "utf-16-be": b"\xfe\xff",
+            "utf-32-le": b"\xff\xfe\x00\x00",
+            "utf-8": b"\xef\xbb\xbf",
+        }
+        paper = tmp_path / encoding / "paper.tex"
+        paper.parent.mkdir()
+        paper.write_bytes(bom[encoding] + text.encode(encoding))
+        [result] = list(LatexIngestor().ingest([paper]))
+        assert result.problems == [], encoding
+        assert result.records[0].text.startswith("Für jedes $x$"), encoding
+
+
+def test_include_outside_the_paper_directory_is_refused_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "secret.tex").write_text("\\begin{theorem}Secret\\end{theorem}")
+    paper = tmp_path / "paper" / "paper.tex"
+    paper.parent.mkdir()
+    outside = f"\\input{{{tmp_path / 'secret.tex'}}}\n\\input{{../secret}}\n"
+    paper.write_text(PAPER.replace("\\input{body}", outside + BODY))
+    [result] = list(LatexIngestor().ingest([paper]))
+    assert [(p.severity, p.line) for p in result.problems] == [(Severity.WARNING, 6), (Severity.WARNING, 7)]
+    assert all("outside the paper's directory refused" in p.reason for p in result.problems)
+    assert "../secret" in result.problems[1].reason and result.problems[0].path == str(paper)
+    assert not any("Secret" in r.text for r in result.records) and len(result.records) == 2

@@ -117,3 +117,25 @@ def test_duplicate_links_and_user_names_from_the_side_files(tmp_path: Path) -> N
     assert records[4].metadata["duplicate_of"] == "1" and "duplicate_of" not in records[1].metadata
     assert records[3].metadata["author"] == "Emmy" and "author" not in records[4].metadata
     assert "author" not in records[2].metadata
+
+
+ARQMATH_FIXTURE = FIXTURE.with_name("mse_posts_arqmath.xml")
+
+
+def test_arqmath_format_math_gets_its_delimiters_back() -> None:
+    # The ARQMath collection strips $ from the math-container spans: the text must still mark the math.
+    _, records = read(ARQMATH_FIXTURE)
+    answer, question = records[12], records[11]
+    assert (
+        "Euler showed that $\\sum_{n\\ge 1} n^{-2} = \\frac{\\pi^2}{6}$ using the product for $\\sin x$." in answer.text
+    )
+    assert "$$\\int_1^\\infty x^{-2}\\,dx = 1$$" in answer.text  # on a line of its own: display
+    assert "$$\\begin{align} a &= b \\\\ c &= d \\end{align}$$" in answer.text
+    assert "dollars: $p$." in answer.text and "$$p$$" not in answer.text and "$$$" not in answer.text
+    assert "I know $\\sum 1/n$ diverges." in question.text
+    assert "$$\\sum_{n=1}^\\infty \\frac{1}{n^2}$$" in question.text
+    assert question.title == "Why does $\\sum_{n\\ge 1} n^{-2}$ converge?" and answer.title == question.title
+    # Formula ids are the spans' own; the formulas themselves carry no delimiters.
+    assert answer.metadata["formula_ids"] == "104 105 106 107 108"
+    assert answer.formulas[0] == "\\sum_{n\\ge 1} n^{-2} = \\frac{\\pi^2}{6}" and answer.formulas[-1] == "p"
+    assert question.metadata["formula_ids"] == "102 103"
