@@ -34,7 +34,7 @@ from rag_app.mse_ingest import MseIngest
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
-from retriever import IndexMismatchError, SearchHit, SearchMode
+from retriever import IndexMismatchError, PaperHit, SearchFilter, SearchHit, SearchMode
 from retriever.cross_encoder_reranker import RerankerModelError
 from retriever.embedding_registry import EmbedderSpecError
 from retriever.formulas.fusion_encoder import FormulaModelError
@@ -306,6 +306,19 @@ def _print_hits(hits: list[SearchHit]) -> None:
         typer.echo(f"    {text[:240]}{' …' if len(text) > 240 else ''}")
 
 
+def _print_papers(papers: list[PaperHit]) -> None:
+    if not papers:
+        typer.echo("no papers found")
+    for paper in papers:
+        byline = f" — {paper.authors}" if paper.authors else ""
+        typer.echo(f"{paper.rank:>2}. {paper.score:.4f}  {paper.title or paper.paper_id}{byline}  [{paper.paper_id}]")
+        if paper.url:
+            typer.echo(f"    {paper.url}")
+        for hit in paper.hits:
+            text = " ".join(hit.record.text.split())
+            typer.echo(f"    - {hit.record.display_name}: {text[:160]}{' …' if len(text) > 160 else ''}")
+
+
 @app.command()
 def search(
     query: Annotated[Optional[str], typer.Argument(help="the question or formula")] = None,
@@ -318,6 +331,15 @@ def search(
         Optional[Path], typer.Option("--queries", help="file with one query per line ('-': stdin)")
     ] = None,
     rerank: RerankOption = None,
+    papers: Annotated[
+        bool, typer.Option("--papers", help="rank papers (MSE: threads) by their statements, each with its best ones")
+    ] = False,
+    sources: Annotated[
+        Optional[list[str]], typer.Option("--source", help="only these sources: arxiv, mse, local (repeatable)")
+    ] = None,
+    kinds: Annotated[
+        Optional[list[str]], typer.Option("--kind", help="only these kinds: theorem, lemma, ... (repeatable)")
+    ] = None,
     index: IndexOption = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
@@ -325,6 +347,9 @@ def search(
     """Search the index. With --queries, run many queries in one process (JSON lines out).
 
     --rerank rescores the fused top N with the cross-encoder (default: the setting rerank.search).
+
+    --papers answers "which paper proves this?": papers ranked by their best statement, each with
+    `hits` (its best statements, in the shape of `search --json`). Works with --formula too.
 
     With --formula the query is one formula (`\\int \\frac{dx}{(x^2+1)^n}`, delimiters optional): statements
     holding it, an equivalent rewrite or a similar formula come first.
@@ -334,33 +359,44 @@ def search(
     if formula and mode is not None:
         raise typer.BadParameter("--formula searches formulas only; leave out --mode")
     rag = MathRAG(_settings(config, index))
+    where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
 
-    def run(text: str) -> list[SearchHit]:
-        if formula:
-            return rag.search_formula(text, k)
+    def run(text: str) -> list[SearchHit] | list[PaperHit]:
         try:
-            return rag.search(text, k, mode, rerank=rerank)
+            if papers:
+                return rag.search_papers(text, k, where, mode, formula=formula, rerank=rerank)
+            if formula:
+                return rag.search_formula(text, k, where)
+            return rag.search(text, k, mode, where, rerank=rerank)
         except RerankerModelError as error:
             _err(f"error: {error}")
             raise typer.Exit(2) from error
 
-    if queries is None:
-        hits = run(query or "")
-        if as_json:
-            typer.echo(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False))
+    def show(results: list[SearchHit] | list[PaperHit]) -> None:
+        if papers:
+            _print_papers([r for r in results if isinstance(r, PaperHit)])
         else:
-            _print_hits(hits)
+            _print_hits([r for r in results if isinstance(r, SearchHit)])
+
+    if queries is None:
+        results = run(query or "")
+        if as_json:
+            typer.echo(json.dumps([result.to_dict() for result in results], ensure_ascii=False))
+        else:
+            show(results)
         return
     lines = sys.stdin.read().splitlines() if str(queries) == "-" else queries.read_text(encoding="utf-8").splitlines()
     for line in lines:
         if not line.strip():
             continue
-        hits = run(line.strip())
+        results = run(line.strip())
         if as_json:
-            typer.echo(json.dumps({"query": line.strip(), "results": [h.to_dict() for h in hits]}, ensure_ascii=False))
+            typer.echo(
+                json.dumps({"query": line.strip(), "results": [r.to_dict() for r in results]}, ensure_ascii=False)
+            )
         else:
             typer.echo(f"# {line.strip()}")
-            _print_hits(hits)
+            show(results)
 
 
 @app.command()

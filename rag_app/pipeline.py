@@ -42,6 +42,7 @@ from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.cross_encoder_reranker import CrossEncoderReranker
 from retriever.formulas.fusion_index import FusionUpdate
+from retriever.paper_searcher import PaperHit, PaperSearcher
 from retriever.reranking_searcher import RerankingSearcher
 
 logger = logging.getLogger(__name__)
@@ -164,6 +165,29 @@ class MathRAG:
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
         return self.index.search_formula(formula, k or self.settings.retrieval.top_k, where)
+
+    def search_papers(
+        self,
+        query: str,
+        k: int | None = None,
+        where: SearchFilter | None = None,
+        mode: SearchMode | str | None = None,
+        formula: bool = False,
+        rerank: bool | None = None,
+    ) -> list[PaperHit]:
+        """The papers (MSE: threads) whose statements best match ``query``, each with its best statements.
+
+        ``formula``: the query is one formula (as :meth:`search_formula`). A filter that leaves nothing,
+        or a formula found nowhere, gives an empty list.
+        """
+        papers = self.settings.papers
+        rerank = self.settings.rerank.search if rerank is None else rerank
+        statements = self.reranking_searcher() if rerank else self.index
+        searcher = PaperSearcher(statements, papers.depth, papers.aggregation, papers.top_m, papers.hits_per_paper)
+        k = k or self.settings.retrieval.top_k
+        if formula:
+            return searcher.group(self.index.search_formula(query, max(papers.depth, k), where), k)
+        return searcher.search(query, k, mode or self.settings.retrieval.mode, where)
 
     # ------------------------------------------------------------------ answers
     def rewrite_query(self, question: str, history: Sequence[Turn] = ()) -> RewrittenQuery:

@@ -182,6 +182,17 @@ class RerankSettings(BaseModel):
     training: RerankTrainingSettings = Field(default_factory=RerankTrainingSettings)
 
 
+class PaperSettings(BaseModel):
+    """Paper search (`search --papers`): papers ranked from their statements' scores."""
+
+    aggregation: Literal["max", "top-m", "max-plus"] = Field(
+        "max", description="a paper's score: its best statement's (max), the sum of its best m, or max + 0.1 × the next"
+    )
+    top_m: int = Field(3, ge=1, description="statements per paper counted by top-m and max-plus")
+    depth: int = Field(100, ge=1, description="statements searched to rank papers")
+    hits_per_paper: int = Field(3, ge=1, description="best statements shown under each paper")
+
+
 class VLLMSettings(BaseModel):
     """How ``rag-app llm serve`` starts vLLM (``llm.server = "vllm"``); see the README's serving section."""
 
@@ -354,6 +365,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    papers: PaperSettings = Field(default_factory=PaperSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)

@@ -2,6 +2,7 @@
 
 from retriever.cross_encoder_reranker import CrossEncoderReranker, RerankerModelError
 from retriever.embedder import Embedder
+from retriever.paper_searcher import PaperHit, PaperSearcher
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.search_filter import SearchFilter
 from retriever.statement_index import AddResult, IndexMismatchError, SearchMode, StatementIndex
@@ -12,6 +13,8 @@ __all__ = [
     "CrossEncoderReranker",
     "Embedder",
     "IndexMismatchError",
+    "PaperHit",
+    "PaperSearcher",
     "RerankerModelError",
     "RerankingSearcher",
     "ScoredId",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -15,6 +16,7 @@ import pytest
 
 from rag_app import MathRAG, Settings
 from rag_app.llm_server import LLMServerProcess
+from rag_app.pipeline import demo_corpus_path
 from tests.llm_servers import TEST_CHAT_MODEL, make_test_server
 
 __all__ = ["TEST_CHAT_MODEL", "make_settings"]
@@ -51,6 +53,22 @@ def demo_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rag = MathRAG(make_settings(base))
     report = rag.ingest_demo()
     assert report.errors == [], report.problems
+    return base / "index"
+
+
+@pytest.fixture(scope="session")
+def demo_with_copy_index_dir(demo_index_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo index plus a renamed copy of one demo paper (a restated set of notes). Read-only too."""
+    base = tmp_path_factory.mktemp("demo-copy")
+    shutil.copytree(demo_index_dir, base / "index")
+    copy = base / "papers" / "holomorphic-notes"
+    copy.mkdir(parents=True)
+    main = (demo_corpus_path() / "complex-analysis" / "main.tex").read_text()
+    renamed = main.replace("\\title{Holomorphic Functions in One Variable}", "\\title{Notes on Holomorphy}")
+    assert renamed != main
+    (copy / "main.tex").write_text(renamed)
+    report = MathRAG(make_settings(base)).ingest([copy])
+    assert report.errors == [] and report.added > 0, report.problems
     return base / "index"
 
 

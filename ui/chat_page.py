@@ -13,6 +13,7 @@ from ui.components import (
     offer_demo_corpus,
     open_rag,
     render_answer,
+    render_paper,
     render_sources,
     sidebar_controls,
 )
@@ -35,6 +36,25 @@ def render_formula_search(controls: SearchControls) -> None:
             render_sources(hits, [], anchor=None)
         else:
             st.info("No statement holds this formula or a similar one.")
+
+
+def render_paper_search(controls: SearchControls) -> None:
+    """Which paper proves this? Papers (MSE: threads) ranked by their statements, each with its best ones."""
+    with st.expander("Find papers", expanded=bool(st.session_state.get("paper_query"))):
+        query = st.text_input(
+            "What should the paper prove?", key="paper_query", placeholder="good moduli spaces are projective"
+        )
+        if not query.strip():
+            return
+        try:
+            papers = open_rag().search_papers(query, controls.top_k, controls.where, controls.mode)
+        except Exception as error:  # a message, never a traceback
+            st.error(f"Paper search failed: {error}")
+            return
+        if not papers:
+            st.info("No paper matches (check the filters in the sidebar).")
+        for paper in papers:
+            render_paper(paper)
 
 
 def answer_question(question: str, history: list[Answer], controls: SearchControls) -> Answer | None:
@@ -85,6 +105,7 @@ def main() -> None:
             f"The language model is not available ({health.description}). "
             "Questions still get the retrieved statements, without a written answer."
         )
+    render_paper_search(controls)
     render_formula_search(controls)
 
     history: list[Answer] = st.session_state.setdefault("history", [])

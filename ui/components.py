@@ -11,7 +11,7 @@ from rag_app.answer import Answer, AnswerStatus
 from rag_app.attribution import split_sentences
 from rag_app.export import answer_markdown, bibtex_entries, source_heading, source_origin
 from rag_app.library import LibraryStats, library_stats
-from retriever import SearchFilter, SearchHit
+from retriever import PaperHit, SearchFilter, SearchHit
 from ui.latex_display import link_citations, to_streamlit_markdown
 
 SOURCE_LABELS = {"arxiv": "arXiv", "mse": "Math StackExchange", "local": "local"}
@@ -120,6 +120,21 @@ def render_source(hit: SearchHit, number: int | None, anchor: str | None, cited:
                 st.markdown(to_streamlit_markdown(record.text))
                 if record.proof:
                     st.markdown("*Proof.* " + to_streamlit_markdown(record.proof))
+
+
+def render_paper(paper: PaperHit) -> None:
+    """One paper (or MSE thread) of a paper search: title, authors, link, and its best statements."""
+    with st.container(border=True):
+        title = to_streamlit_markdown(paper.title) if paper.title else paper.paper_id
+        st.markdown(f"**{paper.rank}. {title}** · score {paper.score:.3f}")
+        details = [SOURCE_LABELS.get(paper.source, paper.source), paper.paper_id]
+        details += [text for text in (paper.authors, " ".join(paper.categories), paper.date) if text]
+        if paper.url:
+            details.append(f"[{_link_label(paper.url)}]({paper.url})")
+        st.caption(" · ".join(details))
+        for hit in paper.hits:
+            preview, _ = _preview(hit.record.text)
+            st.markdown(f"*{source_heading(hit.record)}*: " + to_streamlit_markdown(preview))
 
 
 def render_sources(sources: list[SearchHit], cited: list[int], anchor: str | None) -> None:

@@ -28,6 +28,7 @@ from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, judged
 from rag_app.evaluation.retrievers import Retriever, build_retriever
 from rag_app.evaluation.significance import PairedTest, paired_test
 from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
+from rag_app.settings import PaperSettings
 from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from retriever import StatementIndex
 
@@ -93,6 +94,7 @@ def evaluate(
     resamples: int = 10_000,
     show_progress: bool = False,
     split: PaperSplit | None = None,
+    papers: PaperSettings | None = None,
 ) -> SetEvaluation:
     """Score ``retrievers`` (objects, or names resolved against ``index``) on ``query_set``.
 
@@ -101,6 +103,8 @@ def evaluate(
     is reported. ``split``: the training split of a fine-tuned embedding (``train embed`` writes it);
     queries are then grouped into statements trained on, held-out statements of seen papers, and
     unseen papers. Queries without judgments are skipped and listed, as ARQMath does.
+    ``papers``: how `search --papers` ranks papers; queries whose papers are known are also scored
+    at the paper level (paper Hit@k, paper MRR@10) with that ranking.
     """
     if not retrievers:
         raise ValueError("evaluate needs at least one retriever")
@@ -113,7 +117,8 @@ def evaluate(
     slice_of = {q.qid: formula_slice(formula_share(q.text)) for q in queries if q.text.strip()}
     group_of = _groups(queries, seen_papers, split)
     paper_qrels = {q.qid: q.paper_ids for q in queries}
-    with_papers = protocol is Protocol.KNOWN_ITEM and any(paper_qrels.values())
+    with_papers = protocol is not Protocol.ARQMATH and any(paper_qrels.values())
+    papers = papers or PaperSettings()
 
     scores: list[RetrieverScores] = []
     for retriever in resolved:
@@ -127,9 +132,9 @@ def evaluate(
         seconds = time.perf_counter() - started
         values = per_query_values(measures, qrels, run)
         if with_papers:
-            papers = paper_level(paper_qrels, run)
-            if papers is not None:
-                values.update(per_query_values(PAPER_MEASURES, *papers))
+            paper_run = paper_level(paper_qrels, run, papers.aggregation, papers.top_m)
+            if paper_run is not None:
+                values.update(per_query_values(PAPER_MEASURES, *paper_run))
             else:  # unknown, not zero
                 values.update({m.name: dict.fromkeys(qrels, float("nan")) for m in PAPER_MEASURES})
         scores.append(

@@ -14,6 +14,7 @@ from ir_measures import AP, RR, Bpref, P, R, Success, nDCG
 
 from rag_app.evaluation.query_set import Protocol
 from rag_app.evaluation.trec_files import Qrels, RunEntry, strictly_decreasing
+from retriever.paper_searcher import PaperAggregation, aggregate
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ PAPER_MEASURES: tuple[NamedMeasure, ...] = (
     NamedMeasure("paper Hit@1", Success @ 1),
     NamedMeasure("paper Hit@3", Success @ 3),
     NamedMeasure("paper Hit@10", Success @ 10),
+    NamedMeasure("paper MRR@10", RR @ 10),
 )
 
 # The measure significance tests and charts lead with.
@@ -89,9 +91,13 @@ def paper_of(entry: RunEntry) -> str:
 
 
 def paper_level(
-    qrels_papers: Mapping[str, Sequence[str]], run: Mapping[str, Sequence[RunEntry]]
+    qrels_papers: Mapping[str, Sequence[str]],
+    run: Mapping[str, Sequence[RunEntry]],
+    aggregation: PaperAggregation | str = PaperAggregation.MAX,
+    top_m: int = 3,
 ) -> tuple[Qrels, dict[str, list[RunEntry]]] | None:
-    """Paper-level qrels and run (each ranking keeps the first statement of every paper).
+    """Paper-level qrels and run: each ranking's papers ordered as ``search --papers`` orders them
+    (their statements' scores aggregated, see :mod:`retriever.paper_searcher`).
 
     None when the run says nothing about papers (a foreign run with opaque docnos).
     """
@@ -99,15 +105,16 @@ def paper_level(
     papers_run: dict[str, list[RunEntry]] = {}
     known = False
     for qid, entries in run.items():
-        seen: set[str] = set()
-        ranked = []
+        scores: dict[str, list[float]] = {}  # paper -> its statements' scores, in run order
         for entry in entries:
             paper = paper_of(entry)
             known = known or bool(paper)
-            if paper and paper not in seen:
-                seen.add(paper)
-                ranked.append(RunEntry(paper, entry.score, paper))
-        papers_run[qid] = ranked
+            if paper:
+                scores.setdefault(paper, []).append(entry.score)
+        how = PaperAggregation(aggregation)
+        aggregated = {paper: aggregate(sorted(values, reverse=True), how, top_m) for paper, values in scores.items()}
+        order = sorted(enumerate(aggregated), key=lambda item: (-aggregated[item[1]], item[0]))  # ties: run order
+        papers_run[qid] = [RunEntry(paper, aggregated[paper], paper) for _, paper in order]
     return (qrels, papers_run) if known or not any(run.values()) else None
 
 

@@ -173,6 +173,7 @@ def run_evaluation(
                 resamples=settings.evaluation.resamples,
                 show_progress=show_progress,
                 split=split,
+                papers=settings.papers,
             )
             for query_set in sets
         ]

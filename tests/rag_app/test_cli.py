@@ -62,6 +62,41 @@ def test_search_rerank_without_a_model_names_the_command_that_builds_it(demo_ind
     assert "rag-app train rerank" in result.output
 
 
+PAPER_FIELDS = {"paper_id", "title", "authors", "url", "score", "rank", "categories", "date", "source", "hits"}
+
+
+def test_search_papers_ranks_a_paper_and_its_renamed_copy_first(demo_with_copy_index_dir: Path) -> None:
+    args = ["search", "Cauchy's integral formula for holomorphic functions on a disc", "--papers", "--json"]
+    result = runner.invoke(app, [*args, "--k", "3", "--index", str(demo_with_copy_index_dir)])
+    assert result.exit_code == 0, result.output
+    papers = json.loads(result.stdout)
+    assert len(papers) == 3 and all(set(paper) >= PAPER_FIELDS for paper in papers)
+    assert {papers[0]["paper_id"], papers[1]["paper_id"]} == {"complex-analysis", "holomorphic-notes"}
+    titles = {paper["paper_id"]: paper["title"] for paper in papers}
+    assert titles["holomorphic-notes"] == "Notes on Holomorphy"
+    assert [paper["rank"] for paper in papers] == [1, 2, 3] and papers[0]["score"] >= papers[1]["score"]
+    best = papers[0]["hits"]
+    assert best and set(best[0]) >= HIT_FIELDS and best[0]["paper_id"] == papers[0]["paper_id"]
+    assert [hit["score"] for hit in best] == sorted((hit["score"] for hit in best), reverse=True)
+    assert best[0]["name"] == "Cauchy's integral formula"
+
+
+def test_search_papers_text_formula_and_empty_results(demo_index_dir: Path) -> None:
+    index = ["--index", str(demo_index_dir)]
+    result = runner.invoke(app, ["search", "Sylow subgroups are conjugate", "--papers", "--k", "2", *index])
+    assert result.exit_code == 0, result.output
+    assert " 1. " in result.stdout and "[finite-groups]" in result.stdout and "Sylow" in result.stdout
+    formula = runner.invoke(app, ["search", "\\sum_{k=0}^{n} \\binom{n}{k}", "--formula", "--papers", "--json", *index])
+    assert formula.exit_code == 0, formula.output
+    assert json.loads(formula.stdout)[0]["paper_id"] == "enumerative-combinatorics"
+    # A filter that leaves nothing (the demo corpus has no MSE posts): an empty list, not an error.
+    for extra in ([], ["--formula"]):
+        nothing = runner.invoke(app, ["search", "x^2", "--papers", "--source", "mse", "--json", *extra, *index])
+        assert nothing.exit_code == 0 and json.loads(nothing.stdout) == [], nothing.output
+    plain = runner.invoke(app, ["search", "compact", "--papers", "--source", "mse", *index])
+    assert plain.exit_code == 0 and "no papers found" in plain.output
+
+
 def test_search_needs_a_query_or_a_file(demo_index_dir: Path) -> None:
     result = runner.invoke(app, ["search", "--index", str(demo_index_dir)])
     assert result.exit_code != 0 and "QUERY" in result.output

@@ -164,6 +164,21 @@ def test_formula_search_renders_the_formula_and_finds_its_statement(app_env: pyt
     assert any("Catalan" in m for m in markdown_of(at) if m.startswith("**"))
 
 
+def test_find_papers_lists_papers_with_their_best_statements(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = start()
+    at.text_input(key="paper_query").set_value("Sylow subgroups are conjugate").run()
+    assert not at.exception
+    shown = markdown_of(at)
+    papers = [m for m in shown if m.startswith(("**1. ", "**2. "))]
+    assert len(papers) == 2, shown
+    assert any(m.startswith("*Theorem") and "Sylow" in m for m in shown), shown  # its best statements under it
+    assert "finite-groups" in next(c.value for c in at.caption if "finite-groups" in c.value)
+    # A filter that leaves nothing: a message, not an error.
+    at.sidebar.multiselect(key="sources").set_value(["mse"]).run()
+    assert not at.exception and any("No paper matches" in i.value for i in at.info)
+
+
 def test_the_library_page_shows_what_is_indexed(app_env: pytest.MonkeyPatch, demo_index_dir: Path) -> None:
     app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
     at = start().switch_page(LIBRARY_PAGE).run()

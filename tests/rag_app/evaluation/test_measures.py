@@ -104,3 +104,13 @@ def test_matches_pytrec_eval_on_real_arqmath_judgments() -> None:
         assert ours["MAP'"][topic] == pytest.approx(binary[topic]["map"], abs=1e-9)
         assert ours["P'@10"][topic] == pytest.approx(binary[topic]["P_10"], abs=1e-9)
         assert ours["bpref"][topic] == pytest.approx(bpref[topic]["bpref"], abs=1e-9)
+
+
+def test_paper_level_ranks_papers_by_the_aggregation_search_papers_uses() -> None:
+    run = {"q": [RunEntry("a#1", 1.0, "a"), RunEntry("b#1", 0.8, "b"), RunEntry("b#2", 0.7, "b")]}
+    papers = paper_level({"q": ("b",)}, run)
+    assert papers is not None and [e.docno for e in papers[1]["q"]] == ["a", "b"]  # max: the default
+    papers = paper_level({"q": ("b",)}, run, "top-m", top_m=2)
+    assert papers is not None and [e.docno for e in papers[1]["q"]] == ["b", "a"]
+    values = per_query_values(PAPER_MEASURES, *papers)
+    assert values["paper Hit@1"]["q"] == 1.0 and values["paper MRR@10"]["q"] == 1.0
