@@ -925,6 +925,49 @@ def build_fusion(
                    f"({update.seconds:.0f} s)")  # fmt: skip
 
 
+@app.command("duplicates")
+def duplicates(
+    index: IndexOption = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="recompute every group from the stored statements")
+    ] = False,
+    show: Annotated[int, typer.Option("--show", help="print this many groups")] = 0,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Duplicate groups: one statement in several papers or posts (found at ingest; searches show it once).
+
+    --rebuild recomputes them for an index ingested before groups existed, or after a change of
+    `duplicates.threshold`.
+    """
+    with MathRAG(_settings(config, index)) as rag:
+        started = time.perf_counter()
+        joined = rag.rebuild_duplicates(show_progress=not as_json) if rebuild else None
+        groups = rag.duplicate_groups()
+        found = list(groups.groups())
+        data: dict[str, object] = {
+            "statements": groups.count(),
+            "groups": len(found),
+            "statements_in_groups": sum(len(group) for group in found),
+            "largest_group": max((len(group) for group in found), default=0),
+        }
+        if joined is not None:
+            data["seconds"] = round(time.perf_counter() - started, 1)
+        shown = [[record_to_dict(r) for r in rag.index.store.get(group)] for group in found[:show]]
+    if as_json:
+        typer.echo(json.dumps({**data, "shown": shown}, ensure_ascii=False))
+        return
+    typer.echo(
+        f"{data['groups']} duplicate groups holding {data['statements_in_groups']} of {data['statements']} statements"
+        f" (largest: {data['largest_group']})"
+    )
+    for group in shown:
+        typer.echo("---")
+        for record in group:
+            text = " ".join(str(record["text"]).split())
+            typer.echo(f"  [{record['paper_id']}] {record['display_name']}: {text[:160]}")
+
+
 @train_app.command("formula")
 def train_formula(
     index: IndexOption = None,

@@ -41,9 +41,13 @@ from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.cross_encoder_reranker import CrossEncoderReranker
+from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
+from retriever.duplicate_groups import DuplicateGroups
+from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.formulas.fusion_index import FusionUpdate
 from retriever.paper_searcher import PaperHit, PaperSearcher
 from retriever.reranking_searcher import RerankingSearcher
+from retriever.types import StatementSearcher
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +96,29 @@ class MathRAG:
                 token_dim=self.settings.formula.token_dim,
                 maxsim_candidates=self.settings.formula.maxsim_candidates,
                 connection=self.settings.store.connection(),
+                duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
             )
         return self._index
+
+    def duplicate_groups(self) -> DuplicateGroups:
+        """The index's duplicate groups (``[duplicates]`` settings)."""
+        duplicates = self.settings.duplicates
+        self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
+        return DuplicateGroups(self.settings.resolved_index_dir, duplicates.threshold, duplicates.max_word_difference)
+
+    def rebuild_duplicates(self, show_progress: bool = False) -> int:
+        """Recompute every duplicate group from the stored statements (an index ingested before groups
+        existed, or after a change of threshold); returns how many statements joined a group."""
+        store = self.index.store
+        ids = sorted(store.all_ids())
+
+        def batches() -> Iterator[tuple[list[StatementRecord], np.ndarray]]:
+            for start in tqdm(range(0, len(ids), 1000), desc="duplicates", unit="batch", disable=not show_progress):
+                records = store.get(ids[start : start + 1000])
+                vectors = store.vectors([r.id for r in records])
+                yield records, np.stack([vectors[r.id] for r in records])
+
+        return rebuild_duplicates(self.duplicate_groups(), batches(), store)
 
     def ingest(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
         """Ingest LaTeX files, directories, archives and statement CSVs; problems are reported, not raised.
@@ -149,7 +174,9 @@ class MathRAG:
         """
         retrieval = self.settings.retrieval
         rerank = self.settings.rerank.search if rerank is None else rerank
-        searcher = self.reranking_searcher() if rerank else self.index
+        searcher: StatementSearcher = self.reranking_searcher() if rerank else self.index
+        if self.settings.duplicates.collapse:
+            searcher = DuplicateCollapsingSearcher(searcher, self.duplicate_groups())
         return searcher.search(query, k or retrieval.top_k, mode or retrieval.mode, where)
 
     def reranking_searcher(self) -> RerankingSearcher:
@@ -164,7 +191,11 @@ class MathRAG:
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
-        return self.index.search_formula(formula, k or self.settings.retrieval.top_k, where)
+        k = k or self.settings.retrieval.top_k
+        if not self.settings.duplicates.collapse:
+            return self.index.search_formula(formula, k, where)
+        collapsing = DuplicateCollapsingSearcher(self.index, self.duplicate_groups())
+        return collapsing.collapse(lambda depth: self.index.search_formula(formula, depth, where), k)
 
     def search_papers(
         self,

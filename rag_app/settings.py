@@ -193,6 +193,15 @@ class PaperSettings(BaseModel):
     hits_per_paper: int = Field(3, ge=1, description="best statements shown under each paper")
 
 
+class DuplicateSettings(BaseModel):
+    """The same statement in several papers or posts: found at ingest, shown once by searches."""
+
+    detect: bool = Field(True, description="find duplicates of new statements at ingest")
+    collapse: bool = Field(True, description="searches and answers show one result per duplicate group")
+    threshold: float = Field(0.97, ge=0, le=1, description="embedding cosine for near-duplicates (with equal formulas)")
+    max_word_difference: int = Field(1, ge=0, description="near-duplicates: words outside formulas that may differ")
+
+
 class VLLMSettings(BaseModel):
     """How ``rag-app llm serve`` starts vLLM (``llm.server = "vllm"``); see the README's serving section."""
 
@@ -366,6 +375,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     papers: PaperSettings = Field(default_factory=PaperSettings)
+    duplicates: DuplicateSettings = Field(default_factory=DuplicateSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
     conversation: ConversationSettings = Field(default_factory=ConversationSettings)

@@ -119,6 +119,16 @@ class ChromaStatementStore:
         # Cosine distance is 1 - cosine similarity.
         return [ScoredId(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
 
+    def query_many(self, embeddings: np.ndarray, k: int) -> list[list[ScoredId]]:
+        """The ``k`` nearest stored statements of each embedding (one batched query)."""
+        if k <= 0 or len(embeddings) == 0:
+            return [[] for _ in range(len(embeddings))]
+        result = self._collection.query(query_embeddings=list(embeddings), n_results=k, include=["distances"])
+        return [
+            [ScoredId(i, 1.0 - d) for i, d in zip(ids, distances, strict=True)]
+            for ids, distances in zip(result["ids"], result["distances"], strict=True)
+        ]
+
     def get(self, ids: Sequence[str]) -> list[StatementRecord]:
         """Records for ``ids`` in the order asked (unknown ids are left out)."""
         if not ids:

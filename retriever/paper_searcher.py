@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
 
 from ingestion.latex_ingestor import arxiv_abs_url
 from ingestion.records import Source, StatementRecord
 from retriever.search_filter import SearchFilter, metadata_categories, metadata_date
-from retriever.types import SearchHit
+from retriever.types import SearchHit, StatementSearcher
 
 MSE_QUESTION_URL = "https://math.stackexchange.com/q/{id}"
 
@@ -30,10 +29,6 @@ class PaperAggregation(StrEnum):
     MAX = "max"  # its best statement
     TOP_M = "top-m"  # the sum of its best m
     MAX_PLUS = "max-plus"  # its best, plus a tenth of each of the next m - 1
-
-
-class StatementSearcher(Protocol):
-    def search(self, query: str, k: int, mode: str = ..., where: SearchFilter | None = None) -> list[SearchHit]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from retriever.bm25_searcher import BM25Searcher
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.dense_searcher import DenseSearcher
+from retriever.duplicate_groups import DuplicateGroups
 from retriever.embedder import Embedder
 from retriever.formulas.formula_lexical_searcher import (
     FORMULA_B,
@@ -108,8 +109,10 @@ class StatementIndex:
         token_dim: int = 128,
         maxsim_candidates: int = 50,
         connection: ChromaConnection = EMBEDDED,
+        duplicates: DuplicateGroups | None = None,
     ) -> None:
         self.directory = directory
+        self.duplicates = duplicates  # kept in step with the store: found at add, forgotten at delete
         self.connection = connection
         self.fusion_method = fusion
         self.formula_models = formula_models  # None: the fusion modes are off
@@ -163,6 +166,8 @@ class StatementIndex:
             self._write_manifest()
         self._mark_lexical_stale()  # until the lexical indexes have the new statements too
         self.store.upsert(records, vectors)
+        if self.duplicates is not None:
+            self.duplicates.add(records, vectors, self.store)
         if not in_step:
             self._write_manifest()
             return
@@ -178,6 +183,8 @@ class StatementIndex:
         removed = self.store.get(ids) if in_step else []  # their formula counts leave the statistics
         self._mark_lexical_stale()
         self.store.delete(ids)
+        if self.duplicates is not None:
+            self.duplicates.remove(ids)
         if not in_step:
             self._write_manifest()
             return

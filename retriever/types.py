@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ingestion.records import StatementRecord
+
+if TYPE_CHECKING:
+    from retriever.search_filter import SearchFilter
 
 
 class ScoredId(NamedTuple):
@@ -23,6 +26,8 @@ class SearchHit:
     score: float
     rank: int
     channel_ranks: dict[str, int] = field(default_factory=dict)
+    # Other places the same statement appears (see retriever.duplicate_groups), when results are collapsed.
+    duplicates: tuple[DuplicatePlace, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``search --json`` (a contract: fields are only ever added)."""
@@ -32,7 +37,21 @@ class SearchHit:
             "rank": self.rank,
             **record_to_dict(self.record),
             "channel_ranks": dict(self.channel_ranks),
+            "duplicates": [place.to_dict() for place in self.duplicates],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicatePlace:
+    """Another place a statement appears: one entry of a result's ``duplicates``."""
+
+    id: str
+    paper_id: str
+    title: str
+    url: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "paper_id": self.paper_id, "title": self.title, "url": self.url}
 
 
 def record_to_dict(record: StatementRecord) -> dict[str, object]:
@@ -54,3 +73,9 @@ def record_to_dict(record: StatementRecord) -> dict[str, object]:
         "proof": record.proof,
         "metadata": dict(record.metadata),
     }
+
+
+class StatementSearcher(Protocol):
+    """Anything that searches statements: the index, the reranking searcher, the collapsing searcher."""
+
+    def search(self, query: str, k: int, mode: str = ..., where: SearchFilter | None = None) -> list[SearchHit]: ...

@@ -115,6 +115,11 @@ def render_source(hit: SearchHit, number: int | None, anchor: str | None, cited:
         if record.url:
             details.append(f"[{_link_label(record.url)}]({record.url})")
         st.caption(" · ".join(details))
+        if hit.duplicates:  # the same statement elsewhere, collapsed into this source
+            places = [
+                f"[{p.title or p.paper_id}]({p.url})" if p.url else (p.title or p.paper_id) for p in hit.duplicates
+            ]
+            st.caption("also in: " + "; ".join(dict.fromkeys(places)))
         if shortened or record.proof:
             with st.expander("Full statement and proof" if record.proof else "Full statement"):
                 st.markdown(to_streamlit_markdown(record.text))

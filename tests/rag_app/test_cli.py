@@ -81,6 +81,26 @@ def test_search_papers_ranks_a_paper_and_its_renamed_copy_first(demo_with_copy_i
     assert best[0]["name"] == "Cauchy's integral formula"
 
 
+def test_plain_search_shows_a_restated_statement_once_naming_its_other_places(demo_with_copy_index_dir: Path) -> None:
+    args = ["search", "Cauchy's integral formula for holomorphic functions on a disc", "--json", "--k", "6"]
+    result = runner.invoke(app, [*args, "--index", str(demo_with_copy_index_dir)])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)
+    texts = [hit["text"] for hit in hits]
+    assert len(hits) == 6 and len(set(texts)) == len(texts)  # no statement text twice, still k results
+    first = hits[0]
+    assert first["name"] == "Cauchy's integral formula"
+    [other] = first["duplicates"]
+    assert {first["paper_id"], other["paper_id"]} == {"complex-analysis", "holomorphic-notes"}
+    assert set(other) >= {"id", "paper_id", "title", "url"} and other["id"] != first["id"]
+    assert all(hit["duplicates"] for hit in hits if hit["paper_id"] in {"complex-analysis", "holomorphic-notes"})
+    listed = runner.invoke(app, ["duplicates", "--json", "--index", str(demo_with_copy_index_dir)])
+    summary = json.loads(listed.stdout)
+    # Every statement of the copy restates one of the original, and nothing else is grouped.
+    assert summary["groups"] > 5 and summary["statements_in_groups"] == 2 * summary["groups"]
+    assert summary["largest_group"] == 2
+
+
 def test_search_papers_text_formula_and_empty_results(demo_index_dir: Path) -> None:
     index = ["--index", str(demo_index_dir)]
     result = runner.invoke(app, ["search", "Sylow subgroups are conjugate", "--papers", "--k", "2", *index])

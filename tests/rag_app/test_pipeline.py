@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
@@ -98,3 +99,24 @@ def test_a_paper_over_the_time_limit_is_reported_and_the_others_ingested(tmp_pat
     report = MathRAG(settings).ingest([corpus])
     assert report.papers == 1 and report.statements > 5
     assert [(p.path, p.reason) for p in report.errors] == [(str(huge), "parsing took longer than 0.3 s")]
+
+
+def test_a_new_arxiv_version_replaces_the_old_one_and_is_not_its_duplicate(tmp_path: Path) -> None:
+    def paper(version: str, word: str) -> Path:
+        path = tmp_path / version / f"2501.00001{version}.gz"  # an e-print: the name gives id and version
+        path.parent.mkdir()
+        latex = (
+            "\\documentclass{article}\\newtheorem{theorem}{Theorem}\\begin{document}"
+            "\\begin{theorem}Every compact metric space is complete.\\end{theorem}"
+            f"\\begin{{theorem}}Every {word} subgroup of a cyclic group is cyclic.\\end{{theorem}}\\end{{document}}"
+        )
+        path.write_bytes(gzip.compress(latex.encode()))
+        return path
+
+    rag = MathRAG(make_settings(tmp_path))
+    assert rag.ingest([paper("v1", "proper")]).added == 2
+    second = rag.ingest([paper("v2", "nontrivial")])
+    assert (second.added, second.removed) == (1, 1) and rag.index.count() == 2
+    assert list(rag.duplicate_groups().groups()) == [] and rag.duplicate_groups().count() == 2
+    hits = rag.search("subgroup of a cyclic group", k=2)
+    assert "nontrivial" in hits[0].record.text and all(hit.duplicates == () for hit in hits)
