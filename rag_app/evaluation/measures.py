@@ -74,7 +74,13 @@ PerQuery = dict[str, dict[str, float]]  # measure name -> qid -> value
 
 def per_query_values(measures: Sequence[NamedMeasure], qrels: Qrels, run: Mapping[str, Sequence[RunEntry]]) -> PerQuery:
     """Every measure for every judged query (0 where the run has nothing for it)."""
-    scored_run = {qid: dict(strictly_decreasing(entries)) for qid, entries in run.items() if qid in qrels and entries}
+    # Our order is the ranking: scores become whole numbers falling by one, since scores a float step
+    # apart (1.0 and 0.9999999999999999, as nudged ties become) were seen treated as a tie broken by docno.
+    scored_run = {
+        qid: {docno: float(len(entries) - position) for position, (docno, _) in enumerate(strictly_decreasing(entries))}
+        for qid, entries in run.items()
+        if qid in qrels and entries
+    }
     by_measure = {named.measure: named.name for named in measures}
     values: PerQuery = {named.name: dict.fromkeys(qrels, 0.0) for named in measures}
     if scored_run:

@@ -78,6 +78,10 @@ def test_query_without_results_scores_zero_and_ties_keep_our_order() -> None:
     values = per_query_values(MEASURES[Protocol.KNOWN_ITEM], qrels, {"found": tied, "empty": []})
     assert values["MRR@10"] == {"found": 0.5, "empty": 0.0}
     assert [docno for docno, _ in strictly_decreasing([RunEntry("y", 1.0), RunEntry("x", 1.0)])] == ["y", "x"]
+    # Scores one float step apart (a nudged tie) still rank in our order, not by docno.
+    close = [RunEntry("duality", 1.0), RunEntry("fba41274", 0.9999999999999999), RunEntry("c", 0.5)]
+    values = per_query_values(MEASURES[Protocol.KNOWN_ITEM], {"q": {"duality": 1}}, {"q": close})
+    assert values["Hit@1"]["q"] == 1.0 and values["MRR@10"]["q"] == 1.0
 
 
 def test_matches_pytrec_eval_on_real_arqmath_judgments() -> None:
