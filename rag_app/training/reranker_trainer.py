@@ -99,8 +99,9 @@ class RerankerTrainer:
 
     def model(self) -> Any:
         from peft import LoraConfig, TaskType, get_peft_model
-        from transformers import AutoModelForSequenceClassification
+        from transformers import AutoModelForSequenceClassification, set_seed
 
+        set_seed(self.settings.seed)  # the new head and the LoRA matrices start the same on every run
         base = AutoModelForSequenceClassification.from_pretrained(
             str(self.base_model_path), num_labels=1, num_hidden_layers=self.settings.layers
         )
