@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 _BLOCKS = {"p", "div", "li", "ul", "ol", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "tr"}
+_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)"))  # longest first
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
 
 
@@ -91,7 +92,7 @@ def _has_delimiters(latex: str) -> bool:
     latex = latex.strip()
     return any(
         latex.startswith(left) and latex.endswith(right) and len(latex) >= len(left) + len(right)
-        for left, right in (("$", "$"), ("\\[", "\\]"), ("\\(", "\\)"))
+        for left, right in _DELIMITERS
     )
 
 
@@ -118,7 +119,7 @@ def _clear_side(siblings: Iterator[PageElement], before: bool) -> bool:
 
 def _strip_delimiters(latex: str) -> str:
     latex = latex.strip()
-    for left, right in (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)")):
+    for left, right in _DELIMITERS:
         if latex.startswith(left) and latex.endswith(right) and len(latex) >= len(left) + len(right):
             return latex[len(left) : len(latex) - len(right)].strip()
     return latex

@@ -65,6 +65,7 @@ class MathRAG:
         self.settings = settings
         self._index: StatementIndex | None = None
         self._reranking: RerankingSearcher | None = None
+        self._duplicates: DuplicateGroups | None = None
         self._server: LLMServerProcess | None = None
         self._client: ChatClient | None = None
 
@@ -102,9 +103,12 @@ class MathRAG:
 
     def duplicate_groups(self) -> DuplicateGroups:
         """The index's duplicate groups (``[duplicates]`` settings)."""
-        duplicates = self.settings.duplicates
-        self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
-        return DuplicateGroups(self.settings.resolved_index_dir, duplicates.threshold, duplicates.max_word_difference)
+        if self._duplicates is None:  # opened once: every search reads it
+            duplicates = self.settings.duplicates
+            self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
+            directory = self.settings.resolved_index_dir
+            self._duplicates = DuplicateGroups(directory, duplicates.threshold, duplicates.max_word_difference)
+        return self._duplicates
 
     def rebuild_duplicates(self, show_progress: bool = False) -> int:
         """Recompute every duplicate group from the stored statements (an index ingested before groups

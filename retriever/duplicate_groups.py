@@ -29,7 +29,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ingestion.records import Source, StatementRecord
+from ingestion.records import StatementRecord
+from retriever.paper_searcher import paper_key
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -62,13 +63,6 @@ def text_key(record: StatementRecord) -> str:
 def formula_key(record: StatementRecord) -> str:
     """A key equal for statements holding the same formulas (a multiset, spacing ignored)."""
     return _digest("\x1f".join(sorted(_SPACE.sub("", f) for f in record.formulas)))
-
-
-def group_key(record: StatementRecord) -> str:
-    """Statements of one paper (MSE: one thread) are never duplicates of each other."""
-    if record.source is Source.MSE and record.metadata.get("question_id"):
-        return f"mse-{record.metadata['question_id']}"
-    return record.paper_id
 
 
 class VectorNeighbours(Protocol):
@@ -119,7 +113,7 @@ class DuplicateGroups:
                     (
                         r.id,
                         r.id,
-                        group_key(r),
+                        paper_key(r),
                         text_key(r),
                         formula_key(r),
                         " ".join(statement_words(r)),
@@ -139,7 +133,7 @@ class DuplicateGroups:
             return joined
 
     def _matches(self, db: sqlite3.Connection, record: StatementRecord, found: Sequence[ScoredId]) -> list[str]:
-        paper = group_key(record)
+        paper = paper_key(record)
         same_text: list[tuple[str]] = []
         if len(statement_words(record)) >= MIN_WORDS or record.formulas or _MATH.search(record.text):
             # A group's members all share the key: a few of them are enough to join it.
