@@ -16,6 +16,10 @@ _INCLUDE = re.compile(
     r"|\\(?P<imp>import|subimport|includefrom|subincludefrom|inputfrom|subinputfrom)\*?"
     r"\s*\{(?P<dir>[^{}]*)\}\s*\{(?P<file>[^{}]*)\}"
 )
+# The packages and classes a file loads; those that sit in the paper's directory are the paper's own.
+_PACKAGE = re.compile(
+    r"\\(?P<cmd>usepackage|RequirePackage|documentclass|LoadClass)\s*(?:\[[^\]]*\]\s*)?\{(?P<names>[^{}]*)\}"
+)
 
 # UTF-32's marks begin with UTF-16's, so they are tried first.
 _BYTE_ORDER_MARKS = (
@@ -58,14 +62,22 @@ class FlattenedLatex:
     main: Path
     text: str
     files: list[Path] = field(default_factory=list)
+    # The paper's own packages and class (``.sty``/``.cls`` in its directory), in load order: read for
+    # their definitions (theorem environments, macros), never as the paper's text.
+    packages: list[str] = field(default_factory=list)
     problems: list[IngestProblem] = field(default_factory=list)
 
 
 class LatexFlattener:
-    """Inline included files, relative to the main file's directory as TeX does.
+    """Inline included files and the paper's own packages, as TeX would read them.
 
-    Missing files and files outside the main file's directory are reported as warnings and left out;
-    include cycles and excessive depth are cut.
+    An include is looked up beside the file that includes it, then in the main file's directory
+    (where TeX runs); a name that matches a file only up to letter case (written on a case-insensitive
+    file system) is taken, with a warning. ``\\usepackage``/``\\RequirePackage``/``\\documentclass``/
+    ``\\LoadClass`` of a ``.sty``/``.cls`` that sits in the paper's directory read that file, recursively,
+    into :attr:`FlattenedLatex.packages`: its theorem environments and macros are the paper's. Missing
+    files and files outside the main file's directory are reported as warnings and left out; include
+    cycles and excessive depth are cut.
     """
 
     def __init__(self, max_depth: int = 16) -> None:
@@ -82,70 +94,108 @@ class LatexFlattener:
         result.files.append(resolved)
         stack = [*stack, resolved]
 
-        def replace(match: re.Match[str]) -> str:
-            if match.group("imp"):
-                directory = path.parent / match.group("dir").strip()
-                target = self._resolve(match.group("file").strip(), [directory, root / match.group("dir").strip()])
-            else:
-                name = (match.group("name") if match.group("cmd") else match.group("bare")) or ""
-                target = self._resolve(name.strip(), [root, path.parent])
+        def warn(reason: str, match: re.Match[str]) -> str:
             line = text.count("\n", 0, match.start()) + 1
-            if target is None:
-                result.problems.append(
-                    IngestProblem(str(path), f"included file not found: {match.group(0)}", Severity.WARNING, line)
-                )
-                return ""
+            result.problems.append(IngestProblem(str(path), reason, Severity.WARNING, line))
+            return ""
+
+        def inline(target: Path, match: re.Match[str]) -> str | None:
+            """The target's text, or None (with a warning) when it must not be read."""
             if not target.resolve().is_relative_to(root.resolve()):
                 # An absolute path or ../ (or a link) out of the paper: never read, but said, as for a missing file.
-                result.problems.append(
-                    IngestProblem(
-                        str(path),
-                        f"include outside the paper's directory refused: {match.group(0)}",
-                        Severity.WARNING,
-                        line,
-                    )
-                )
-                return ""
+                warn(f"include outside the paper's directory refused: {match.group(0)}", match)
+                return None
             if target.resolve() in stack:
-                result.problems.append(
-                    IngestProblem(
-                        str(path), f"include cycle through {target.name}, not followed", Severity.WARNING, line
-                    )
-                )
-                return ""
+                warn(f"include cycle through {target.name}, not followed", match)
+                return None
             if len(stack) > self.max_depth:
-                result.problems.append(
-                    IngestProblem(str(path), f"includes nested deeper than {self.max_depth}", Severity.WARNING, line)
-                )
-                return ""
+                warn(f"includes nested deeper than {self.max_depth}", match)
+                return None
             try:
-                return "\n" + self._expand(target, root, result, stack) + "\n"
+                return self._expand(target, root, result, stack)
             except LatexSourceError as error:
-                result.problems.append(
-                    IngestProblem(
-                        str(path), f"included file unreadable: {error.problem.reason}", Severity.WARNING, line
-                    )
-                )
-                return ""
+                warn(f"included file unreadable: {error.problem.reason}", match)
+                return None
 
-        return _INCLUDE.sub(replace, text)
+        def replace_include(match: re.Match[str]) -> str:
+            if match.group("imp"):
+                directory = path.parent / match.group("dir").strip()
+                found = resolve_include(match.group("file").strip(), [directory, root / match.group("dir").strip()])
+            else:
+                name = (match.group("name") if match.group("cmd") else match.group("bare")) or ""
+                found = resolve_include(name.strip(), [path.parent, root])
+            if found is None:
+                return warn(f"included file not found: {match.group(0)}", match)
+            if found.case_differs:
+                warn(f"{match.group(0)} matches {found.path.name} only up to letter case; read it", match)
+            body = inline(found.path, match)
+            return "" if body is None else "\n" + body + "\n"
 
-    @staticmethod
-    def _resolve(name: str, directories: list[Path]) -> Path | None:
-        if not name:
-            return None
-        for directory in directories:
-            for candidate in (directory / name, directory / f"{name}.tex"):
-                if candidate.is_file():
-                    return candidate
+        def replace_package(match: re.Match[str]) -> str:
+            # Only the paper's own packages are read; amsthm and the like are not on disk here.
+            suffix = ".cls" if match.group("cmd") in ("documentclass", "LoadClass") else ".sty"
+            for name in match.group("names").split(","):
+                name = name.strip()
+                if not name or "/" in name or "\\" in name:
+                    continue
+                local = path.parent / f"{name}{suffix}"
+                if not local.is_file():
+                    local = root / f"{name}{suffix}"
+                if not local.is_file() or local.resolve() in result.files:  # LaTeX loads a package once
+                    continue
+                body = inline(local, match)
+                if body is not None:
+                    result.packages.append(body)
+            return match.group(0)
+
+        text = _INCLUDE.sub(replace_include, text)
+        return _PACKAGE.sub(replace_package, text)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedInclude:
+    path: Path
+    case_differs: bool = False  # found only by ignoring letter case
+
+
+def resolve_include(name: str, directories: list[Path]) -> ResolvedInclude | None:
+    """The file ``\\input{name}`` reads: ``name`` or ``name.tex`` relative to the first directory that has
+    it; failing that, a file whose path matches up to letter case."""
+    if not name:
         return None
+    for directory in directories:
+        for candidate in (directory / name, directory / f"{name}.tex"):
+            if candidate.is_file():
+                return ResolvedInclude(candidate)
+    for directory in directories:
+        for candidate in (directory / name, directory / f"{name}.tex"):
+            folded = _case_insensitive(candidate)
+            if folded is not None:
+                return ResolvedInclude(folded, case_differs=True)
+    return None
+
+
+def _case_insensitive(path: Path) -> Path | None:
+    parent = path.parent
+    if not parent.is_dir():
+        return None
+    wanted = path.name.lower()
+    try:
+        matches = sorted(entry for entry in parent.iterdir() if entry.name.lower() == wanted and entry.is_file())
+    except OSError:
+        return None
+    return matches[0] if matches else None
 
 
 def included_names(text: str) -> list[str]:
-    """The file names a LaTeX text includes (used to tell main files from included ones)."""
+    """The file names a LaTeX text includes, as written (``body``, ``parts/notes``, ``chap/intro.tex``)."""
     names = []
     for match in _INCLUDE.finditer(text):
-        name = match.group("name") or match.group("bare") or match.group("file") or ""
-        if name.strip():
-            names.append(Path(name.strip()).name)
+        if match.group("imp"):
+            directory, file = match.group("dir").strip(), match.group("file").strip()
+            name = f"{directory.rstrip('/')}/{file}" if directory and file else file
+        else:
+            name = (match.group("name") or match.group("bare") or "").strip()
+        if name:
+            names.append(name)
     return names

@@ -20,7 +20,7 @@ from ingestion.latex_files import LatexFlattener
 from ingestion.latex_macros import MacroExpansionError, MacroTable
 from ingestion.latex_numbering import number_document
 from ingestion.latex_readable import ReadableLatex
-from ingestion.latex_sources import LatexPaper, PaperFinder, parse_arxiv_name
+from ingestion.latex_sources import LatexPaper, PaperFinder, parse_arxiv_name, theorem_like_names
 from ingestion.latex_statements import (
     ExtractedStatement,
     document_abstract,
@@ -86,13 +86,19 @@ class LatexIngestor:
             return result
         result.problems.extend(flat.problems)
         try:
-            self._fill(result, flat.text, paper)
+            self._fill(result, flat.text, paper, definitions="\n".join(flat.packages))
         except MacroExpansionError as error:
             result.records = []
             result.problems.append(IngestProblem(str(paper.main), f"macro expansion failed: {error}"))
             return result
         if not result.records:
-            result.problems.append(IngestProblem(str(paper.main), "no theorem-like statements found"))
+            used = theorem_like_names(flat.text)
+            reason = (
+                "no statements extracted although it uses " + ", ".join(f"\\begin{{{name}}}" for name in used[:5])
+                if used
+                else "no theorem-like statements found"
+            )
+            result.problems.append(IngestProblem(str(paper.main), reason))
         return result
 
     def records_from_document(self, document: str, paper: LatexPaper) -> list[StatementRecord]:
@@ -100,9 +106,16 @@ class LatexIngestor:
         self._fill(result, document, paper)
         return result.records
 
-    def _fill(self, result: PaperStatements, document: str, paper: LatexPaper) -> None:
-        macros = MacroTable.from_document(document, self.limits.max_macro_expansions, self.limits.max_expanded_chars)
-        environments = theorem_environments(_declarations_expanded(document, macros))
+    def _fill(self, result: PaperStatements, document: str, paper: LatexPaper, definitions: str = "") -> None:
+        """``definitions``: the paper's own packages and class, whose macros and theorem environments
+        count as if its preamble held them (before it, so that the paper's own definitions win)."""
+        preamble = definitions + "\n" + document if definitions else document
+        limits = (self.limits.max_macro_expansions, self.limits.max_expanded_chars)
+        macros = MacroTable.from_document(document, *limits)
+        if definitions:
+            macros = macros.merged_over(MacroTable.from_package(definitions, *limits))
+        environments = theorem_environments(_declarations_expanded(preamble, macros))
+        document = _discarded_removed(document, macros)
         numbering = number_document(document, environments)
         readable = ReadableLatex(numbering.labels)
 
@@ -158,6 +171,7 @@ class LatexIngestor:
                         name=name,
                         formulas=tuple(extract_formulas(part)),
                         label=statement.label,
+                        labels=statement.labels,
                         section=section,
                         url=url or stacks_url(tags, paper.paper_id, statement.label),
                         proof=proof if index == 1 else "",
@@ -212,5 +226,20 @@ def _declarations_expanded(document: str, macros: MacroTable) -> str:
     )
     try:
         return subset.expand(calls) + body
+    except MacroExpansionError:
+        return document
+
+
+def _discarded_removed(document: str, macros: MacroTable) -> str:
+    """The document's body without the calls of macros that discard their arguments
+    (``\\newcommand{\\stam}[1]{}``): what such a call holds is an abandoned draft LaTeX never prints."""
+    discarding = {name: macro for name, macro in macros.macros.items() if macro.arguments and not macro.body.strip()}
+    begin = document.find("\\begin{document}")
+    if not discarding or begin < 0:
+        return document
+    subset = MacroTable(macros.max_expansions, max(macros.max_length, 2 * len(document)))
+    subset.macros = discarding
+    try:
+        return document[:begin] + subset.expand(document[begin:])
     except MacroExpansionError:
         return document

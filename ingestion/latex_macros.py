@@ -1,18 +1,23 @@
 """User macros of a LaTeX document, collected from its source and expanded in statements.
 
-Handles ``\\newcommand``/``\\renewcommand``/``\\providecommand`` (starred too) with arguments and an
-optional first-argument default, ``\\def`` with undelimited parameters, ``\\DeclareMathOperator(*)``
-and ``\\let``. Expansion is bounded in the number of expansions and in the size of the result: a
-macro that expands forever raises :class:`MacroExpansionError`, which fails that paper only.
+Handles ``\\newcommand``/``\\renewcommand``/``\\providecommand`` (starred too, the body braced or a
+single token as in ``\\newcommand\\sheaf\\mathscr``) with arguments and an optional first-argument
+default, xparse's ``\\NewDocumentCommand`` family (``m``, ``o``, ``O{default}`` and ``s`` arguments),
+``\\def`` with undelimited parameters, ``\\DeclareMathOperator(*)`` and ``\\let``. Expansion is bounded
+in the number of expansions and in the size of the result: a macro that expands forever raises
+:class:`MacroExpansionError`, which fails that paper only.
 
 pylatexenc parses LaTeX but does not expand user macros, so this is a small expander of our own.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from pylatexenc import latex2text, latexwalker
 
 from ingestion.latex_text import read_group, read_optional_argument, skip_spaces
 
@@ -27,11 +32,23 @@ class Macro:
     body: str
     arguments: int = 0
     default: str | None = None  # the first argument is optional with this default
+    # xparse argument types in order ("m" mandatory, "o" optional, "s" star) with the optional ones'
+    # defaults; empty for the classic forms, which ``arguments`` and ``default`` describe.
+    signature: tuple[tuple[str, str], ...] = ()
+
+    def parameters(self) -> tuple[tuple[str, str], ...]:
+        """Each argument's type and default, whatever form defined the macro."""
+        if self.signature:
+            return self.signature
+        if self.default is not None and self.arguments:
+            return (("o", self.default),) + (("m", ""),) * (self.arguments - 1)
+        return (("m", ""),) * self.arguments
 
 
 _CONTROL_WORD = re.compile(r"\\([A-Za-z@]+)|\\(.)", re.DOTALL)
 _DEFINING = re.compile(
     r"\\(?P<cmd>newcommand|renewcommand|providecommand|DeclareRobustCommand|DeclareMathOperator"
+    r"|NewDocumentCommand|RenewDocumentCommand|ProvideDocumentCommand|DeclareDocumentCommand"
     r"|def|gdef|edef|xdef|let)(?P<star>\*?)"
 )
 # Bodies that program TeX (look ahead, branch, build names) cannot be expanded by substitution;
@@ -62,12 +79,39 @@ class MacroTable:
     @classmethod
     def from_document(cls, document: str, max_expansions: int = 20_000, max_length: int = 200_000) -> MacroTable:
         table = cls(max_expansions, max_length)
-        for macro, replace in _definitions(document):
+        for macro, replace, _ in _definitions(document):
             if macro.name in _PROTECTED or _PROGRAMMING.search(macro.body):
                 table.macros.pop(macro.name, None) if replace else None
                 continue
             if replace or macro.name not in table.macros:
                 table.macros[macro.name] = macro
+        return table
+
+    @classmethod
+    def from_package(cls, package: str, max_expansions: int = 20_000, max_length: int = 200_000) -> MacroTable:
+        """The author's notation in a paper's own ``.sty``/``.cls``: new commands only.
+
+        A package or class also redefines LaTeX's own commands to typeset (``\\item``, ``\\section``,
+        ``\\par``) and defines internals (``\\@title``); expanding those would print typesetting code
+        into statements, so redefinitions, internal (``@``) names and the commands LaTeX already has
+        are left out.
+        """
+        table = cls(max_expansions, max_length)
+        known = standard_command_names()
+        for macro, replace, command in _definitions(package):
+            if command.startswith(("renew", "Renew")) or "@" in macro.name or macro.name in known:
+                continue
+            if _PROGRAMMING.search(macro.body):
+                continue
+            if replace or macro.name not in table.macros:
+                table.macros[macro.name] = macro
+        return table
+
+    def merged_over(self, base: MacroTable) -> MacroTable:
+        """A table with ``base``'s macros and this one's, this one's winning (a paper's own
+        definitions over its packages')."""
+        table = MacroTable(self.max_expansions, self.max_length)
+        table.macros = {**base.macros, **self.macros}
         return table
 
     def expand(self, text: str) -> str:
@@ -104,14 +148,18 @@ class MacroTable:
     def _apply(macro: Macro, text: str, pos: int) -> tuple[str, int]:
         """The expansion of ``macro`` called at ``pos`` and the position after its arguments."""
         arguments: list[str] = []
-        needed = macro.arguments
-        if macro.default is not None and needed:
-            optional, pos = read_optional_argument(text, pos)
-            arguments.append(macro.default if optional is None else optional)
-            needed -= 1
-        for _ in range(needed):
-            argument, pos = _read_argument(text, pos)
-            arguments.append(argument)
+        for kind, default in macro.parameters():
+            if kind == "o":
+                optional, pos = read_optional_argument(text, pos)
+                arguments.append(default if optional is None else optional)
+            elif kind == "s":
+                star = skip_spaces(text, pos)
+                starred = star < len(text) and text[star] == "*"
+                pos = star + 1 if starred else pos
+                arguments.append("")  # only bodies that branch on it (left unexpanded) could use it
+            else:
+                argument, pos = _read_argument(text, pos)
+                arguments.append(argument)
         body = macro.body
         if arguments:
             body = re.sub(r"#([1-9])", lambda m: _argument(arguments, int(m.group(1))), body)
@@ -139,8 +187,30 @@ def _read_argument(text: str, pos: int) -> tuple[str, int]:
     return text[pos], pos + 1
 
 
-def _definitions(document: str) -> Iterator[tuple[Macro, bool]]:
-    """Every macro definition in ``document`` and whether it replaces an earlier one."""
+# TeX and LaTeX commands that packages redefine for typesetting and pylatexenc does not list.
+_TYPESETTING = frozenset(
+    {
+        *("par", "item", "relax", "newline", "linebreak", "noindent", "indent", "vskip", "hskip", "hbox", "vbox"),
+        *("label", "ref", "cite", "caption", "footnote", "maketitle", "title", "author", "date", "thanks"),
+        *("address", "email", "keywords", "subjclass", "abstract", "tableofcontents", "bibliography"),
+        *("bibliographystyle", "appendix", "chapter", "part", "paragraph", "subparagraph", "normalsize"),
+        *("small", "large", "Large", "LARGE", "tiny", "footnotesize", "scriptsize", "huge", "Huge"),
+        *("selectfont", "fontsize", "rm", "sf", "tt", "bf", "it", "sl", "sc", "em", "S", "P"),
+        *("theoremstyle", "newtheorem", "proof", "qed", "qedsymbol", "endproof"),
+    }
+)
+
+
+@functools.cache
+def standard_command_names() -> frozenset[str]:
+    """Commands LaTeX and its common packages define (as pylatexenc knows them), plus typesetting ones."""
+    names = {spec.macroname for spec in latexwalker.get_default_latex_context_db().iter_macro_specs()}
+    names |= {spec.macroname for spec in latex2text.get_default_latex_context_db().iter_macro_specs()}
+    return frozenset(names | _TYPESETTING)
+
+
+def _definitions(document: str) -> Iterator[tuple[Macro, bool, str]]:
+    """Every macro definition in ``document``, whether it replaces an earlier one, and its command."""
     for match in _DEFINING.finditer(document):
         command = match.group("cmd")
         pos = match.end()
@@ -154,13 +224,16 @@ def _definitions(document: str) -> Iterator[tuple[Macro, bool]]:
             elif command == "DeclareMathOperator":
                 found = _parse_operator(document, pos, starred=bool(match.group("star")))
                 replace = True
+            elif command.endswith("DocumentCommand"):
+                found = _parse_document_command(document, pos)
+                replace = not command.startswith("Provide")
             else:
                 found = _parse_newcommand(document, pos)
                 replace = command != "providecommand"
         except IndexError:
             found = None
         if found is not None:
-            yield found, replace
+            yield found, replace, command
 
 
 def _read_name(document: str, pos: int) -> tuple[str | None, int]:
@@ -184,9 +257,13 @@ def _parse_newcommand(document: str, pos: int) -> Macro | None:
     count, pos = read_optional_argument(document, pos)
     default, pos = read_optional_argument(document, pos)
     pos = skip_spaces(document, pos)
-    if pos >= len(document) or document[pos] != "{":
+    if pos >= len(document):
         return None
-    body, _ = read_group(document, pos)
+    if document[pos] == "{":
+        body, _ = read_group(document, pos)
+    else:  # \newcommand\sheaf\mathscr: the body is one token
+        token = _CONTROL_WORD.match(document, pos)
+        body = token.group(0) if token else document[pos]
     try:
         arguments = int(count.strip()) if count else 0
     except ValueError:
@@ -231,3 +308,41 @@ def _parse_operator(document: str, pos: int, starred: bool) -> Macro | None:
     body, _ = read_group(document, pos)
     command = "\\operatorname*" if starred else "\\operatorname"
     return Macro(name, f"{command}{{{body}}}")
+
+
+_XPARSE_TYPE = re.compile(r"\s*(?P<prefix>[+!]*)\s*(?P<kind>[mosO])")
+
+
+def _parse_document_command(document: str, pos: int) -> Macro | None:
+    """``\\NewDocumentCommand{\\name}{m O{default} o s}{body}``; other argument types are not
+    supported and leave the macro unexpanded."""
+    name, pos = _read_name(document, pos)
+    if name is None:
+        return None
+    pos = skip_spaces(document, pos)
+    if pos >= len(document) or document[pos] != "{":
+        return None
+    spec, pos = read_group(document, pos)
+    pos = skip_spaces(document, pos)
+    if pos >= len(document) or document[pos] != "{":
+        return None
+    body, _ = read_group(document, pos)
+    signature: list[tuple[str, str]] = []
+    at = 0
+    while at < len(spec.rstrip()):
+        match = _XPARSE_TYPE.match(spec, at)
+        if match is None:
+            return None
+        at = match.end()
+        kind = match.group("kind")
+        if kind == "O":
+            at = skip_spaces(spec, at)
+            if at >= len(spec) or spec[at] != "{":
+                return None
+            default, at = read_group(spec, at)
+            signature.append(("o", default))
+        else:
+            signature.append((kind, ""))
+    if len(signature) > 9:
+        return None
+    return Macro(name, body, len(signature), signature=tuple(signature))

@@ -100,9 +100,12 @@ def number_document(document: str, environments: dict[str, TheoremEnvironment]) 
         r"\\(?P<unit>part|chapter|section|subsection|subsubsection)(?P<star>\*?)(?=[\s\[{])"
         r"|\\(?P<appendix>appendix)\b"
         rf"|\\(?P<edge>begin|end)\{{(?P<env>(?:{names})|(?:{displays})\*?)\}}"
-        r"|\\label\s*\{(?P<label>[^{}]*)\}"
+        r"|\\label\s*\{(?P<label>(?:[^{}]|\{[^{}]*\})*)\}"
     )
-    for match in token.finditer(document):
+    # Nothing before \begin{document} is typeset: a ``\begin{theorem}`` in a wrapper's definition
+    # steps no counter.
+    body = max(document.find("\\begin{document}"), 0)
+    for match in token.finditer(document, body):
         if match.group("unit"):
             unit = match.group("unit")
             if match.group("star"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pylatexenc import latexwalker
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec
 from pylatexenc.latex2text import get_default_latex_context_db as text_context_db
-from pylatexenc.macrospec import MacroSpec
+from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
 
 from ingestion.latex_numbering import Reference
 from ingestion.latex_text import normalize_whitespace, read_group
@@ -36,7 +36,7 @@ _INLINE_ENVIRONMENTS = ("math",)
 _MATH_BEGIN = re.compile(
     r"\\begin\{(?P<env>(?:" + "|".join([*_DISPLAY_ENVIRONMENTS, *_INLINE_ENVIRONMENTS]) + r")\*?)\}"
 )
-_DROPPED_IN_MATH = re.compile(r"\\label\s*\{[^{}]*\}|\\nonumber\b|\\notag\b|\\xspace\b|\\ensuremath\b")
+_DROPPED_IN_MATH = re.compile(r"\\label\s*\{(?:[^{}]|\{[^{}]*\})*\}|\\nonumber\b|\\notag\b|\\xspace\b|\\ensuremath\b")
 _PLACEHOLDER = "\u27e6{}\u27e7"  # ⟦n⟧: plain characters pylatexenc passes through untouched
 _PLACEHOLDER_PATTERN = re.compile("\u27e6(\\d+)\u27e7")
 
@@ -171,6 +171,14 @@ class ReadableLatex:
             + [MacroSpec(name, "*{") for name in (*self._NAMED_REF_MACROS, "ref", "eqref", "pageref")]
             + [MacroSpec("href", "{{")]
             + [MacroSpec(name, "{") for name in ("label", "index")],
+            # Layout environments whose arguments are not text (``\\begin{multicols}{2}`` is not "2").
+            environments=[
+                EnvironmentSpec("multicols", "{["),
+                EnvironmentSpec("multicols*", "{["),
+                EnvironmentSpec("minipage", "[[[{"),
+                EnvironmentSpec("wrapfigure", "[{[{"),
+                EnvironmentSpec("adjustbox", "{"),
+            ],
         )
         text_db = text_context_db().filter_context()
         text_db.add_context_category(

@@ -239,6 +239,12 @@ class PaperFinder:
             elif is_archive(file):
                 yield self.eprint(file, str(file))
         graph = IncludeGraph(tex_files)
+        for fragment, main in graph.fragments().items():
+            yield IngestProblem(
+                str(fragment),
+                f"not included by {main.name} (the main document of its directory): fragment skipped",
+                Severity.WARNING,
+            )
         for main in graph.papers():
             paper_id = main.parent.name if graph.single_paper_in(main.parent) else single_file_paper_id(main)
             yield LatexPaper(paper_id, main, origin)
@@ -249,22 +255,26 @@ class IncludeGraph:
 
     def __init__(self, texts: dict[Path, str]) -> None:
         self.texts = texts
-        by_name: dict[str, list[Path]] = {}
-        for file in texts:
-            by_name.setdefault(file.name, []).append(file)
-            by_name.setdefault(file.stem, []).append(file)
+        # Every file by its resolved path, and by that path in lower case for includes written on a
+        # case-insensitive file system (``\\input{slodowy}`` beside ``Slodowy.tex``).
+        self._exact = {file.resolve(): file for file in texts}
+        self._folded = {str(path).lower(): file for path, file in sorted(self._exact.items(), reverse=True)}
         self.includes: dict[Path, set[Path]] = {}
         for file, text in texts.items():
-            targets: set[Path] = set()
-            for name in included_names(text):
-                # Prefer a same-named file beside the includer; else any with that name.
-                candidates = by_name.get(name, [])
-                near = [c for c in candidates if c.parent == file.parent]
-                targets.update(near or candidates[:1])
+            targets = {target for name in included_names(text) if (target := self._resolve(file, name)) is not None}
             targets.discard(file)
             self.includes[file] = targets
         self._closure: dict[Path, set[Path]] = {}
         self._papers: list[Path] | None = None
+
+    def _resolve(self, includer: Path, name: str) -> Path | None:
+        """The file ``includer`` reads for ``\\input{name}``: by path, beside the includer first, then in
+        each directory above it (one of which is the main file's, where TeX runs); never by base name
+        alone, so ``\\input{parts/notes}`` is not the main ``notes.tex``."""
+        directory = includer.parent.resolve()
+        candidates = [c.resolve() for d in (directory, *directory.parents) for c in (d / name, d / f"{name}.tex")]
+        exact = next((self._exact[c] for c in candidates if c in self._exact), None)
+        return exact or next((self._folded[k] for c in candidates if (k := str(c).lower()) in self._folded), None)
 
     def closure(self, file: Path, max_depth: int = 16) -> set[Path]:
         if file not in self._closure:
@@ -311,22 +321,52 @@ class IncludeGraph:
             else:
                 groups.append([main])
         chosen = [group[0] for group in groups]  # the largest of each group
-        included_anywhere = set().union(*self.includes.values())
-        # Loose files with statements that no file includes (notes, a bare chapter).
-        for file, text in self.texts.items():
-            if file in standalone or file in included_anywhere:
-                continue
-            if not any(t in standalone for t in self.closure(file)) and _has_theorem_like(text):
+        # Loose files with statements that no file includes (notes, a bare chapter), outside any
+        # paper's directory; inside one they are fragments (see :meth:`fragments`).
+        for file in self._loose():
+            outside_papers = self._paper_around(file, mains) is None
+            if outside_papers and _has_theorem_like(self.texts[file]) and not (self.closure(file) & set(standalone)):
                 chosen.append(file)
         self._papers = sorted(chosen)
         return self._papers
+
+    def fragments(self) -> dict[Path, Path]:
+        """Files in a paper's directory that no document includes (old drafts, commented-out
+        ``\\input``s, pieces), each with the main file of that paper: they are not part of it."""
+        standalone = [f for f in self.texts if self.is_standalone(f)]
+        mains = [f for f in standalone if not any(f in self.closure(g) for g in standalone)]
+        # A driver that reads a document (``hott-a4.tex``: options, then ``\\input{main}``) or a file
+        # with its own ``\\documentclass`` is not a piece of another paper.
+        loose = [
+            f
+            for f in self._loose()
+            if "\\documentclass" not in self.texts[f] and not (self.closure(f) & set(standalone))
+        ]
+        found = {file: self._paper_around(file, mains) for file in loose}
+        return {file: main for file, main in sorted(found.items()) if main is not None}
+
+    def _loose(self) -> list[Path]:
+        """Files that are not documents of their own and that no file includes."""
+        included_anywhere = set().union(*self.includes.values())
+        return [f for f in self.texts if f not in included_anywhere and not self.is_standalone(f)]
+
+    def _paper_around(self, file: Path, mains: list[Path]) -> Path | None:
+        """The main document whose directory holds ``file`` (the nearest one), if any."""
+        holders = [m for m in mains if file.parent == m.parent or m.parent in file.parents]
+        return max(holders, key=lambda m: len(m.parent.parts)) if holders else None
 
     def single_paper_in(self, directory: Path) -> bool:
         return sum(1 for main in self.papers() if main.parent == directory) == 1
 
 
+def theorem_like_names(text: str) -> list[str]:
+    """The theorem-like environments ``text`` begins (by their usual names), in order, once each."""
+    names = re.findall(r"\\begin\{([A-Za-z]+)\*?\}", text)
+    return list(dict.fromkeys(name for name in names if kind_for(name) is not None))
+
+
 def _has_theorem_like(text: str) -> bool:
-    return any(kind_for(name) is not None for name in re.findall(r"\\begin\{([A-Za-z]+)\*?\}", text))
+    return bool(theorem_like_names(text))
 
 
 def choose_main_file(directory: Path) -> Path | None:

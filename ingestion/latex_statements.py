@@ -89,10 +89,9 @@ _ABBREVIATIONS: dict[str, StatementKind] = {
 
 def kind_for(env_name: str, title: str = "") -> StatementKind | None:
     """Canonical kind of a theorem-like environment, from its printed title or its name."""
-    lowered = title.lower()
-    hits = [(lowered.find(word), kind) for word, kind in _KIND_KEYWORDS.items() if word in lowered]
-    if hits:
-        return min(hits, key=lambda hit: hit[0])[1]
+    from_title = title_kind(title)
+    if from_title is not None:
+        return from_title
     base = env_name.rstrip("*").lower()
     if base in _KIND_KEYWORDS:
         return _KIND_KEYWORDS[base]
@@ -115,6 +114,9 @@ class TheoremEnvironment:
     counter: str = ""  # the counter it steps: its own name, or the one it shares
     within: str = ""  # the sectioning counter that resets it ("section" gives 3.2)
     numbered: bool = True
+    # A ``\\newenvironment`` wrapper whose first argument is printed: "title" when it is the heading
+    # (``\\begin{thm}{Exercise}``: the kind comes from it), "name" when it is the statement's name.
+    title_argument: str = ""
 
 
 _NEWTHEOREM = re.compile(r"\\(?:sp)?newtheorem(?P<star>\*?)\s*\{(?P<name>[^{}]+)\}")
@@ -122,6 +124,71 @@ _DECLARETHEOREM = re.compile(
     r"\\declaretheorem\s*(?:\[(?P<opts>[^\]]*)\])?\s*\{(?P<name>[^{}]+)\}(?:\s*\[(?P<after>[^\]]*)\])?"
 )
 _OPTION = re.compile(r"(?:^|,)\s*(?P<key>[A-Za-z]+)\s*=\s*\{?(?P<value>[^,}]+)\}?")
+_NEWENVIRONMENT = re.compile(r"\\(?:re)?newenvironment\*?\s*\{(?P<name>[^{}#\\]+)\}")
+_BEGIN_CODE_MACRO = re.compile(r"\s*\\(?P<macro>[A-Za-z@]+)\s*$")
+
+
+def title_kind(title: str) -> StatementKind | None:
+    """The kind a printed heading names ("Hopf--Rinow theorem" is a theorem), if it names one."""
+    lowered = title.lower()
+    hits = [(lowered.find(word), kind) for word, kind in _KIND_KEYWORDS.items() if word in lowered]
+    return min(hits, key=lambda hit: hit[0])[1] if hits else None
+
+
+def _is_bare_heading(title: str) -> bool:
+    """ "Exercise", "Lemma 3", "Remarks.": a heading that only says the kind, not a name."""
+    words = re.sub(r"[\d.:\s]+$", "", title.strip()).lower()
+    return words in _KIND_KEYWORDS or (words.endswith("s") and words[:-1] in _KIND_KEYWORDS)
+
+
+def _macro_arguments(document: str, name: str) -> int:
+    """How many arguments ``\\name`` takes where the document defines it (0 when it does not)."""
+    escaped = re.escape(name)
+    match = re.search(r"\\(?:def|gdef|long\\def)\s*\\" + escaped + r"(?P<params>(?:#\d)*)\s*\{", document)
+    if match:
+        return match.group("params").count("#")
+    match = re.search(r"\\(?:re)?newcommand\*?\s*\{?\\" + escaped + r"\}?\s*\[(?P<count>\d)\]", document)
+    return int(match.group("count")) if match else 0
+
+
+def _wrapper_environments(document: str, known: dict[str, TheoremEnvironment]) -> dict[str, TheoremEnvironment]:
+    """Theorem-like environments defined with ``\\newenvironment``: those wrapping a theorem-like one
+    (``{\\begin{theorem}[#1]}{\\end{theorem}}``) and those of a theorem-like name whose begin code
+    prints their first argument as the heading (``\\newenvironment{thm}{\\claim}{\\endclaim}`` with
+    ``\\def\\claim#1{...}``)."""
+    found: dict[str, TheoremEnvironment] = {}
+    for match in _NEWENVIRONMENT.finditer(document):
+        name = match.group("name").strip()
+        count, pos = read_optional_argument(document, match.end())
+        default, pos = read_optional_argument(document, pos)
+        begin_code, _ = read_required_argument(document, pos)
+        if begin_code is None or name.rstrip("*").lower() == "proof":
+            continue
+        arguments = int(count) if count and count.strip().isdigit() else 0
+        wrapped = re.search(r"\\begin\s*\{([^{}]+)\}", begin_code)
+        inner = known.get(wrapped.group(1)) if wrapped else None
+        if wrapped and inner is None and kind_for(wrapped.group(1)) is not None:
+            inner_kind = kind_for(wrapped.group(1)) or StatementKind.OTHER
+            inner = TheoremEnvironment(wrapped.group(1), inner_kind.title, inner_kind, wrapped.group(1))
+        if inner is not None:
+            takes_name = arguments > 0 and default is None and "#1" in begin_code
+            found[name] = TheoremEnvironment(
+                name, inner.title, inner.kind, inner.counter, inner.within, inner.numbered, "name" if takes_name else ""
+            )
+            continue
+        kind = kind_for(name)
+        if kind is None:
+            continue
+        only_macro = _BEGIN_CODE_MACRO.match(begin_code)
+        prints_argument = (arguments > 0 and default is None and "#1" in begin_code) or (
+            only_macro is not None and arguments == 0 and _macro_arguments(document, only_macro.group("macro")) > 0
+        )
+        # A heading printed by the begin code carries no number of LaTeX's.
+        numbered = not name.endswith("*") and not prints_argument
+        found[name] = TheoremEnvironment(
+            name, kind.title, kind, name.rstrip("*"), "", numbered, "title" if prints_argument else ""
+        )
+    return found
 
 
 def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
@@ -160,6 +227,7 @@ def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
         within = options.get("numberwithin") or options.get("parent") or ""
         environments[name] = TheoremEnvironment(name, title, kind, counter, within, numbered)
         environments[name + "*"] = TheoremEnvironment(name + "*", title, kind, counter, within, False)
+    environments.update(_wrapper_environments(document, environments))
     for name in set(re.findall(r"\\begin\{([A-Za-z]+\*?)\}", document)):
         if name not in environments and name.rstrip("*").lower() != "proof":
             kind = kind_for(name)
@@ -183,16 +251,36 @@ class ExtractedStatement:
     section: str
     subsection: str
     offset: int
+    labels: tuple[str, ...] = ()  # every label at the statement's own level; ``label`` is the first
 
 
-_LABEL = re.compile(r"\\label\s*\{([^{}]*)\}")
+# A label may hold one level of braces: \label{thm:E_{1,s}}.
+_LABEL = re.compile(r"\\label\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+# "\\[" opens a display, but not in "\\\\[2pt]" (a line break with its spacing).
+_NESTING = re.compile(r"\\(?P<edge>begin|end)\s*\{[^{}]*\}|(?<!\\)\\\[|(?<!\\)\\\]")
 _HEADING = re.compile(r"\\(?P<level>chapter|section|subsection)\*?(?=[\s\[{])")
 
 
 def split_label(body: str) -> tuple[str, str]:
-    """The statement's label (its first ``\\label``) and its text with every ``\\label`` removed."""
-    match = _LABEL.search(body)
-    return (match.group(1).strip() if match else ""), normalize_whitespace(_LABEL.sub("", body))
+    """The statement's label (its first ``\\label`` given at its own level, not inside a nested
+    environment or display such as an equation's) and its text with every ``\\label`` removed."""
+    labels, text = split_labels(body)
+    return (labels[0] if labels else ""), text
+
+
+def split_labels(body: str) -> tuple[tuple[str, ...], str]:
+    """Every label given at the statement's own level, in order, and its text without labels."""
+    labels = [m.group(1).strip() for m in _LABEL.finditer(body) if _nesting_depth(body, m.start()) == 0]
+    return tuple(dict.fromkeys(label for label in labels if label)), normalize_whitespace(_LABEL.sub("", body))
+
+
+def _nesting_depth(body: str, position: int) -> int:
+    """How many environments (``\\begin``/``\\end``) and ``\\[ ... \\]`` displays are open at ``position``."""
+    depth = 0
+    for match in _NESTING.finditer(body, 0, position):
+        opens = match.group("edge") == "begin" or match.group(0) == "\\["
+        depth = depth + 1 if opens else max(0, depth - 1)
+    return depth
 
 
 class _Headings:
@@ -223,6 +311,23 @@ def _latest(entries: list[tuple[int, str]], offset: int) -> str:
     return entries[index][1] if index >= 0 else ""
 
 
+def _braced_annotation(document: str, start: int, end: int) -> tuple[str | None, int]:
+    """``{(see [3, III§3])}`` right after ``\\begin{proposition}``: some authors give the note in
+    braces instead of brackets. It is the statement's name, not the first words of its text."""
+    position = start
+    while position < end and document[position] in " \t\n":
+        position += 1
+    if not document.startswith("{", position):
+        return None, start
+    content, after = read_required_argument(document, position)
+    if content is None or after > end:
+        return None, start
+    stripped = content.strip()
+    if stripped.startswith("(") and stripped.endswith(")"):
+        return stripped[1:-1].strip(), after
+    return None, start
+
+
 def extract_statements(document: str, environments: dict[str, TheoremEnvironment]) -> list[ExtractedStatement]:
     """Every theorem-like environment in ``document``, with its name, label and proof."""
     if not environments:
@@ -235,19 +340,31 @@ def extract_statements(document: str, environments: dict[str, TheoremEnvironment
         env = environments[match.group(1)]
         body_start = match.end()
         body_end, after = _matching_end(document, env.name, body_start)
-        name, body_start = read_optional_argument(document, body_start)
+        kind = env.kind
+        if env.title_argument:
+            heading, body_start = read_required_argument(document, body_start)
+            heading = normalize_whitespace(heading or "").replace("\n", " ")
+            if env.title_argument == "title":
+                kind = title_kind(heading) or kind
+                heading = "" if _is_bare_heading(heading) else heading
+            name: str | None = heading
+        else:
+            name, body_start = read_optional_argument(document, body_start)
+            if name is None:
+                name, body_start = _braced_annotation(document, body_start, body_end)
         body = document[body_start:body_end]
         body, inner_proof = _split_inner_proof(body)
-        label, text = split_label(body)
+        labels, text = split_labels(body)
         if not text:
             continue
         section, subsection = headings.at(match.start())
         statements.append(
             ExtractedStatement(
                 environment=env.name,
-                kind=env.kind,
+                kind=kind,
                 name=normalize_whitespace(name or "").replace("\n", " "),
-                label=label,
+                label=labels[0] if labels else "",
+                labels=labels,
                 text=text,
                 proof=inner_proof or _following_proof(document, after),
                 section=section,

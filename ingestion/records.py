@@ -86,6 +86,9 @@ class StatementRecord:
     proof: str = ""
     title: str = ""
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    # Every label the statement carries at its own level (``label`` is the first): a paper may
+    # \ref any of them.
+    labels: tuple[str, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -123,6 +126,7 @@ class StatementRecord:
         data["source"] = self.source.value
         data["kind"] = self.kind.value
         data["formulas"] = list(self.formulas)
+        data["labels"] = list(self.labels)
         data["metadata"] = dict(self.metadata)
         return data
 
@@ -142,6 +146,7 @@ class StatementRecord:
             proof=data.get("proof", ""),
             title=data.get("title", ""),
             metadata=dict(data.get("metadata", {})),
+            labels=tuple(data.get("labels", ())),
         )
 
     def to_json(self) -> str:

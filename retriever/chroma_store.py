@@ -186,6 +186,7 @@ def _to_metadata(record: StatementRecord) -> dict[str, str]:
         "title": record.title,
         "proof": record.proof,
         "formulas_json": json.dumps(list(record.formulas), ensure_ascii=False),
+        "labels_json": json.dumps(list(record.labels), ensure_ascii=False),
         "metadata_json": json.dumps(dict(record.metadata), ensure_ascii=False),
     }
 
@@ -205,4 +206,5 @@ def _from_metadata(doc_id: str, document: str | None, metadata: dict) -> Stateme
         proof=metadata.get("proof", ""),
         title=metadata.get("title", ""),
         metadata=json.loads(metadata.get("metadata_json", "{}")),
+        labels=tuple(json.loads(metadata.get("labels_json", "[]"))),
     )

@@ -65,6 +65,7 @@ def record_to_dict(record: StatementRecord) -> dict[str, object]:
         "paper_id": record.paper_id,
         "title": record.title,
         "label": record.label,
+        "labels": list(record.labels),
         "section": record.section,
         "url": record.url,
         "source": record.source.value,

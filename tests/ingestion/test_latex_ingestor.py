@@ -164,3 +164,128 @@ def test_include_outside_the_paper_directory_is_refused_with_a_warning(tmp_path:
     assert all("outside the paper's directory refused" in p.reason for p in result.problems)
     assert "../secret" in result.problems[1].reason and result.problems[0].path == str(paper)
     assert not any("Secret" in r.text for r in result.records) and len(result.records) == 2
+
+
+def write_files(directory: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+    return directory
+
+
+def ingest_directory(directory: Path) -> tuple[list, list]:
+    results = list(LatexIngestor().ingest([directory]))
+    return [r for r in results if r.paper_id], [p for r in results for p in r.problems]
+
+
+def test_an_include_with_the_main_files_name_in_a_subdirectory_is_not_the_main_file(tmp_path: Path) -> None:
+    # Issue 26, defect 1: includes resolve by path, never by base name alone.
+    write_files(
+        tmp_path / "paper",
+        {
+            "notes.tex": "\\documentclass{article}\\newtheorem{theorem}{Theorem}\n"
+            "\\begin{document}\\input{body}\\end{document}",
+            "body.tex": "\\begin{theorem}Top.\\end{theorem}\n\\input{parts/notes}",
+            "parts/notes.tex": "\\begin{theorem}Nested.\\end{theorem}",
+        },
+    )
+    [paper], problems = ingest_directory(tmp_path / "paper")
+    assert [r.text for r in paper.records] == ["Top.", "Nested."]
+    assert problems == []
+
+
+def test_an_include_differing_only_in_letter_case_is_read_with_a_warning(tmp_path: Path) -> None:
+    write_files(
+        tmp_path / "paper",
+        {
+            "main.tex": "\\documentclass{article}\\begin{document}\\input{slodowy}\\end{document}",
+            "Slodowy.tex": "\\begin{lemma}Slices are transversal.\\end{lemma}",
+        },
+    )
+    [paper], problems = ingest_directory(tmp_path / "paper")
+    assert [r.text for r in paper.records] == ["Slices are transversal."]
+    [warning] = problems
+    assert warning.severity is Severity.WARNING and "Slodowy.tex" in warning.reason and "letter case" in warning.reason
+
+
+def test_a_paper_that_yields_nothing_despite_theorem_environments_is_named(tmp_path: Path) -> None:
+    paper = tmp_path / "odd.tex"
+    # An environment that never ends swallows nothing but leaves no statement text.
+    paper.write_text("\\documentclass{article}\\begin{document}\\begin{lemma}\\label{x}\\end{lemma}\\end{document}")
+    [result] = list(LatexIngestor().ingest([paper]))
+    [problem] = result.problems
+    assert problem.path == str(paper) and "\\begin{lemma}" in problem.reason
+
+
+def test_theorem_environments_and_macros_of_the_papers_own_sty_and_cls(tmp_path: Path) -> None:
+    # Issue 26, defect 2.
+    write_files(
+        tmp_path / "paper",
+        {
+            "main.tex": "\\documentclass[11pt]{r10}\n\\usepackage{amsmath, envs}\n\\begin{document}\n"
+            "\\begin{zork}Every $n \\in \\NN$ has $\\spc{X}$.\\end{zork}\n"
+            "\\begin{warning}Beware of $\\NN$.\\end{warning}\n\\end{document}",
+            "envs.sty": "\\ProvidesPackage{envs}\n\\RequirePackage{deeper}\n\\newtheorem{zork}{Lemma}\n"
+            "\\newcommand{\\NN}{\\mathbb{N}}",
+            "deeper.sty": "\\def\\spc#1{\\mathcal{#1}}",
+            "r10.cls": "\\LoadClass{article}\n\\newtheorem{warning}{Warning}",
+        },
+    )
+    [paper], problems = ingest_directory(tmp_path / "paper")
+    assert problems == []
+    zork, warning = paper.records
+    assert (zork.kind, zork.text) == (StatementKind.LEMMA, "Every $n \\in \\mathbb{N}$ has $\\mathcal{X}$.")
+    assert (warning.kind, warning.text) == (StatementKind.OTHER, "Beware of $\\mathbb{N}$.")
+    assert warning.display_name == "Other" and warning.metadata["environment"] == "warning"
+
+
+def test_files_the_main_document_does_not_include_are_fragments_not_papers(tmp_path: Path) -> None:
+    # Issue 26, defect 4: a commented-out \input, a loose draft; a standalone document stays a paper.
+    write_files(
+        tmp_path / "paper",
+        {
+            "main.tex": "\\documentclass{article}\\newcommand{\\ep}{\\varepsilon}\n\\begin{document}\n"
+            "% \\input{draft}\n\\begin{theorem}Kept for $\\ep$.\\end{theorem}\\end{document}",
+            "draft.tex": "\\begin{lemma}Old $\\ep$.\\end{lemma}",
+            "old/fragment.tex": "\\begin{theorem}Older.\\end{theorem}",
+            "supplement.tex": "\\documentclass{article}\\begin{document}\\begin{lemma}Own paper.\\end{lemma}"
+            "\\end{document}",
+        },
+    )
+    papers, problems = ingest_directory(tmp_path / "paper")
+    assert sorted(r.text for p in papers for r in p.records) == ["Kept for $\\varepsilon$.", "Own paper."]
+    skipped = sorted(Path(p.path).name for p in problems if "fragment skipped" in p.reason)
+    assert skipped == ["draft.tex", "fragment.tex"]
+    assert all(p.severity is Severity.WARNING for p in problems)
+
+
+def test_a_directory_of_loose_statement_files_without_a_document_keeps_them_as_papers(tmp_path: Path) -> None:
+    write_files(tmp_path / "notes", {"a.tex": "\\begin{lemma}A.\\end{lemma}", "b.tex": "\\begin{lemma}B.\\end{lemma}"})
+    papers, problems = ingest_directory(tmp_path / "notes")
+    assert sorted(p.paper_id for p in papers) == ["a", "b"] and problems == []
+
+
+def test_every_label_of_a_statement_is_kept_and_each_resolves(tmp_path: Path) -> None:
+    # Issue 26, defect 7.
+    paper = tmp_path / "labels.tex"
+    paper.write_text(
+        "\\documentclass{article}\\newtheorem{lemma}{Lemma}\\begin{document}\n"
+        "\\begin{lemma}\\label{lem:tensor}\\label{lem:hom}Tensor is left adjoint to Hom.\\end{lemma}\n"
+        "\\begin{lemma}By Lemma~\\ref{lem:hom} and Lemma~\\ref{lem:tensor}, done.\\end{lemma}\\end{document}"
+    )
+    [result] = list(LatexIngestor().ingest([paper]))
+    first, second = result.records
+    assert first.label == "lem:tensor" and first.labels == ("lem:tensor", "lem:hom")
+    assert second.text == "By Lemma 1 and Lemma 1, done." and second.labels == ()
+
+
+def test_statements_inside_a_macro_that_discards_its_argument_are_not_extracted(tmp_path: Path) -> None:
+    # Issue 26, defect 11.
+    paper = tmp_path / "stam.tex"
+    paper.write_text(
+        "\\documentclass{article}\\newcommand{\\stam}[1]{}\\begin{document}\n"
+        "\\stam{\\begin{lemma}Abandoned.\\end{lemma}}\n\\begin{lemma}Kept.\\end{lemma}\\end{document}"
+    )
+    [result] = list(LatexIngestor().ingest([paper]))
+    assert [r.text for r in result.records] == ["Kept."]
+    assert result.records[0].metadata["number"] == "1"

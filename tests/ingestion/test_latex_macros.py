@@ -54,3 +54,28 @@ def test_runaway_expansion_is_an_error(definition: str) -> None:
     table = MacroTable.from_document(definition, max_expansions=500, max_length=10_000)
     with pytest.raises(MacroExpansionError, match="expands"):
         table.expand(r"$\again \a \grow$")
+
+
+def test_newcommand_with_an_unbraced_one_token_body() -> None:
+    # Issue 26, defect 8.
+    table = MacroTable.from_document(r"\newcommand\sheaf\mathscr \newcommand*\one1 \newcommand{\two}[1]\mathbf")
+    assert table.expand(r"$\sheaf{O}_X$, $\one$") == r"$\mathscr{O}_X$, $1$"
+    assert table.expand(r"$\two{x}$") == r"$\mathbf$"  # an unbraced body does not use its argument
+
+
+def test_xparse_document_commands_with_mandatory_optional_and_star_arguments() -> None:
+    # Issue 26, defect 9.
+    table = MacroTable.from_document(
+        r"""
+\NewDocumentCommand{\Hom}{m O{R} m}{\operatorname{Hom}_{#2}(#1, #3)}
+\DeclareDocumentCommand\abs{s m}{\lvert #2 \rvert}
+\ProvideDocumentCommand{\abs}{m}{WRONG}
+\RenewDocumentCommand{\pt}{o}{\mathrm{pt}}
+\NewDocumentCommand{\weird}{r()}{never}
+"""
+    )
+    expected = r"$\operatorname{Hom}_{R}(M, N)$ $\operatorname{Hom}_{S}(M, N)$"
+    assert table.expand(r"$\Hom{M}{N}$ $\Hom{M}[S]{N}$") == expected
+    assert table.expand(r"$\abs*{x} + \abs{y}$") == r"$\lvert x \rvert + \lvert y \rvert$"
+    assert table.expand(r"$\pt[1] \pt$") == r"$\mathrm{pt} \mathrm{pt}$"
+    assert "weird" not in table  # an argument type we do not read: left as written, not half-expanded

@@ -65,3 +65,10 @@ def test_text_outside_math_is_plain_and_math_is_untouched() -> None:
     readable = ReadableLatex()
     text = readable.convert(r"\textit{Let} $\mathcal{F}$ be a sheaf \index{sheaf} on \ensuremath{X}\footnote{a space}.")
     assert text == r"Let $\mathcal{F}$ be a sheaf on $X$ [a space]."
+
+
+def test_small_leaks_multicols_argument_and_section_sign() -> None:
+    # Issue 26, defect 10.
+    readable = ReadableLatex({})
+    text = readable.convert(r"\begin{multicols}{2} See III\S 3 and \S\S 4--5. \end{multicols}")
+    assert text == "See III§3 and §§4--5."

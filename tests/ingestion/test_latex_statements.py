@@ -89,3 +89,72 @@ def test_unclosed_environment_does_not_raise() -> None:
 def test_title_and_authors() -> None:
     assert document_title(PREAMBLE) == "A \\emph{Long} Title"
     assert document_authors(PREAMBLE) == ["Ada Lovelace", "Emmy Noether"]
+
+
+def test_a_label_with_braces_is_kept_and_an_equations_label_is_not_the_statements() -> None:
+    # Issue 26, defects 3 and 6.
+    body = r"""
+\begin{document}
+\begin{thm}\label{thm:E_{1,s}}
+The page $E_{1,s}$ degenerates.
+\end{thm}
+\begin{thm}
+For all $x$, \\[2pt]
+\begin{equation}\label{eq:gauss}
+\int e^{-x^2} dx = \sqrt{\pi}.
+\end{equation}
+\end{thm}
+\begin{thm}
+Let \[ a = b \label{eq:ab} \] and then \label{thm:after-display} all is well.
+\end{thm}
+\end{document}
+"""
+    document = PREAMBLE + body
+    braced, gauss, after = extract_statements(document, theorem_environments(document))
+    assert braced.label == "thm:E_{1,s}" and "label" not in braced.text
+    assert gauss.label == "" and "eq:gauss" not in gauss.text
+    assert after.label == "thm:after-display"
+
+
+def test_a_note_in_braces_after_begin_is_the_name_not_text() -> None:
+    # Issue 26, defect 10 (the optional argument given in braces).
+    body = r"""
+\begin{document}
+\begin{thm}{(see \cite[III\S 3]{hartshorne})}
+Every projective variety is proper.
+\end{thm}
+\begin{thm}
+{Braces} that open the text stay text.
+\end{thm}
+\end{document}
+"""
+    document = PREAMBLE + body
+    noted, plain = extract_statements(document, theorem_environments(document))
+    assert noted.name == r"see \cite[III\S 3]{hartshorne}" and noted.text == "Every projective variety is proper."
+    assert plain.name == "" and plain.text.startswith("{Braces}")
+
+
+def test_a_newenvironment_taking_its_heading_gets_the_kind_and_name_from_it() -> None:
+    # Issue 26, defect 5.
+    document = r"""
+\documentclass{article}
+\def\claim#1{\par\noindent\textbf{#1.}\itshape}
+\def\endclaim{\par}
+\newenvironment{thm}{\claim}{\endclaim}
+\newtheorem{theorem}{Theorem}
+\newenvironment{namedthm}[1]{\begin{theorem}[#1]}{\end{theorem}}
+\newenvironment{block}[1]{\textbf{#1}}{}
+\begin{document}
+\begin{thm}{Exercise} Show that $x = x$. \end{thm}
+\begin{thm}{Hopf--Rinow theorem} A complete manifold is geodesically complete. \end{thm}
+\begin{namedthm}{Gauss} Every polynomial has a root. \end{namedthm}
+\begin{block}{Summary} Not a statement. \end{block}
+\end{document}
+"""
+    body = document.find("\\begin{document}")
+    statements = [s for s in extract_statements(document, theorem_environments(document)) if s.offset > body]
+    exercise, hopf, gauss = statements
+    assert (exercise.kind, exercise.name, exercise.text) == (StatementKind.EXERCISE, "", "Show that $x = x$.")
+    assert (hopf.kind, hopf.name) == (StatementKind.THEOREM, "Hopf--Rinow theorem")
+    assert hopf.text == "A complete manifold is geodesically complete."
+    assert (gauss.kind, gauss.name, gauss.text) == (StatementKind.THEOREM, "Gauss", "Every polynomial has a root.")
