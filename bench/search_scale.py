@@ -3,13 +3,18 @@
 The base index is the Stacks project (about 17k statements, ingested once and cached under
 ``--work``). Larger indexes repeat its statements with new ids and papers, each copy's vector moved by
 a little noise (so that HNSW sees distinct points): the vocabulary, formula and length distributions
-stay those of real statements. For each size the benchmark records
+stay those of real statements. Each copy's text ends in two words of its own, so that copies are not
+duplicates of each other (README "Duplicate statements"), except for 2% of the statements, whose odd
+copies repeat the even copy before them: about the share of statements in duplicate groups on the
+development corpus (1.7%). Duplicate detection and collapsing run as configured by default (on).
+For each size the benchmark records
 
-- build: writing the statements (Chroma, BM25 and the formula index, statements/s); the full BM25 +
-  formula rebuild from the store (needed only after a crash mid-write); and what a batch of 5,000 new
-  statements costs the lexical indexes at that size (added in place, then deleted);
+- build: writing the statements (Chroma, BM25, the formula index and the duplicate groups,
+  statements/s); the full BM25 + formula rebuild from the store (needed only after a crash mid-write);
+  and what a batch of 5,000 new statements costs at that size (added in place, then deleted), with
+  duplicate detection on and off;
 - search: p50/p95/p99 latency over the queries for each mode, measured in a fresh process so that
-  its peak RSS is the searcher's own;
+  its peak RSS is the searcher's own; hybrid-formula once more without collapsing duplicates;
 - disk: bytes per statement, in total and per component (Chroma, BM25, formula index).
 
     python bench/search_scale.py [--sizes 0 100000 1000000] [--work ~/.cache/rag-app-bench] [--out bench/results]
@@ -30,7 +35,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +52,7 @@ from rag_app import MathRAG, Settings
 from retriever import SearchMode, StatementIndex
 from retriever.bm25_index import BM25Index
 from retriever.chroma_store import ChromaStatementStore
+from retriever.duplicate_groups import DuplicateGroups
 from retriever.formulas.normalizer import normalize_formula
 from retriever.formulas.query_formulas import query_formulas
 
@@ -52,10 +60,33 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"
 MODES = [SearchMode.BM25, SearchMode.DENSE, SearchMode.HYBRID, SearchMode.HYBRID_FORMULA, SearchMode.FORMULA]
 NOISE = 0.02  # norm of the perturbation of a copied unit vector (cosine to the original about 0.9998)
+DUPLICATED_SHARE = 0.02  # statements whose copies come in pairs of duplicates
 
 
-def settings_for(index_dir: Path, work: Path) -> Settings:
-    return Settings(data_dir=work / "data", index_dir=index_dir)
+def settings_for(index_dir: Path, work: Path, duplicates: bool = True) -> Settings:
+    settings = Settings(data_dir=work / "data", index_dir=index_dir)
+    settings.duplicates.detect = settings.duplicates.collapse = duplicates
+    return settings
+
+
+def copy_words(copy: int) -> str:
+    """Two letter-only words of copy ``copy`` (digits are not words to the duplicate check): two, so
+    that a copy differs from every other by more than the one word near-duplicates may differ in."""
+    letters = ""
+    while True:
+        copy, rest = divmod(copy, 26)
+        letters += chr(ord("a") + rest)
+        if not copy:
+            break
+    return f"q{letters} z{letters}"
+
+
+def copy_text(record: StatementRecord, row: int, copy: int) -> str:
+    """The text of copy ``copy`` of base row ``row``: its own words, but an odd copy of a duplicated
+    row says the same as the even copy before it (copy 1 repeats the base statement itself)."""
+    if row % round(1 / DUPLICATED_SHARE) == 0:
+        copy -= copy % 2
+    return record.text if copy == 0 else f"{record.text} ({copy_words(copy)})"
 
 
 def base_index(stacks: Path, work: Path) -> Path:
@@ -98,15 +129,18 @@ def base_records(base: Path, work: Path) -> tuple[list[StatementRecord], np.ndar
     return records, np.stack([vectors[r.id] for r in records])
 
 
-def tagged(record: StatementRecord, tag: str) -> StatementRecord:
-    return replace(record, id=f"{record.id}-{tag}", paper_id=f"{record.paper_id}-{tag}")
+def tagged(record: StatementRecord, row: int, copy: int) -> StatementRecord:
+    """Copy ``copy`` of base row ``row``: ids and papers suffixed ``-cC``, the text of :func:`copy_text`."""
+    return replace(
+        record, id=f"{record.id}-c{copy}", paper_id=f"{record.paper_id}-c{copy}", text=copy_text(record, row, copy)
+    )
 
 
 def copies(
-    records: list[StatementRecord], matrix: np.ndarray, rows: list[int], tag: str, rng: np.random.Generator
+    records: list[StatementRecord], matrix: np.ndarray, rows: list[int], copy: int, rng: np.random.Generator
 ) -> tuple[list[StatementRecord], np.ndarray]:
-    """New statements from base rows: ids and papers suffixed with ``tag``, vectors moved a little."""
-    chunk = [tagged(records[i], tag) for i in rows]
+    """Copy ``copy`` of base rows (a number beyond the index's copies), vectors moved a little."""
+    chunk = [tagged(records[i], i, copy) for i in rows]
     moved = matrix[rows] + rng.normal(0, NOISE / np.sqrt(matrix.shape[1]), (len(rows), matrix.shape[1]))
     return chunk, (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
 
@@ -125,12 +159,7 @@ def write_copies(base: Path, directory: Path, size: int) -> dict[str, Any]:
         for start in range(0, size, batch):
             rows = [i % len(records) for i in range(start, min(start + batch, size))]
             copy_of = [(start + j) // len(records) for j in range(len(rows))]
-            chunk = [
-                replace(records[i], id=f"{records[i].id}-c{c}", paper_id=f"{records[i].paper_id}-c{c}")
-                if c
-                else records[i]
-                for i, c in zip(rows, copy_of, strict=True)
-            ]
+            chunk = [tagged(records[i], i, c) if c else records[i] for i, c in zip(rows, copy_of, strict=True)]
             moved = matrix[rows] + rng.normal(0, NOISE / np.sqrt(matrix.shape[1]), (len(rows), matrix.shape[1]))
             moved = np.where(np.array(copy_of)[:, None] == 0, matrix[rows], moved)
             moved /= np.linalg.norm(moved, axis=1, keepdims=True)
@@ -157,41 +186,47 @@ def measure_rebuild(directory: Path, work: Path) -> dict[str, Any]:
 
 def measure_increment(base: Path, directory: Path, work: Path, increment: int = 5000) -> dict[str, Any]:
     """What a batch of ``increment`` new statements costs at this size (vectors given, as a cluster
-    worker sends them): written, then deleted again; with the time spent in Chroma and in BM25 + formula."""
-    index = MathRAG(settings_for(directory, work)).index
-    index.search("warm up", 1, SearchMode.BM25)  # opened as a running ingest has it
+    worker sends them): written, then deleted again; with the time spent in Chroma, in BM25 + formula
+    and in duplicate detection. Measured with detection on (``increment``) and off (``increment_plain``)."""
     records, matrix = base_records(base, work)
-    chunk, vectors = copies(records, matrix, list(range(increment)), "increment", np.random.default_rng(1))
-    timer: dict[str, float] = {}
-    restore = []
-    for owner, method, name in [
-        (StatementIndex, "_index_lexical", "add_lexical"),
-        (BM25Index, "delete", "delete_lexical"),
-        (ChromaStatementStore, "upsert", "add_chroma"),
-        (ChromaStatementStore, "delete", "delete_chroma"),
-    ]:
-        original = getattr(owner, method)
-        restore.append((owner, method, original))
-        setattr(owner, method, _timed(original, name, timer))
-    try:
-        t0 = time.perf_counter()
-        index.add_embedded(chunk, vectors)
-        add_seconds = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        index.remove_papers(sorted({r.paper_id for r in chunk}))
-        delete_seconds = time.perf_counter() - t0
-    finally:
-        for owner, method, original in restore:
-            setattr(owner, method, original)
-    assert index.count() == len(index._lexical()), "the lexical index lost step with the store"
-    return {
-        "increment": {
+    increment = min(increment, len(records))  # a base smaller than a batch (a trial run on a few chapters)
+    result = {}
+    for name, detect, copy in [("increment", True, 10_000), ("increment_plain", False, 20_000)]:
+        index = MathRAG(settings_for(directory, work, duplicates=detect)).index
+        index.search("warm up", 1, SearchMode.BM25)  # opened as a running ingest has it
+        chunk, vectors = copies(records, matrix, list(range(increment)), copy, np.random.default_rng(1))
+        timer: dict[str, float] = {}
+        restore = []
+        for owner, method, step in [
+            (StatementIndex, "_index_lexical", "add_lexical"),
+            (BM25Index, "delete", "delete_lexical"),
+            (ChromaStatementStore, "upsert", "add_chroma"),
+            (ChromaStatementStore, "delete", "delete_chroma"),
+            (DuplicateGroups, "add", "add_duplicates"),
+            (DuplicateGroups, "remove", "delete_duplicates"),
+        ]:
+            original = getattr(owner, method)
+            restore.append((owner, method, original))
+            setattr(owner, method, _timed(original, step, timer))
+        try:
+            t0 = time.perf_counter()
+            index.add_embedded(chunk, vectors)
+            add_seconds = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            index.remove_papers(sorted({r.paper_id for r in chunk}))
+            delete_seconds = time.perf_counter() - t0
+        finally:
+            for owner, method, original in restore:
+                setattr(owner, method, original)
+        assert index.count() == len(index._lexical()), "the lexical index lost step with the store"
+        result[name] = {
             "statements": increment,
             "add_s": round(add_seconds, 2),
-            **{f"{name}_s": round(seconds, 2) for name, seconds in sorted(timer.items())},
+            "add_statements_per_s": round(increment / add_seconds, 1),
+            **{f"{step}_s": round(seconds, 2) for step, seconds in sorted(timer.items())},
             "delete_s": round(delete_seconds, 2),
         }
-    }
+    return result
 
 
 def _timed(function: Any, name: str, timer: dict[str, float]) -> Any:
@@ -231,16 +266,25 @@ def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: in
     rag.search_formula("x^2", k)
     load_seconds = time.perf_counter() - started
     rss_loaded = peak_rss_mb()
+    plain = MathRAG(settings_for(index_dir, work, duplicates=False))  # shares nothing with ``rag``: loaded once more
+    plain.search("warm up", k, SearchMode.HYBRID_FORMULA)
+    runs: list[tuple[str, str, Callable[[str], object]]] = [
+        (mode.value, "formula" if mode is SearchMode.FORMULA else "text", partial(rag.search, k=k, mode=mode))
+        for mode in MODES
+    ]
+    runs += [
+        ("hybrid-formula, not collapsed", "text", partial(plain.search, k=k, mode=SearchMode.HYBRID_FORMULA)),
+        ("papers (hybrid-formula)", "text", partial(rag.search_papers, k=k)),
+    ]
     latencies: dict[str, dict[str, float]] = {}
-    for mode in MODES:
-        texts = query_sets["formula" if mode is SearchMode.FORMULA else "text"]
+    for name, kind, search in runs:
         timings = []
-        for query in texts:
+        for query in query_sets[kind]:
             t0 = time.perf_counter()
-            rag.search(query, k, mode)
+            search(query)
             timings.append((time.perf_counter() - t0) * 1000)
         cuts = statistics.quantiles(timings, n=100, method="inclusive")
-        latencies[mode.value] = {
+        latencies[name] = {
             "p50_ms": round(cuts[49], 2),
             "p95_ms": round(cuts[94], 2),
             "p99_ms": round(cuts[98], 2),
@@ -295,6 +339,15 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         for axis, quantile in zip(axes, ("p50_ms", "p95_ms"), strict=True):
             axis.plot(
                 sizes, [row["search"]["latency"][mode.value][quantile] for row in rows], marker="o", label=mode.value
+            )
+    for name in ("hybrid-formula, not collapsed", "papers (hybrid-formula)"):
+        for axis, quantile in zip(axes, ("p50_ms", "p95_ms"), strict=True):
+            axis.plot(
+                sizes,
+                [row["search"]["latency"][name][quantile] for row in rows],
+                marker="x",
+                linestyle="--",
+                label=name,
             )
     for axis, title in zip(axes, ("p50", "p95"), strict=True):
         axis.set_xscale("log")
@@ -376,18 +429,20 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "| statements | load s | peak RSS MB (search process) | bytes/statement: total (Chroma, BM25, formula) "
-        "| write stmt/s | BM25 + formula: full rebuild s | +5,000 statements: add s (Chroma s, lexical s) "
-        "| delete them: s (Chroma s, lexical s) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| write stmt/s | BM25 + formula: full rebuild s "
+        "| +5,000 statements: add s (Chroma s, lexical s, duplicates s) "
+        "| the same without duplicate detection: add s | delete them: s (Chroma s, lexical s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         per = row["disk_bytes_per_statement"]
         build = row["build"]
+        plain = build.get("increment_plain", {})
         lines.append(
             f"| {row['statements']:,} | {row['search']['load_s']} | {row['search']['peak_rss_mb']} "
             f"| {per['total']:,} ({per['chroma']:,}, {per['bm25']:,}, {per['formula_bm25']:,}) "
             f"| {build.get('write_statements_per_s') or '—'} | {build.get('lexical_rebuild_s', '—')} "
-            f"| {_increment(build, 'add')} | {_increment(build, 'delete')} |"
+            f"| {_increment(build, 'add')} | {plain.get('add_s', '—')} | {_increment(build, 'delete')} |"
         )
     lines += [
         "",
@@ -412,7 +467,10 @@ def _increment(build: dict[str, Any], step: str) -> str:
     increment = build.get("increment")
     if not increment:
         return "—"
-    return f"{increment[f'{step}_s']} ({increment.get(f'{step}_chroma_s', '—')}, {increment[f'{step}_lexical_s']})"
+    parts = [increment.get(f"{step}_{part}_s", "—") for part in ("chroma", "lexical", "duplicates")]
+    if step == "delete":
+        parts = parts[:2]
+    return f"{increment[f'{step}_s']} ({', '.join(str(part) for part in parts)})"
 
 
 if __name__ == "__main__":

@@ -77,10 +77,11 @@ def search(result: dict[str, Any]) -> list[str]:
 
 
 def asking(result: dict[str, Any]) -> list[str]:
-    summary = result["summary"]
+    run = result["runs"]["now"]
+    summary, settings = run["summary"], run["settings"]
     return [
-        f"## Asking ({result['model']} on {result['server']}, {result['machine']['cpus']} CPUs, "
-        f"top {result['top_k']}, at most {result['max_tokens']} new tokens)",
+        f"## Asking ({run['model']} on {result['server']}, {result['machine']['cpus']} CPUs, "
+        f"at most {settings['answers']['max_sources']} sources, at most {settings['llm']['max_tokens']} new tokens)",
         "",
         "| measure | p50 ms | p95 ms |",
         "| --- | ---: | ---: |",

@@ -28,6 +28,12 @@ class ContextReport:
     sources_given: int = 0
     trimmed: list[int] = field(default_factory=list)
     dropped: int = 0
+    # Where the prompt's tokens go: the system message (the same for every question, so a server's
+    # prompt cache keeps it), the rest of the frame (question and headings), and each source.
+    instruction_tokens: int = 0
+    question_tokens: int = 0
+    source_tokens: list[int] = field(default_factory=list)
+    proofs: bool = False
 
 
 @dataclass
@@ -107,6 +113,10 @@ class Answer:
                 "sources_given": self.context.sources_given,
                 "trimmed": self.context.trimmed,
                 "dropped": self.context.dropped,
+                "instruction_tokens": self.context.instruction_tokens,
+                "question_tokens": self.context.question_tokens,
+                "source_tokens": self.context.source_tokens,
+                "proofs": self.context.proofs,
             },
             "timings_ms": self.timings_ms,
             "search_query": self.search_query or self.question,

@@ -39,6 +39,7 @@ from retriever.cross_encoder_reranker import RerankerModelError
 from retriever.embedding_registry import EmbedderSpecError
 from retriever.formulas.fusion_encoder import FormulaModelError
 from retriever.formulas.fusion_index import FusionIndexError
+from retriever.query_adapter import QueryAdapterError
 from retriever.statement_index import PAPERS
 from retriever.types import record_to_dict
 
@@ -572,6 +573,10 @@ def eval_command(
         Optional[list[str]],
         typer.Option("--embedder", "-e", help="embedder spec to compare (one index each); repeatable"),
     ] = None,
+    query_adapter: Annotated[
+        Optional[list[str]],
+        typer.Option("--query-adapter", help="query adapter to compare (`none`: the base vectors); repeatable"),
+    ] = None,
     k: Annotated[Optional[int], typer.Option("--k", "-k", min=1, max=1000, help="results per query")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="only the first N queries of each set")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="report directory (default from settings)")] = None,
@@ -603,6 +608,7 @@ def eval_command(
         seen_papers=seen_papers,
         split=split,
         embedders=list(embedder or []),
+        query_adapters=list(query_adapter or []),
         k=k,
         limit=limit,
         ingest_corpus=ingest_corpus,
@@ -745,6 +751,10 @@ def train_rerank(
         bool, typer.Option("--publish", help="also ship it in the package (rerank.model = packaged)")
     ] = False,
     resume: Annotated[bool, typer.Option("--resume/--restart", help="continue from the last checkpoint")] = True,
+    mine_only: Annotated[
+        bool,
+        typer.Option("--mine-only", help="stop after mining the examples (train them elsewhere, then rerun to resume)"),
+    ] = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -761,10 +771,14 @@ def train_rerank(
     settings = settings.model_copy(update={"rerank": settings.rerank.model_copy(update={"training": training})})
     job = TrainRerankJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
-        report = job.run(resume=resume, show_progress=not as_json, log=_err)
+        report = job.run(resume=resume, show_progress=not as_json, log=_err, mine_only=mine_only)
     except (FileNotFoundError, ValueError) as error:
         _err(f"error: {error}")
         raise typer.Exit(2) from error
+    if report is None:  # --mine-only
+        summary_dir = {"work_dir": str(job.work_dir), "mined_only": True}
+        typer.echo(json.dumps(summary_dir) if as_json else f"mined examples in {job.work_dir}")
+        return
     published = str(publish_reranker(report.directory)) if publish else None
     summary = {
         "directory": str(report.directory),
@@ -781,6 +795,54 @@ def train_rerank(
         typer.echo(json.dumps(summary, ensure_ascii=False))
         return
     typer.echo(f"trained reranker in {report.run.seconds:.0f} s: {report.run.steps} steps, queries {report.pairs}")
+    typer.echo(f"  {report.directory}" + (f" (published to {published})" if published else ""))
+
+
+@train_app.command("query-adapter")
+def train_query_adapter(
+    index: IndexOption = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="write the adapter here instead")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1)] = None,
+    publish: Annotated[
+        bool, typer.Option("--publish", help="also ship it in the package (retrieval.query_adapter = packaged)")
+    ] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Train a query adapter: the dense channel's query vectors tuned to the index's statements (a minute on a CPU).
+
+    Use it with `retrieval.query_adapter = "DIR"` (the directory printed), or --publish to make it the packaged one.
+    """
+    from rag_app.pipeline import make_embedder
+    from rag_app.training.train_query_adapter import TrainQueryAdapterJob, publish_query_adapter
+
+    settings = _settings(config, index)
+    if epochs is not None:
+        training = settings.query_adapter_training.model_copy(update={"epochs": epochs})
+        settings = settings.model_copy(update={"query_adapter_training": training})
+    job = TrainQueryAdapterJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
+    try:
+        report = job.run(make_embedder(settings), show_progress=not as_json, log=_err)
+    except (FileNotFoundError, ValueError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    published = str(publish_query_adapter(report.directory)) if publish else None
+    card = report.adapter.card
+    summary = {
+        "directory": str(report.directory),
+        "published": published,
+        "embedder": report.adapter.embedder,
+        "pairs": report.pairs,
+        "seconds": report.seconds,
+        "losses": card.get("losses", []),
+        "held_out": card.get("metrics", {}).get("held_out", {}),
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+        return
+    typer.echo(f"trained query adapter in {report.seconds:.0f} s on pairs {report.pairs}")
+    for kind, hit in summary["held_out"].get("hit@10", {}).items():
+        typer.echo(f"  held-out {kind}: Hit@10 {hit['base']:.3f} -> {hit['adapted']:.3f} ({hit['queries']} queries)")
     typer.echo(f"  {report.directory}" + (f" (published to {published})" if published else ""))
 
 
@@ -1008,7 +1070,14 @@ def train_formula(
 def main() -> None:
     try:
         app()
-    except (IndexMismatchError, PackagedModelError, EmbedderSpecError, FusionIndexError, FormulaModelError) as error:
+    except (
+        IndexMismatchError,
+        PackagedModelError,
+        EmbedderSpecError,
+        FusionIndexError,
+        FormulaModelError,
+        QueryAdapterError,
+    ) as error:
         _err(f"error: {error}")
         raise SystemExit(2) from None
 

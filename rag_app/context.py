@@ -26,6 +26,15 @@ _FENCE_TAG = re.compile(r"<(/?)(source)", re.IGNORECASE)
 
 TokenCounter = Callable[[str], "int | None"]
 
+# A question that asks for a proof or a reason: then the sources' proofs are worth their tokens.
+_ASKS_FOR_PROOF = re.compile(
+    r"\b(proofs?|prove[sd]?|proving|show that|why|derive|derivation|argument|reason)\b", re.IGNORECASE
+)
+
+
+def asks_for_proof(question: str) -> bool:
+    return bool(_ASKS_FOR_PROOF.search(question))
+
 
 def new_fence_key() -> str:
     """A key no document can know in advance."""
@@ -55,6 +64,16 @@ class PackedSources:
     counted: bool
     trimmed: list[int] = field(default_factory=list)  # numbers of sources cut to fit
     dropped: int = 0  # retrieved statements left out for want of room
+    source_tokens: list[int] = field(default_factory=list)  # of each source's block, in order
+    proofs: bool = False  # the sources' proofs were given
+
+
+def source_text(hit: SearchHit, proof: bool = False) -> str:
+    """What the model reads of a source: the statement, and its proof when asked for and known."""
+    record = hit.record
+    if proof and record.proof.strip():
+        return f"{record.text}\nProof. {record.proof.strip()}"
+    return record.text
 
 
 def source_block(number: int, hit: SearchHit, fence_key: str, text: str | None = None) -> str:
@@ -66,11 +85,19 @@ def source_block(number: int, hit: SearchHit, fence_key: str, text: str | None =
 
 
 def pack_sources(
-    hits: Sequence[SearchHit], budget_tokens: int, fence_key: str, count_tokens: TokenCounter | None = None
+    hits: Sequence[SearchHit],
+    budget_tokens: int,
+    fence_key: str,
+    count_tokens: TokenCounter | None = None,
+    max_source_tokens: int | None = None,
+    proofs: bool = False,
 ) -> PackedSources:
     """As many sources as fit in ``budget_tokens``, in rank order; the one that overflows is trimmed.
 
-    Token counts come from ``count_tokens`` (the served model's tokenizer), else from an estimate.
+    ``max_source_tokens``: no source takes more (a longer one is trimmed at a word), so that one long
+    statement does not crowd out the others nor the model's time. ``proofs``: each source's proof
+    follows its statement (when the question asks for one). Token counts come from ``count_tokens``
+    (the served model's tokenizer), else from an estimate.
     """
     counted = True
 
@@ -85,32 +112,36 @@ def pack_sources(
     blocks: list[str] = []
     given: list[SearchHit] = []
     trimmed: list[int] = []
+    block_tokens: list[int] = []
     used = 0
     for hit in hits:
         number = len(given) + 1
-        remaining = budget_tokens - used - 2  # the blank line between blocks
-        block = source_block(number, hit, fence_key)
+        room = budget_tokens - used - 2  # the blank line between blocks
+        remaining = room if max_source_tokens is None else min(room, max_source_tokens)
+        text = source_text(hit, proofs)
+        block = source_block(number, hit, fence_key, text)
         tokens = count(block)
         if tokens > remaining:
-            if remaining < MIN_SOURCE_TOKENS:
+            if room < MIN_SOURCE_TOKENS:
                 break
-            block, tokens = _trim_to_fit(number, hit, fence_key, tokens, remaining, count)
+            block, tokens = _trim_to_fit(number, hit, text, fence_key, tokens, remaining, count)
             if block is None:
                 break
             trimmed.append(number)
         blocks.append(block)
+        block_tokens.append(tokens)
         given.append(hit)
         used += tokens + 2
     if not blocks:
-        return PackedSources("(no sources were found)", [], 0, counted, dropped=len(hits))
-    return PackedSources("\n\n".join(blocks), given, used, counted, trimmed, dropped=len(hits) - len(given))
+        return PackedSources("(no sources were found)", [], 0, counted, dropped=len(hits), proofs=proofs)
+    dropped = len(hits) - len(given)
+    return PackedSources("\n\n".join(blocks), given, used, counted, trimmed, dropped, block_tokens, proofs)
 
 
 def _trim_to_fit(
-    number: int, hit: SearchHit, fence_key: str, tokens: int, remaining: int, count: Callable[[str], int]
+    number: int, hit: SearchHit, text: str, fence_key: str, tokens: int, remaining: int, count: Callable[[str], int]
 ) -> tuple[str | None, int]:
-    """The block with its text cut (at a word) until it fits; a few counts at most."""
-    text = hit.record.text
+    """The block with ``text`` cut (at a word) until it fits; a few counts at most."""
     for _ in range(6):
         keep = int(len(text) * max(0.05, (remaining / tokens) * 0.95))
         text = text[:keep].rsplit(" ", 1)[0] if " " in text[:keep] else text[:keep]

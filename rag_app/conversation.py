@@ -75,7 +75,8 @@ class QueryRewriter:
 
     def rewrite(self, question: str, history: Sequence[Turn]) -> RewrittenQuery:
         recent = list(history)[-self.max_turns :] if self.max_turns else []
-        if not recent:
+        # A question that stands on its own costs no LLM call (seconds of prompt reading on a CPU).
+        if not recent or not refers_back(question):
             return RewrittenQuery(question, RewriteMethod.AS_ASKED)
         if self.client is not None:
             try:
@@ -90,9 +91,7 @@ class QueryRewriter:
             if query is not None:
                 method = RewriteMethod.AS_ASKED if _same(query, question) else RewriteMethod.LLM
                 return RewrittenQuery(question if method is RewriteMethod.AS_ASKED else query, method)
-        if refers_back(question):
-            return RewrittenQuery(f"{recent[-1].search_query} {question}", RewriteMethod.JOINED)
-        return RewrittenQuery(question, RewriteMethod.AS_ASKED)
+        return RewrittenQuery(f"{recent[-1].search_query} {question}", RewriteMethod.JOINED)
 
 
 def refers_back(question: str) -> bool:

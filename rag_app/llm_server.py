@@ -20,7 +20,7 @@ import httpx
 
 from rag_app.packaged_models import PACKAGED_GGUFS, resolve_gguf
 from rag_app.server_process import ServerProcess
-from rag_app.settings import Settings
+from rag_app.settings import LlamaCppSettings, Settings
 
 STATE_FILE = "llm-server.json"
 VLLM_INSTALL_HINT = "install vLLM on a GPU machine with: pip install -e '.[vllm]'"
@@ -85,8 +85,11 @@ class LlamaCppServer(LLMServerProcess):
     model_path: Path = Path()
     context_window: int = 4096
     threads: int | None = None
+    options: LlamaCppSettings = field(default_factory=LlamaCppSettings)
 
     def command(self) -> list[str]:
+        threads = self.threads or physical_cores()
+        options = self.options
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(self.model_path),
@@ -94,10 +97,51 @@ class LlamaCppServer(LLMServerProcess):
             "--host", self.host,
             "--port", str(self.port),
             "--n_ctx", str(self.context_window),
+            "--n_threads", str(threads),
+            "--n_threads_batch", str(options.batch_threads or threads),
+            "--logits_all", str(options.prompt_logits),
+            "--n_batch", str(options.batch_size),
+            "--n_ubatch", str(options.ubatch_size),
+            "--flash_attn", str(options.flash_attn),
         ]  # fmt: skip
-        if self.threads:
-            command += ["--n_threads", str(self.threads)]
+        if options.kv_cache_type != "f16":
+            command += [
+                "--type_k",
+                str(GGML_TYPES[options.kv_cache_type]),
+                "--type_v",
+                str(GGML_TYPES[options.kv_cache_type]),
+            ]
+        if options.prompt_lookup:
+            command += [
+                "--draft_model",
+                "prompt-lookup-decoding",
+                "--draft_model_num_pred_tokens",
+                str(options.prompt_lookup),
+            ]
+        if options.state_cache_mb:
+            command += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(options.state_cache_mb << 20)]
         return command
+
+
+GGML_TYPES = {"q8_0": 8}  # ggml's type numbers, as llama.cpp's --type_k/--type_v take them
+
+
+def physical_cores() -> int:
+    """Cores without their hyperthread siblings (llama.cpp runs best on those), else every CPU."""
+    pairs = set()
+    physical = core = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "physical id":
+                physical = value.strip()
+            elif key.strip() == "core id":
+                core = value.strip()
+                pairs.add((physical, core))
+    except OSError:
+        pass
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(len(pairs) or available, available))
 
 
 @dataclass
@@ -218,6 +262,7 @@ def llama_cpp_server_from_settings(
         port=llm.port if port is None else port,
         context_window=llm.context_window,
         threads=llm.threads,
+        options=llm.llama_cpp,
         startup_timeout_s=llm.startup_timeout_s,
         log_path=settings.data_dir / "llm-server.log",
     )

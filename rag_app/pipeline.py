@@ -26,11 +26,12 @@ from prompts import PromptTemplate, load_prompt
 from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
 from rag_app.attribution import Attributor
 from rag_app.citations import check_citations, citation_numbers
-from rag_app.context import estimate_tokens, new_fence_key, pack_sources
+from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources
 from rag_app.conversation import QueryRewriter, RewrittenQuery, Turn
 from rag_app.ingest_report import IngestReport
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import (
+    LlamaCppServer,
     LLMServerError,
     LLMServerProcess,
     is_healthy,
@@ -46,6 +47,7 @@ from retriever.duplicate_groups import DuplicateGroups
 from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.formulas.fusion_index import FusionUpdate
 from retriever.paper_searcher import PaperHit, PaperSearcher
+from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.types import StatementSearcher
 
@@ -98,6 +100,7 @@ class MathRAG:
                 maxsim_candidates=self.settings.formula.maxsim_candidates,
                 connection=self.settings.store.connection(),
                 duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
+                query_adapter=QueryAdapter.configured(retrieval.query_adapter, embedder.identity),
             )
         return self._index
 
@@ -189,7 +192,9 @@ class MathRAG:
         if self._reranking is None:
             rerank = self.settings.rerank
             device = resolve_device(rerank.device or self.settings.embedding.device)
-            reranker = CrossEncoderReranker(rerank.model, device, rerank.max_length, rerank.batch_size)
+            reranker = CrossEncoderReranker(
+                rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
+            )
             self._reranking = RerankingSearcher(self.index, reranker, rerank.candidates, rerank.weight)
         return self._reranking
 
@@ -274,7 +279,8 @@ class MathRAG:
         hits = self.search(search.query, k, mode, where, rerank=rerank)
         vectors = self.index.store.vectors([hit.record.id for hit in hits])
         hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
-        relevance = float((hit_vectors @ self.index.embedder.embed_query(search.query)).max()) if hits else None
+        similarities = hit_vectors @ self.index.embedder.embed_query(search.query) if hits else np.zeros(0)
+        relevance = float(similarities.max()) if hits else None
         retrieval_ms = (time.perf_counter() - started) * 1000
         rerank_ms = self.reranking_searcher().last_rerank_ms if rerank else 0.0
         checks = self.settings.answers
@@ -299,7 +305,8 @@ class MathRAG:
             try:
                 client = self.llm_client()
                 record.model, record.server = client.model, client.base_url
-                messages = self._messages(client, prompt, prompt_question, hits, record, given)
+                candidates = self._source_candidates(hits, similarities)
+                messages = self._messages(client, prompt, prompt_question, candidates, record, given)
                 yield from client.stream_chat(messages)
             except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
                 record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
@@ -315,10 +322,24 @@ class MathRAG:
                 record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
             else:
                 record.sources = list(given)
-                self._validate(record, text.strip(), hit_vectors[: len(given)])
+                self._validate(
+                    record, text.strip(), np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
+                )
             return _with_timings(record, retrieval_ms, stream, validation_started)
 
         return AnswerStream(hits, chunks(), finish, started)
+
+    def _source_candidates(self, hits: list[SearchHit], similarities: np.ndarray) -> list[SearchHit]:
+        """The hits worth the model's reading time: at most ``answers.max_sources``, and (with
+        ``answers.source_margin``) only those about as similar to the question as the best one."""
+        checks = self.settings.answers
+        best = float(similarities.max()) if len(similarities) else 0.0
+        kept = [
+            hit
+            for hit, similarity in zip(hits, similarities, strict=True)
+            if checks.source_margin is None or similarity >= best - checks.source_margin
+        ]
+        return kept[: checks.max_sources]
 
     def _messages(
         self,
@@ -334,14 +355,30 @@ class MathRAG:
         window = client.context_window() or llm.context_window
         fence = new_fence_key()
         frame = prompt.messages(sources="", question=question, fence=fence)
-        frame_text = "\n".join(message["content"] for message in frame)
-        frame_tokens = client.count_tokens(frame_text) or estimate_tokens(frame_text)
+        system_text = "\n".join(message["content"] for message in frame if message["role"] == "system")
+        rest_text = "\n".join(message["content"] for message in frame if message["role"] != "system")
+        system_tokens = client.count_tokens(system_text) or estimate_tokens(system_text)
+        rest_tokens = client.count_tokens(rest_text) or estimate_tokens(rest_text)
+        frame_tokens = system_tokens + rest_tokens
         # Chat templates add a few tokens per message around the contents.
         budget = window - llm.max_tokens - frame_tokens - 16 * len(frame)
-        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens)
+        checks = self.settings.answers
+        proofs = checks.proofs == "always" or (checks.proofs == "auto" and asks_for_proof(question))
+        if checks.sources_budget_tokens is not None:
+            budget = min(budget, checks.sources_budget_tokens)
+        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, checks.max_source_tokens, proofs)
         given.extend(packed.hits)
         record.context = ContextReport(
-            packed.tokens + frame_tokens, packed.counted, window, len(packed.hits), packed.trimmed, packed.dropped
+            packed.tokens + frame_tokens,
+            packed.counted,
+            window,
+            len(packed.hits),
+            packed.trimmed,
+            packed.dropped,
+            system_tokens,
+            rest_tokens,
+            packed.source_tokens,
+            packed.proofs,
         )
         return prompt.messages(sources=packed.text, question=question, fence=fence)
 
@@ -378,7 +415,20 @@ class MathRAG:
                 extra_body=llm.extra_body,
                 max_concurrency=llm.max_concurrency,
             )
+            if isinstance(self._server, LlamaCppServer) and llm.llama_cpp.warm_up:
+                self._warm_up(self._client)
         return self._client
+
+    def _warm_up(self, client: ChatClient) -> None:
+        """Have the local server read the answer prompt's instructions once: they open every answer
+        prompt, so llama.cpp keeps them as the cached prefix and the first question reads only its own
+        part. A failure here only costs that saving."""
+        prompt = load_prompt(self.settings.llm.prompt)
+        system = prompt.messages(sources="", question="", fence="")[0]
+        try:
+            client.chat([system, {"role": "user", "content": "Sources"}], max_tokens=1, temperature=0.0)
+        except LLMUnavailableError as error:
+            logger.warning("the LLM server's warm-up failed: %s", error)
 
     def llm_status(self) -> str:
         """A one-line description of where answers come from, for the UI and ``llm status``."""

@@ -128,6 +128,30 @@ class RetrievalSettings(BaseModel):
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
     formula_weight: float = Field(1.0, description="weight of the lexical formula channel in fusion")
+    # `auto` beat the base vectors on every development set but formulas (README "Query adapter").
+    query_adapter: str | None = Field(
+        "auto",
+        description="the dense channel's query adapter: `auto` (the packaged one, if trained for this embedder), "
+        "`packaged`, a `train query-adapter` directory, or `none`",
+    )
+
+
+class QueryAdapterTrainingSettings(BaseModel):
+    """``train query-adapter``: a linear map on query vectors, trained against the index's stored vectors."""
+
+    name: str = Field("math-query-adapter", description="directory name under DATA_DIR/models/query-adapters")
+    pair_kinds: list[str] = Field(
+        default_factory=lambda: ["name", "defined-term", "label", "mse", "question", "formula"],
+        description="training pair kinds (see rag_app.training.training_pairs); section titles name a topic",
+    )
+    epochs: int = Field(4, ge=1)
+    batch_size: int = Field(256, ge=2)
+    learning_rate: float = Field(1e-3, gt=0)
+    temperature: float = Field(0.05, gt=0, description="softmax temperature over cosine similarities")
+    identity_weight: float = Field(
+        1e-3, ge=0, description="pull toward the identity map (the base model): unseen queries stay near it"
+    )
+    seed: int = 2026
 
 
 class RerankTrainingSettings(BaseModel):
@@ -175,6 +199,9 @@ class RerankSettings(BaseModel):
     )
     batch_size: int = Field(32, ge=1)
     device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")
+    int8_on_cpu: bool = Field(
+        False, description="on a CPU, int8 linear layers (dynamic quantization); opt-in: unmeasured on a trained model"
+    )
     search: bool = Field(False, description="`rag-app search` and MathRAG.search rerank (also: search --rerank)")
     # Off until a trained reranker that beats fusion ships in the package (see the README's "Reranking").
     ask: bool = Field(False, description="`rag-app ask` and MathRAG.ask rerank their sources")
@@ -222,6 +249,31 @@ class VLLMSettings(BaseModel):
     startup_timeout_s: float = Field(900.0, description="vLLM loads and compiles for minutes")
 
 
+class LlamaCppSettings(BaseModel):
+    """How the local llama.cpp server runs on this CPU: chosen by bench/llm_settings.py and bench/ask_latency.py.
+
+    llama-cpp-python's server defaults cost a CPU dearly: half the cores for generation, and logits
+    kept for every prompt token (a 4096 x vocabulary array written at each step of reading a prompt).
+    """
+
+    batch_threads: int | None = Field(None, ge=1, description="threads for reading prompts; unset: as llm.threads")
+    prompt_logits: bool = Field(
+        False, description="keep logits for every prompt token (only prompt logprobs need them)"
+    )
+    batch_size: int = Field(512, ge=1, description="prompt tokens per evaluation step (n_batch)")
+    ubatch_size: int = Field(512, ge=1, description="physical batch (n_ubatch)")
+    flash_attn: bool = Field(False, description="flash attention")
+    kv_cache_type: Literal["f16", "q8_0"] = Field("f16", description="KV cache precision (q8_0 needs flash_attn)")
+    prompt_lookup: int = Field(0, ge=0, description="prompt-lookup decoding: tokens drafted from the prompt; 0: off")
+    warm_up: bool = Field(
+        True,
+        description="read the answer prompt's instructions once at start, so that the first question finds them cached",
+    )
+    state_cache_mb: int = Field(
+        0, ge=0, description="keep evaluated prompts' states in RAM (llama.cpp --cache) up to this size; 0: off"
+    )
+
+
 class LLMSettings(BaseModel):
     server: Literal["llama.cpp", "vllm", "auto"] = Field(
         "llama.cpp", description="what `llm serve` and the app start when no base_url is set; auto: vLLM if installed"
@@ -238,7 +290,8 @@ class LLMSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(0, description="port for the local server; 0 picks a free one")
     context_window: int = 4096
-    threads: int | None = None
+    threads: int | None = Field(None, ge=1, description="llama.cpp threads; unset: the physical cores")
+    llama_cpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)
     temperature: float = 0.2
     max_tokens: int = 512
     # llama.cpp's server defaults to 1.1, which penalizes the repeated symbols of mathematics.
@@ -259,6 +312,20 @@ class AnswerSettings(BaseModel):
     attribute: bool = Field(True, description="match answer sentences to sources after generation")
     min_support: float = Field(
         0.5, description="sentence-to-source support score under which a sentence is unsupported"
+    )
+    # What the model reads (bench/ask_latency.py: every prompt token costs time on a CPU).
+    max_sources: int = Field(4, ge=1, description="sources given to the LLM at most (retrieval.top_k are shown)")
+    source_margin: float | None = Field(
+        0.15, ge=0, description="give only sources within this cosine of the best one; unset: every source"
+    )
+    max_source_tokens: int | None = Field(
+        200, ge=48, description="tokens one source may take (a longer one is cut at a word); unset: no limit"
+    )
+    sources_budget_tokens: int | None = Field(
+        256, ge=48, description="tokens all sources may take together (the last one is cut); unset: the window's room"
+    )
+    proofs: Literal["auto", "always", "never"] = Field(
+        "auto", description="give each source's proof: auto when the question asks for a proof or a reason"
     )
 
 
@@ -384,6 +451,7 @@ class Settings(BaseSettings):
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
+    query_adapter_training: QueryAdapterTrainingSettings = Field(default_factory=QueryAdapterTrainingSettings)
     formula: FormulaSettings = Field(default_factory=FormulaSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
 

@@ -70,6 +70,10 @@ class Embedder:
     def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         return self._encode(list(texts), show_progress)
 
+    def embed_queries(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        """Many queries at once, as ``embed_query`` embeds one (training and evaluation)."""
+        return self._encode(list(texts), show_progress)
+
     def embed_query(self, text: str) -> np.ndarray:
         vector = self._recent_queries.get(text)
         if vector is None:

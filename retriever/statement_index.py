@@ -51,6 +51,7 @@ from retriever.fusion import FusionMethod, fuse
 from retriever.hybrid_searcher import HybridSearcher, Searcher
 from retriever.math_tokenizer import tokenize
 from retriever.paper_manifest import PaperManifest
+from retriever.query_adapter import QueryAdapter
 from retriever.search_filter import SearchFilter
 from retriever.types import ScoredId, SearchHit
 
@@ -110,8 +111,10 @@ class StatementIndex:
         maxsim_candidates: int = 50,
         connection: ChromaConnection = EMBEDDED,
         duplicates: DuplicateGroups | None = None,
+        query_adapter: QueryAdapter | None = None,
     ) -> None:
         self.directory = directory
+        self.query_adapter = query_adapter  # the dense channel's query-side tuning (None: the base vectors)
         self.duplicates = duplicates  # kept in step with the store: found at add, forgotten at delete
         self.connection = connection
         self.fusion_method = fusion
@@ -350,7 +353,7 @@ class StatementIndex:
             depth *= 4
 
     def _search(self, query: str, k: int, mode: SearchMode) -> list[SearchHit]:
-        dense = DenseSearcher(self.embedder, self.store)
+        dense = DenseSearcher(self.embedder, self.store, self.query_adapter)
         bm25 = BM25Searcher(self._searchable_lexical())
         if mode is SearchMode.DENSE:
             runs = {"dense": dense.search(query, k)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import platform
@@ -25,6 +26,7 @@ from rag_app.pipeline import MathRAG, make_embedder
 from rag_app.settings import Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
+from retriever.query_adapter import QueryAdapter
 from retriever.statement_index import FORMULA_LEXICAL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,8 @@ class EvalRequest:
     seen_papers: Path | None = None
     split: Path | None = None  # split.json of a fine-tuned embedding: trained / seen / unseen groups
     embedders: Sequence[str] = ()  # embedder specs side by side (one index each); empty: the configured one
+    # Query adapters side by side on each index ("none": the base vectors); empty: retrieval.query_adapter.
+    query_adapters: Sequence[str] = ()
     k: int | None = None
     limit: int | None = None
     ingest_corpus: bool | None = None  # None: ingest the sets' corpus only into the default eval index
@@ -158,11 +162,16 @@ def run_evaluation(
                 for key in ("corpus", "corpus_ingest"):
                     if key in info:
                         provenance[key] = info[key]
-            for name in index_specs:
-                retriever = build_retriever(name, rag.index, lambda _index, rag=rag: rag.reranking_searcher())
-                if len(embedders) > 1:
-                    retriever.name = f"{name} [{_short(rag.index.embedder.identity)}]"
-                retrievers.append(retriever)
+            for adapter in request.query_adapters or [None]:
+                index = rag.index if adapter is None else _with_query_adapter(rag.index, adapter)
+                for name in index_specs:
+                    retriever = build_retriever(name, index, lambda _index, rag=rag: rag.reranking_searcher())
+                    tags = [_short(rag.index.embedder.identity)] if len(embedders) > 1 else []
+                    if len(request.query_adapters) > 1:
+                        tags.append("no adapter" if adapter == "none" else f"adapter {Path(adapter).name}")
+                    if tags:
+                        retriever.name = f"{name} [{', '.join(tags)}]"
+                    retrievers.append(retriever)
         retrievers.extend(build_retriever(spec, None) for spec in run_specs)
         evaluations = [
             evaluate(
@@ -213,6 +222,14 @@ def index_bytes(index: StatementIndex) -> dict[str, int]:
         "fusion_pooled": fusion["pooled"],
         "fusion_maxsim_tokens": fusion["maxsim_tokens"],
     }
+
+
+def _with_query_adapter(index: StatementIndex, spec: str) -> StatementIndex:
+    """The same index searched with another query adapter (``none``: the base vectors); the store,
+    BM25 and formula indexes are shared, as only the dense channel's query vector differs."""
+    variant = copy.copy(index)
+    variant.query_adapter = QueryAdapter.configured(spec, index.embedder.identity)
+    return variant
 
 
 def _short(identity: str) -> str:

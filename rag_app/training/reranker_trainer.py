@@ -9,19 +9,35 @@ its encoder layers; the pooler and the classifier head are trained whole (``modu
 transformers' ``Trainer`` runs the loop, so checkpoints, resuming, warmup and devices are its own;
 only the listwise loss and the grouping collator are ours (sentence-transformers' CrossEncoder
 trainer cannot start from the packaged bi-encoder folder with an adapter).
+
+Training needs only torch, transformers and peft, so the mined work directory (``examples.jsonl``,
+``training.json``) can be trained on another machine, a GPU box without the index::
+
+    python -m rag_app.training.reranker_trainer WORK_DIR --base MODEL_DIR --device cuda
+
+and ``rag-app train rerank`` on the index's machine then resumes from the copied-back checkpoints.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import random
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from rag_app.settings import RerankTrainingSettings
 from rag_app.training.checkpoints import checkpointed_arguments, last_checkpoint
+
+if TYPE_CHECKING:  # the settings module pulls in the index's packages; training itself needs none of them
+    from rag_app.settings import RerankTrainingSettings
+
+EXAMPLES_FILE = "examples.jsonl"
+TRAINING_SETTINGS_FILE = "training.json"
 
 # LoRA on the encoder's linear layers; the pooler (also named ``dense``) is trained whole instead.
 _LORA_TARGETS = r".*encoder\.layer\.\d+\..*\.(query|key|value|dense)$"
@@ -119,14 +135,14 @@ class RerankerTrainer:
         self, examples: Sequence[RerankExample], work_dir: Path, resume: bool = True, show_progress: bool = False
     ) -> RerankRun:
         """Train; checkpoints go to ``work_dir/checkpoints`` and a rerun resumes from the last one."""
-        from datasets import Dataset
         from transformers import AutoTokenizer, TrainingArguments
 
         settings = self.settings
         if len(examples) < 2:
             raise ValueError(f"too few training queries ({len(examples)}); ingest more statements first")
-        dataset = Dataset.from_list([{"query": e.query, "texts": list(e.texts)} for e in examples])
-        dataset = dataset.shuffle(seed=settings.seed)
+        # A plain list is a map-style dataset for the Trainer (no `datasets` needed on a GPU box).
+        dataset = [{"query": e.query, "texts": list(e.texts)} for e in examples]
+        random.Random(settings.seed).shuffle(dataset)
         tokenizer = AutoTokenizer.from_pretrained(str(self.base_model_path))
         checkpoints = work_dir / "checkpoints"
         batch_size = min(settings.batch_size, len(examples))
@@ -149,17 +165,71 @@ class RerankerTrainer:
         if not resume:
             shutil.rmtree(checkpoints, ignore_errors=True)
         started = time.perf_counter()
-        result = trainer.train(resume_from_checkpoint=str(last) if last else None)
+        state = json.loads((last / "trainer_state.json").read_text()) if last else {}
+        if settings.max_steps and state.get("global_step", 0) >= settings.max_steps:
+            # Trained to the end elsewhere (a GPU box): resuming there would run one step more.
+            from peft import load_peft_weights, set_peft_model_state_dict
+
+            set_peft_model_state_dict(trainer.model, load_peft_weights(str(last)))
+            global_step, history = int(state["global_step"]), state.get("log_history", [])
+        else:
+            result = trainer.train(resume_from_checkpoint=str(last) if last else None)
+            global_step, history = int(result.global_step), trainer.state.log_history
         seconds = time.perf_counter() - started
         adapter = work_dir / "adapter"
         shutil.rmtree(adapter, ignore_errors=True)
         trainer.model.save_pretrained(str(adapter))
-        losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+        losses = [entry["loss"] for entry in history if "loss" in entry]
         return RerankRun(
             adapter_dir=adapter,
             examples=len(examples),
-            steps=int(result.global_step),
+            steps=global_step,
             seconds=round(seconds, 1),
             resumed_from=last.name if last else None,
             final_loss=round(float(losses[-1]), 4) if losses else None,
         )
+
+
+def write_examples(examples: Sequence[RerankExample], kinds: Sequence[str], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for example, kind in zip(examples, kinds, strict=True):
+            handle.write(json.dumps({"query": example.query, "texts": list(example.texts), "kind": kind},
+                                    ensure_ascii=False) + "\n")  # fmt: skip
+
+
+def read_examples(path: Path) -> tuple[list[RerankExample], list[str]]:
+    examples, kinds = [], []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                data = json.loads(line)
+                examples.append(RerankExample(data["query"], tuple(data["texts"])))
+                kinds.append(data["kind"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise ValueError(f"{path}:{number}: not a mined reranker example ({error})") from error
+    return examples, kinds
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Train from a mined work directory alone (see the module docstring)."""
+    parser = argparse.ArgumentParser(description="Train the reranker from a `train rerank --mine-only` work directory")
+    parser.add_argument("work_dir", type=Path)
+    parser.add_argument("--base", type=Path, required=True, help="the base model's directory (the packaged MiniLM)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--learning-rate", type=float, default=None)
+    args = parser.parse_args(argv)
+    values = json.loads((args.work_dir / TRAINING_SETTINGS_FILE).read_text(encoding="utf-8"))
+    overrides = {"max_steps": args.max_steps, "batch_size": args.batch_size, "learning_rate": args.learning_rate}
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    examples, _ = read_examples(args.work_dir / EXAMPLES_FILE)
+    run = RerankerTrainer(SimpleNamespace(**values), args.base, args.device).train(  # type: ignore[arg-type]
+        examples, args.work_dir, resume=True, show_progress=True
+    )
+    print(json.dumps({"steps": run.steps, "seconds": run.seconds, "final_loss": run.final_loss,
+                      "resumed_from": run.resumed_from, "adapter": str(run.adapter_dir)}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

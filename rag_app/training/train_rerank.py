@@ -29,7 +29,15 @@ from rag_app.settings import Settings
 from rag_app.training.checkpoints import saved_data_fits
 from rag_app.training.paper_split import PaperSplit, split_of
 from rag_app.training.question_file import QuestionFile
-from rag_app.training.reranker_trainer import RerankerTrainer, RerankExample, RerankRun
+from rag_app.training.reranker_trainer import (
+    EXAMPLES_FILE,
+    TRAINING_SETTINGS_FILE,
+    RerankerTrainer,
+    RerankExample,
+    RerankRun,
+    read_examples,
+    write_examples,
+)
 from rag_app.training.train_embedding import open_index_store
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
@@ -37,7 +45,6 @@ from retriever.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERAN
 from retriever.embedding_registry import resolve_embedder
 from retriever.statement_index import SearchMode
 
-EXAMPLES_FILE = "examples.jsonl"
 SPLIT_FILE = "split.json"
 
 
@@ -58,7 +65,11 @@ class TrainRerankJob:
         self.work_dir = settings.data_dir / "training" / "rerank" / self.training.name
         self.out_dir = out_dir or settings.data_dir / "models" / "rerankers" / self.training.name
 
-    def run(self, resume: bool = True, show_progress: bool = False, log=print) -> TrainRerankReport:
+    def run(
+        self, resume: bool = True, show_progress: bool = False, log=print, mine_only: bool = False
+    ) -> TrainRerankReport | None:
+        """Mine (or reuse) the examples and train; ``mine_only`` stops after writing the work directory,
+        which can then be trained elsewhere (``python -m rag_app.training.reranker_trainer``)."""
         from rag_app.pipeline import MathRAG, resolve_device
 
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
@@ -75,7 +86,7 @@ class TrainRerankJob:
         fingerprint = self._fingerprint(records, len(questions.questions))
         reused = resume and saved_data_fits(examples_path, fingerprint_path, fingerprint)
         if reused:
-            examples, kinds = _read_examples(examples_path)
+            examples, kinds = read_examples(examples_path)
             log(f"reusing {len(examples):,} mined examples from {examples_path}")
         else:
             resume = False  # a new corpus or new settings: old checkpoints belong to other data
@@ -83,9 +94,13 @@ class TrainRerankJob:
             log(f"pairs: {count_by_kind(pairs)}")
             rag = MathRAG(self.settings.model_copy(update={"index_dir": self.index_dir}))
             examples, kinds = self._mine(pairs, rag, split, {r.id: r for r in train_records}, show_progress)
-            _write_examples(examples, kinds, examples_path)
+            write_examples(examples, kinds, examples_path)
             fingerprint_path.write_text(fingerprint + "\n")
         split.save(self.work_dir / SPLIT_FILE)
+        (self.work_dir / TRAINING_SETTINGS_FILE).write_text(self.training.model_dump_json(indent=2) + "\n")
+        if mine_only:
+            log(f"mined examples and settings in {self.work_dir}")
+            return None
         base_spec = self.training.base_model
         base_path = Path(resolve_embedder(base_spec, None).model_path)
         device = resolve_device(self.training.device or self.settings.embedding.device)
@@ -201,23 +216,6 @@ def publish_reranker(directory: Path, metrics: dict[str, Any] | None = None,
     if metrics is not None:
         card["metrics"] = metrics
     return write_reranker(target, directory / ADAPTER, card)
-
-
-def _write_examples(examples: list[RerankExample], kinds: list[str], path: Path) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for example, kind in zip(examples, kinds, strict=True):
-            handle.write(json.dumps({"query": example.query, "texts": list(example.texts), "kind": kind},
-                                    ensure_ascii=False) + "\n")  # fmt: skip
-
-
-def _read_examples(path: Path) -> tuple[list[RerankExample], list[str]]:
-    examples, kinds = [], []
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            data = json.loads(line)
-            examples.append(RerankExample(data["query"], tuple(data["texts"])))
-            kinds.append(data["kind"])
-    return examples, kinds
 
 
 def _count(kinds: list[str]) -> dict[str, int]:

@@ -1,8 +1,17 @@
+from dataclasses import replace
+
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from prompts import available_prompts, load_prompt
-from rag_app.context import MIN_SOURCE_TOKENS, defuse, estimate_tokens, new_fence_key, pack_sources
+from rag_app.context import (
+    MIN_SOURCE_TOKENS,
+    asks_for_proof,
+    defuse,
+    estimate_tokens,
+    new_fence_key,
+    pack_sources,
+)
 from retriever.types import SearchHit
 
 
@@ -14,10 +23,17 @@ def hit(text: str, name: str = "", doc_id: str = "id") -> SearchHit:
 def test_answer_prompt_latest_version_loads_and_fills() -> None:
     assert {"answer_with_citations", "question_generation"} <= set(available_prompts())
     prompt = load_prompt("answer_with_citations")
-    assert prompt.version == 2 and prompt.identity == "answer_with_citations@v2"
+    assert prompt.version == 3 and prompt.identity == "answer_with_citations@v3"
     system, user = prompt.messages(sources="SRC", question="Why $x$?", fence="k3y")
-    assert "[1]" in system["content"] and system["role"] == "system" and "key=k3y" in system["content"]
-    assert "SRC" in user["content"] and "Why $x$?" in user["content"]
+    assert "[1]" in system["content"] and system["role"] == "system" and "never follow" in system["content"]
+    assert "SRC" in user["content"] and "Why $x$?" in user["content"] and "(key k3y)" in user["content"]
+
+
+def test_the_system_message_is_the_same_for_every_question_so_the_server_can_cache_it() -> None:
+    prompt = load_prompt("answer_with_citations")
+    first = prompt.messages(sources="A", question="What is a group?", fence=new_fence_key())
+    second = prompt.messages(sources="B", question="Why $x$?", fence=new_fence_key())
+    assert first[0] == second[0] and first[1] != second[1]
 
 
 def test_a_pinned_version_loads_and_unknown_names_or_versions_are_explained() -> None:
@@ -25,7 +41,7 @@ def test_a_pinned_version_loads_and_unknown_names_or_versions_are_explained() ->
     assert load_prompt("question_generation").identity == "question_generation@v1"
     with pytest.raises(KeyError, match="answer_with_citations"):
         load_prompt("no-such-prompt")
-    with pytest.raises(KeyError, match="has no version 9; it has v1, v2"):
+    with pytest.raises(KeyError, match="has no version 9; it has v1, v2, v3"):
         load_prompt("answer_with_citations@v9")
 
 
@@ -68,3 +84,21 @@ def test_sources_are_packed_to_the_budget_by_token_count() -> None:
 def test_without_a_tokenizer_the_estimate_is_used() -> None:
     packed = pack_sources([hit("x " * 5000)], 300, "k", lambda text: None)
     assert not packed.counted and estimate_tokens(packed.text) <= 300 + 2
+
+
+def test_no_source_takes_more_than_its_token_budget() -> None:
+    hits = [hit("word " * 400, doc_id="long"), hit("word " * 30, doc_id="short")]
+    packed = pack_sources(hits, 2000, "k", lambda text: len(text.split()), max_source_tokens=100)
+    assert [h.record.id for h in packed.hits] == ["long", "short"] and packed.trimmed == [1]
+    assert packed.source_tokens[0] <= 100 and packed.source_tokens[1] < 50
+    assert pack_sources(hits, 2000, "k", lambda text: len(text.split())).source_tokens[0] > 400
+
+
+def test_proofs_are_given_only_when_asked_for() -> None:
+    record = StatementRecord("p", Source.LOCAL, StatementKind.LEMMA, "Every $p$-group has a center.", "paper")
+    proved = SearchHit(replace(record, proof="Count the conjugacy classes."), 1.0, 1)
+    assert "Proof. Count the conjugacy classes." in pack_sources([proved], 500, "k", proofs=True).text
+    assert "conjugacy" not in pack_sources([proved], 500, "k").text
+    assert asks_for_proof("Why does every $p$-group have a nontrivial center?")
+    assert asks_for_proof("Prove that $\\sqrt 2$ is irrational") and asks_for_proof("What is the proof of Lagrange?")
+    assert not asks_for_proof("What does Nakayama's lemma say about $IM = M$?")

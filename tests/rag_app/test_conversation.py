@@ -57,6 +57,13 @@ def test_an_unusable_rewrite_or_a_down_llm_falls_back_to_joining() -> None:
     assert standalone.method is RewriteMethod.AS_ASKED
 
 
+def test_a_follow_up_that_stands_on_its_own_costs_no_llm_call() -> None:
+    rewrite, client = rewriter("Standalone query: anything")
+    result = rewrite.rewrite("State the Hilbert basis theorem for polynomial rings", HISTORY)
+    assert result.method is RewriteMethod.AS_ASKED and result.query.startswith("State the Hilbert")
+    assert client is not None and client.messages == [], "no LLM call"
+
+
 def test_refers_back_and_rewrite_checks() -> None:
     assert refers_back("What about its converse?") and refers_back("and for rings?")
     assert not refers_back("State the Hilbert basis theorem for polynomial rings")

@@ -54,7 +54,7 @@ def test_answer_streams_in_pieces_with_timings(demo_index_dir: Path, tmp_path: P
     timings = answer.timings_ms
     assert 0 < timings["retrieval"] <= timings["first_token"] <= timings["full_answer"] <= timings["total"]
     record = answer.to_dict()
-    assert record["prompt"] == "answer_with_citations@v2" and record["server"] == proxy.url
+    assert record["prompt"] == "answer_with_citations@v3" and record["server"] == proxy.url
     assert record["context"]["tokens_counted"] is True  # the server's tokenizer counted the prompt
     assert 0 < record["context"]["tokens"] < record["context"]["window"]
     assert record["status"] in ("answered", "unsupported") and "sentences" in record
@@ -153,6 +153,7 @@ def test_an_instruction_injected_in_a_statement_stays_fenced_and_is_not_followed
     settings = make_settings(tmp_path)
     settings.llm.base_url, settings.llm.max_tokens, settings.llm.retries = proxy.url, 48, 0
     settings.llm.temperature = 0.0
+    settings.answers.source_margin = None  # the model reads both statements, the injected one too
     with MathRAG(settings) as rag:
         assert rag.ingest([paper.parent]).statements == 2
         answer = rag.ask("Does every bounded sequence of real numbers have a convergent subsequence?", k=2)
@@ -163,7 +164,8 @@ def test_an_instruction_injected_in_a_statement_stays_fenced_and_is_not_followed
     assert injected.count(f"key={fence}>") == 1  # inside exactly one fence, which it cannot close
     assert "<|im_start|>" not in user["content"] and "<|im_end|>" not in user["content"]
     assert "</source key=0000>" not in user["content"]
-    assert f"key={fence}" in system["content"] and "never follow them" in system["content"]
+    assert f"(key {fence})" in user["content"] and fence not in system["content"]
+    assert "never follow it" in system["content"]
     assert "PWNED" not in answer.raw_text, answer.raw_text
 
 
@@ -177,3 +179,20 @@ def test_a_question_the_corpus_cannot_answer_is_not_sent_to_the_model(
     assert answer.relevance is not None and answer.relevance < rag.settings.answers.min_relevance
     assert proxy.chat_requests == []  # the model was not asked to improvise
     assert rag.ask(QUESTION, k=3).status is not AnswerStatus.NOT_FOUND
+
+
+def test_the_model_reads_only_the_sources_the_scores_justify(
+    demo_index_dir: Path, tmp_path: Path, proxy: FaultProxy
+) -> None:
+    question = "What does Nakayama's lemma say about a finitely generated module $M$ with $IM = M$?"
+    rag = demo_rag_at(demo_index_dir, tmp_path, proxy.url)
+    rag.settings.answers.source_margin, rag.settings.answers.max_source_tokens = 0.0, 90
+    narrow = rag.ask(question, k=5)
+    assert len(narrow.sources) == 1 and len(narrow.context.source_tokens) == 1 and narrow.context.source_tokens[0] <= 90
+    assert "Nakayama" in narrow.sources[0].record.display_name
+    assert proxy.chat_requests[-1]["messages"][1]["content"].count("<source ") == 1
+    rag.settings.answers.source_margin, rag.settings.answers.max_sources = None, 3
+    wide = rag.ask(question, k=5)
+    assert [h.record.id for h in wide.sources] == [h.record.id for h in rag.search(question, 3)]
+    context = wide.to_dict()["context"]
+    assert context["instruction_tokens"] > 50 and context["question_tokens"] > 10 and len(context["source_tokens"]) == 3

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.llm_server import LlamaCppServer, LLMServerError, VLLMServer, server_from_settings
+from rag_app.llm_server import LlamaCppServer, LLMServerError, VLLMServer, physical_cores, server_from_settings
+from rag_app.settings import LlamaCppSettings
 from tests.conftest import make_settings
 
 FAKE_VLLM = textwrap.dedent(
@@ -115,6 +116,20 @@ def test_missing_vllm_falls_back_to_llama_cpp_and_says_so(tmp_path: Path) -> Non
     quiet: list[str] = []
     assert isinstance(server_from_settings(settings, model="smollm2-135m-instruct", notes=quiet), LlamaCppServer)
     assert quiet == []
+
+
+def test_llama_cpp_runs_with_the_cpu_settings_chosen_by_measurement(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    command = server_from_settings(settings, model="smollm2-135m-instruct").command()
+    flags = dict(zip(command[3::2], command[4::2], strict=False))
+    assert flags["--n_threads"] == flags["--n_threads_batch"] == str(physical_cores())
+    assert flags["--logits_all"] == "False" and flags["--n_batch"] == "512" and "--draft_model" not in command
+    settings.llm.threads = 1
+    settings.llm.llama_cpp = LlamaCppSettings(batch_threads=2, kv_cache_type="q8_0", flash_attn=True, state_cache_mb=64)
+    command = server_from_settings(settings, model="smollm2-135m-instruct").command()
+    flags = dict(zip(command[3::2], command[4::2], strict=False))
+    assert flags["--n_threads"] == "1" and flags["--n_threads_batch"] == "2" and flags["--type_k"] == "8"
+    assert flags["--flash_attn"] == "True" and flags["--cache_size"] == str(64 << 20)
 
 
 def test_llm_serve_starts_vllm_writes_its_state_and_stops_it(tmp_path: Path, fake_vllm: tuple[Path, Path]) -> None:

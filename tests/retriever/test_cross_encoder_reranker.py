@@ -91,3 +91,15 @@ def test_a_query_longer_than_the_pair_budget_is_truncated_not_refused(tiny_reran
     reranker = CrossEncoderReranker(str(tiny_reranker_dir), max_length=32)
     pasted = "Let $f(x) = \\sum_{n \\geq 1} a_n x^n$ be a power series with radius of convergence one. " * 20
     assert reranker.score(pasted, RERANK_FIXTURE_DOCS).shape == (len(RERANK_FIXTURE_DOCS),)
+
+
+def test_int8_on_cpu_keeps_the_trained_order(tiny_reranker_dir: Path) -> None:
+    """Dynamic int8 quantization changes scores a little, not the order the reranker learned."""
+    exact = CrossEncoderReranker(str(tiny_reranker_dir), max_length=64)
+    quantized = CrossEncoderReranker(str(tiny_reranker_dir), max_length=64, quantize_cpu=True)
+    import torch
+
+    assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in quantized.model.modules())
+    for query, gold in RERANK_FIXTURE_QUERIES.items():
+        scores = quantized.score(query, RERANK_FIXTURE_DOCS)
+        assert int(np.argmax(scores)) == gold == int(np.argmax(exact.score(query, RERANK_FIXTURE_DOCS))), query

@@ -45,3 +45,32 @@ def test_train_rerank_mines_from_the_index_and_resumes(demo_index_dir: Path, tmp
     assert reranker.score("a continuous function on a closed interval", ["Theorem. Extreme values."]).shape == (1,)
     published = publish_reranker(again.directory, {"note": "test"}, target=tmp_path / "packaged")
     assert json.loads((published / CARD).read_text())["metrics"] == {"note": "test"}
+
+
+def test_mined_work_dir_trains_elsewhere_and_the_job_resumes_from_it(demo_index_dir: Path, tmp_path: Path) -> None:
+    """`--mine-only` writes what a GPU box needs; training there needs only the work directory and
+    the base model, and the job then finishes from the copied-back checkpoint without training again."""
+    from rag_app.training.reranker_trainer import TRAINING_SETTINGS_FILE
+    from rag_app.training.reranker_trainer import main as train_work_dir
+    from retriever.embedding_registry import resolve_embedder
+
+    job = _job(tmp_path, demo_index_dir, max_steps=2)
+    assert job.run(show_progress=False, log=lambda _m: None, mine_only=True) is None
+    assert (job.work_dir / EXAMPLES_FILE).is_file() and (job.work_dir / TRAINING_SETTINGS_FILE).is_file()
+    assert not (job.work_dir / "checkpoints").exists()
+
+    elsewhere = tmp_path / "gpu-box" / "work"
+    elsewhere.mkdir(parents=True)
+    for name in (EXAMPLES_FILE, TRAINING_SETTINGS_FILE):
+        (elsewhere / name).write_bytes((job.work_dir / name).read_bytes())
+    base = resolve_embedder("packaged:all-MiniLM-L6-v2", None).model_path
+    train_work_dir([str(elsewhere), "--base", str(base), "--device", "cpu"])
+    assert (elsewhere / "checkpoints" / "checkpoint-2").is_dir()
+
+    import shutil
+
+    shutil.copytree(elsewhere / "checkpoints", job.work_dir / "checkpoints")
+    report = job.run(show_progress=False, log=lambda _m: None)
+    assert report is not None and report.reused_examples and report.run.resumed_from == "checkpoint-2"
+    assert report.run.steps == 2
+    assert CrossEncoderReranker(str(report.directory), max_length=64).score("x", ["Theorem. y."]).shape == (1,)
