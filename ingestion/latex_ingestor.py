@@ -34,6 +34,7 @@ from ingestion.problems import IngestProblem, LatexSourceError
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from ingestion.stacks_tags import read_tags, stacks_url, tags_file_for
 from ingestion.statement_split import split_statement
+from ingestion.theorem_packages import rewrite_theorem_packages
 
 
 def arxiv_abs_url(paper_id: str) -> str:
@@ -109,6 +110,7 @@ class LatexIngestor:
     def _fill(self, result: PaperStatements, document: str, paper: LatexPaper, definitions: str = "") -> None:
         """``definitions``: the paper's own packages and class, whose macros and theorem environments
         count as if its preamble held them (before it, so that the paper's own definitions win)."""
+        document, definitions = rewrite_theorem_packages(document), rewrite_theorem_packages(definitions)
         preamble = definitions + "\n" + document if definitions else document
         limits = (self.limits.max_macro_expansions, self.limits.max_expanded_chars)
         macros = MacroTable.from_document(document, *limits)

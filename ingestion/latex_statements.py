@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ingestion.latex_text import (
@@ -45,6 +46,43 @@ _KIND_KEYWORDS: dict[str, StatementKind] = {
     "principle": StatementKind.THEOREM,
     "criterion": StatementKind.THEOREM,
     "property": StatementKind.FACT,
+    # arXiv also receives French, German, Spanish, Italian and Portuguese papers (accents removed).
+    "theoreme": StatementKind.THEOREM,
+    "teorema": StatementKind.THEOREM,
+    "hilfssatz": StatementKind.LEMMA,
+    "satz": StatementKind.THEOREM,
+    "lemme": StatementKind.LEMMA,
+    "lema": StatementKind.LEMMA,
+    "proposicion": StatementKind.PROPOSITION,
+    "proposizione": StatementKind.PROPOSITION,
+    "proposicao": StatementKind.PROPOSITION,
+    "corollaire": StatementKind.COROLLARY,
+    "corolario": StatementKind.COROLLARY,
+    "corollario": StatementKind.COROLLARY,
+    "korollar": StatementKind.COROLLARY,
+    "folgerung": StatementKind.COROLLARY,
+    "definicion": StatementKind.DEFINITION,
+    "definizione": StatementKind.DEFINITION,
+    "definicao": StatementKind.DEFINITION,
+    "vermutung": StatementKind.CONJECTURE,
+    "congettura": StatementKind.CONJECTURE,
+    "conjetura": StatementKind.CONJECTURE,
+    "remarque": StatementKind.REMARK,
+    "bemerkung": StatementKind.REMARK,
+    "observacion": StatementKind.OBSERVATION,
+    "osservazione": StatementKind.REMARK,
+    "exemple": StatementKind.EXAMPLE,
+    "beispiel": StatementKind.EXAMPLE,
+    "ejemplo": StatementKind.EXAMPLE,
+    "esempio": StatementKind.EXAMPLE,
+    "exemplo": StatementKind.EXAMPLE,
+    "exercice": StatementKind.EXERCISE,
+    "ubung": StatementKind.EXERCISE,
+    "ejercicio": StatementKind.EXERCISE,
+    "esercizio": StatementKind.EXERCISE,
+    "propriete": StatementKind.FACT,
+    "eigenschaft": StatementKind.FACT,
+    "propiedad": StatementKind.FACT,
 }
 
 # Environment names that papers use without declaring (amsthm class defaults, common macros).
@@ -84,6 +122,14 @@ _ABBREVIATIONS: dict[str, StatementKind] = {
     "ass": StatementKind.ASSUMPTION,
     "hyp": StatementKind.HYPOTHESIS,
     "ax": StatementKind.AXIOM,
+    "teo": StatementKind.THEOREM,
+    "teor": StatementKind.THEOREM,
+    "bem": StatementKind.REMARK,
+    "bsp": StatementKind.EXAMPLE,
+    "folg": StatementKind.COROLLARY,
+    "rmq": StatementKind.REMARK,
+    "rque": StatementKind.REMARK,
+    "xca": StatementKind.EXERCISE,  # LyX's exercise
 }
 
 
@@ -129,10 +175,38 @@ _BEGIN_CODE_MACRO = re.compile(r"\s*\\(?P<macro>[A-Za-z@]+)\s*$")
 
 
 def title_kind(title: str) -> StatementKind | None:
-    """The kind a printed heading names ("Hopf--Rinow theorem" is a theorem), if it names one."""
-    lowered = title.lower()
+    """The kind a printed heading names ("Hopf--Rinow theorem" is a theorem, "Th\\'eor\\`eme" too),
+    if it names one."""
+    lowered = _without_accents(title).lower()
     hits = [(lowered.find(word), kind) for word, kind in _KIND_KEYWORDS.items() if word in lowered]
     return min(hits, key=lambda hit: hit[0])[1] if hits else None
+
+
+_TEX_ACCENT = re.compile(r"\\[`'^\"~=.uvHc]\s*\{?\s*([A-Za-z])\}?")
+
+
+def _without_accents(title: str) -> str:
+    """``Th\\'eor\\`eme`` and ``Théorème`` to ``Theoreme``."""
+    plain = _TEX_ACCENT.sub(r"\1", title)
+    return "".join(c for c in unicodedata.normalize("NFKD", plain) if not unicodedata.combining(c))
+
+
+_TITLE_MACRO = re.compile(r"(?:\\protect\s*)?\\([A-Za-z]+)")
+
+
+def _title_macros_resolved(title: str, document: str) -> str:
+    """``\\protect\\lemmaname`` (LyX, babel) to what the document defines it as ("Lemme")."""
+    if "\\" not in title:
+        return title
+
+    def definition(match: re.Match[str]) -> str:
+        name = re.escape(match.group(1))
+        found = re.search(
+            r"\\(?:providecommand|newcommand|renewcommand|def)\*?\s*\{?\\" + name + r"\}?\s*\{([^{}]*)\}", document
+        )
+        return found.group(1) if found else match.group(0)
+
+    return _TITLE_MACRO.sub(definition, title)
 
 
 def _is_bare_heading(title: str) -> bool:
@@ -206,7 +280,7 @@ def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
         shared, pos = read_optional_argument(document, pos)
         title, pos = read_required_argument(document, pos)
         within, _ = read_optional_argument(document, pos) if shared is None else (None, pos)
-        title = normalize_whitespace(title or name)
+        title = normalize_whitespace(_title_macros_resolved(title or name, document))
         kind = kind_for(name, title) or StatementKind.OTHER
         numbered = not match.group("star")
         counter = (shared or name).strip()

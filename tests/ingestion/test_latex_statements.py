@@ -158,3 +158,13 @@ def test_a_newenvironment_taking_its_heading_gets_the_kind_and_name_from_it() ->
     assert (hopf.kind, hopf.name) == (StatementKind.THEOREM, "Hopf--Rinow theorem")
     assert hopf.text == "A complete manifold is geodesically complete."
     assert (gauss.kind, gauss.name, gauss.text) == (StatementKind.THEOREM, "Gauss", "Every polynomial has a root.")
+
+
+def test_headings_in_other_languages_and_with_tex_accents_give_the_kind() -> None:
+    assert kind_for("x", r"Th\'eor\`eme") is StatementKind.THEOREM
+    assert kind_for("x", "Théorème principal") is StatementKind.THEOREM
+    assert kind_for("x", "Hilfssatz") is StatementKind.LEMMA  # not "Satz" (theorem) inside it
+    assert kind_for("x", "Definición") is StatementKind.DEFINITION
+    assert kind_for("x", "Problema") is StatementKind.PROBLEM  # not "lema" inside it
+    assert kind_for("x", r"Corollaire") is StatementKind.COROLLARY
+    assert kind_for("satz") is StatementKind.THEOREM and kind_for("bem") is StatementKind.REMARK
