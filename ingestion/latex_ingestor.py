@@ -116,7 +116,7 @@ class LatexIngestor:
         macros = MacroTable.from_document(document, *limits)
         if definitions:
             macros = macros.merged_over(MacroTable.from_package(definitions, *limits))
-        environments = theorem_environments(_declarations_expanded(preamble, macros))
+        environments = theorem_environments(_declarations_expanded(preamble, macros), macros)
         document = _discarded_removed(document, macros)
         numbering = number_document(document, environments)
         readable = ReadableLatex(numbering.labels)
@@ -213,11 +213,10 @@ def defined_terms(latex: str, clean: Callable[[str], str]) -> list[str]:
 
 def _declarations_expanded(document: str, macros: MacroTable) -> str:
     """The document with calls of theorem-declaring macros expanded (the HoTT book's ``\\defthm``)."""
-    declaring = {name for name, macro in macros.macros.items() if "newtheorem" in macro.body}
+    subset = macros.only(lambda macro: "newtheorem" in macro.body, min_length=2 * len(document))
+    declaring = subset.macros
     if not declaring:
         return document
-    subset = MacroTable(macros.max_expansions, max(macros.max_length, 2 * len(document)))
-    subset.macros = {name: macros.macros[name] for name in declaring}
     begin = document.find("\\begin{document}")
     preamble, body = (document[:begin], document[begin:]) if begin >= 0 else (document, "")
     # Definitions themselves must not be expanded, only their calls.
@@ -235,12 +234,10 @@ def _declarations_expanded(document: str, macros: MacroTable) -> str:
 def _discarded_removed(document: str, macros: MacroTable) -> str:
     """The document's body without the calls of macros that discard their arguments
     (``\\newcommand{\\stam}[1]{}``): what such a call holds is an abandoned draft LaTeX never prints."""
-    discarding = {name: macro for name, macro in macros.macros.items() if macro.arguments and not macro.body.strip()}
+    subset = macros.only(lambda macro: macro.arguments > 0 and not macro.body.strip(), min_length=2 * len(document))
     begin = document.find("\\begin{document}")
-    if not discarding or begin < 0:
+    if not subset.macros or begin < 0:
         return document
-    subset = MacroTable(macros.max_expansions, max(macros.max_length, 2 * len(document)))
-    subset.macros = discarding
     try:
         return document[:begin] + subset.expand(document[begin:])
     except MacroExpansionError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pylatexenc import latex2text, latexwalker
@@ -78,13 +78,29 @@ class MacroTable:
 
     @classmethod
     def from_document(cls, document: str, max_expansions: int = 20_000, max_length: int = 200_000) -> MacroTable:
+        return cls._collect(document, max_expansions, max_length, lambda _macro, _command: True)
+
+    @classmethod
+    def _collect(
+        cls, source: str, max_expansions: int, max_length: int, wanted: Callable[[Macro, str], bool]
+    ) -> MacroTable:
+        """The definitions in ``source`` that ``wanted`` accepts (given the defining command), as TeX
+        would keep them: later definitions win, ``\\providecommand`` does not replace."""
         table = cls(max_expansions, max_length)
-        for macro, replace, _ in _definitions(document):
+        for macro, replace, command in _definitions(source):
+            if not wanted(macro, command):
+                continue
             if macro.name in _PROTECTED or _PROGRAMMING.search(macro.body):
                 table.macros.pop(macro.name, None) if replace else None
                 continue
             if replace or macro.name not in table.macros:
                 table.macros[macro.name] = macro
+        return table
+
+    def only(self, keep: Callable[[Macro], bool], min_length: int = 0) -> MacroTable:
+        """A table of the macros ``keep`` accepts, its size bound at least ``min_length``."""
+        table = MacroTable(self.max_expansions, max(self.max_length, min_length))
+        table.macros = {name: macro for name, macro in self.macros.items() if keep(macro)}
         return table
 
     @classmethod
@@ -96,16 +112,12 @@ class MacroTable:
         into statements, so redefinitions, internal (``@``) names and the commands LaTeX already has
         are left out.
         """
-        table = cls(max_expansions, max_length)
         known = standard_command_names()
-        for macro, replace, command in _definitions(package):
-            if command.startswith(("renew", "Renew")) or "@" in macro.name or macro.name in known:
-                continue
-            if _PROGRAMMING.search(macro.body):
-                continue
-            if replace or macro.name not in table.macros:
-                table.macros[macro.name] = macro
-        return table
+
+        def authors_notation(macro: Macro, command: str) -> bool:
+            return not command.startswith(("renew", "Renew")) and "@" not in macro.name and macro.name not in known
+
+        return cls._collect(package, max_expansions, max_length, authors_notation)
 
     def merged_over(self, base: MacroTable) -> MacroTable:
         """A table with ``base``'s macros and this one's, this one's winning (a paper's own

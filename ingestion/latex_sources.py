@@ -266,6 +266,7 @@ class IncludeGraph:
             self.includes[file] = targets
         self._closure: dict[Path, set[Path]] = {}
         self._papers: list[Path] | None = None
+        self._document_lists: tuple[list[Path], list[Path]] | None = None
 
     def _resolve(self, includer: Path, name: str) -> Path | None:
         """The file ``includer`` reads for ``\\input{name}``: by path, beside the includer first, then in
@@ -307,10 +308,7 @@ class IncludeGraph:
         """Main files: standalone documents, one per group sharing content, plus loose fragments."""
         if self._papers is not None:
             return self._papers
-        standalone = [f for f in self.texts if self.is_standalone(f)]
-        # A standalone file included by another standalone one is part of it (a driver's main.tex).
-        included_by_standalone = {g for f in standalone for g in self.closure(f)}
-        mains = [f for f in standalone if f not in included_by_standalone]
+        standalone, mains = self._documents()
         groups: list[list[Path]] = []
         for main in sorted(mains, key=self.size, reverse=True):
             shared = {f for f in self.closure(main) if self._has_content(f)}
@@ -333,8 +331,7 @@ class IncludeGraph:
     def fragments(self) -> dict[Path, Path]:
         """Files in a paper's directory that no document includes (old drafts, commented-out
         ``\\input``s, pieces), each with the main file of that paper: they are not part of it."""
-        standalone = [f for f in self.texts if self.is_standalone(f)]
-        mains = [f for f in standalone if not any(f in self.closure(g) for g in standalone)]
+        standalone, mains = self._documents()
         # A driver that reads a document (``hott-a4.tex``: options, then ``\\input{main}``) or a file
         # with its own ``\\documentclass`` is not a piece of another paper.
         loose = [
@@ -344,6 +341,15 @@ class IncludeGraph:
         ]
         found = {file: self._paper_around(file, mains) for file in loose}
         return {file: main for file, main in sorted(found.items()) if main is not None}
+
+    def _documents(self) -> tuple[list[Path], list[Path]]:
+        """The standalone documents, and those of them no other one includes (the mains)."""
+        if self._document_lists is None:
+            standalone = [f for f in self.texts if self.is_standalone(f)]
+            # A standalone file included by another standalone one is part of it (a driver's main.tex).
+            included_by_standalone = {g for f in standalone for g in self.closure(f)}
+            self._document_lists = (standalone, [f for f in standalone if f not in included_by_standalone])
+        return self._document_lists
 
     def _loose(self) -> list[Path]:
         """Files that are not documents of their own and that no file includes."""

@@ -8,10 +8,13 @@ to the environment name's usual abbreviations (``thm``, ``lem``, ``defn``, ...).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ingestion.latex_macros import MacroExpansionError, MacroTable
 from ingestion.latex_text import (
     normalize_whitespace,
     read_group,
@@ -191,22 +194,14 @@ def _without_accents(title: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", plain) if not unicodedata.combining(c))
 
 
-_TITLE_MACRO = re.compile(r"(?:\\protect\s*)?\\([A-Za-z]+)")
-
-
-def _title_macros_resolved(title: str, document: str) -> str:
+def _title_macros_resolved(title: str, macros: Callable[[], MacroTable]) -> str:
     """``\\protect\\lemmaname`` (LyX, babel) to what the document defines it as ("Lemme")."""
     if "\\" not in title:
         return title
-
-    def definition(match: re.Match[str]) -> str:
-        name = re.escape(match.group(1))
-        found = re.search(
-            r"\\(?:providecommand|newcommand|renewcommand|def)\*?\s*\{?\\" + name + r"\}?\s*\{([^{}]*)\}", document
-        )
-        return found.group(1) if found else match.group(0)
-
-    return _TITLE_MACRO.sub(definition, title)
+    try:
+        return macros().expand(re.sub(r"\\protect\b\s*", "", title))
+    except MacroExpansionError:
+        return title
 
 
 def _is_bare_heading(title: str) -> bool:
@@ -215,17 +210,9 @@ def _is_bare_heading(title: str) -> bool:
     return words in _KIND_KEYWORDS or (words.endswith("s") and words[:-1] in _KIND_KEYWORDS)
 
 
-def _macro_arguments(document: str, name: str) -> int:
-    """How many arguments ``\\name`` takes where the document defines it (0 when it does not)."""
-    escaped = re.escape(name)
-    match = re.search(r"\\(?:def|gdef|long\\def)\s*\\" + escaped + r"(?P<params>(?:#\d)*)\s*\{", document)
-    if match:
-        return match.group("params").count("#")
-    match = re.search(r"\\(?:re)?newcommand\*?\s*\{?\\" + escaped + r"\}?\s*\[(?P<count>\d)\]", document)
-    return int(match.group("count")) if match else 0
-
-
-def _wrapper_environments(document: str, known: dict[str, TheoremEnvironment]) -> dict[str, TheoremEnvironment]:
+def _wrapper_environments(
+    document: str, known: dict[str, TheoremEnvironment], macros: Callable[[], MacroTable]
+) -> dict[str, TheoremEnvironment]:
     """Theorem-like environments defined with ``\\newenvironment``: those wrapping a theorem-like one
     (``{\\begin{theorem}[#1]}{\\end{theorem}}``) and those of a theorem-like name whose begin code
     prints their first argument as the heading (``\\newenvironment{thm}{\\claim}{\\endclaim}`` with
@@ -255,7 +242,7 @@ def _wrapper_environments(document: str, known: dict[str, TheoremEnvironment]) -
             continue
         only_macro = _BEGIN_CODE_MACRO.match(begin_code)
         prints_argument = (arguments > 0 and default is None and "#1" in begin_code) or (
-            only_macro is not None and arguments == 0 and _macro_arguments(document, only_macro.group("macro")) > 0
+            only_macro is not None and arguments == 0 and _arguments_of(macros(), only_macro.group("macro")) > 0
         )
         # A heading printed by the begin code carries no number of LaTeX's.
         numbered = not name.endswith("*") and not prints_argument
@@ -265,12 +252,20 @@ def _wrapper_environments(document: str, known: dict[str, TheoremEnvironment]) -
     return found
 
 
-def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
+def _arguments_of(macros: MacroTable, name: str) -> int:
+    macro = macros.macros.get(name)
+    return macro.arguments if macro else 0
+
+
+def theorem_environments(document: str, macros: MacroTable | None = None) -> dict[str, TheoremEnvironment]:
     """Every theorem-like environment declared in ``document`` plus undeclared common names.
 
     ``\\theoremstyle{definition}`` before a declaration only changes typesetting; the kind comes
-    from the title, so a "Remark" declared under the definition style is still a remark.
+    from the title, so a "Remark" declared under the definition style is still a remark. ``macros``:
+    the document's macros (read from it, when needed, if not given), for titles such as
+    ``\\protect\\lemmaname`` and for wrappers whose begin code is a macro taking the heading.
     """
+    table = functools.cache(lambda: macros if macros is not None else MacroTable.from_document(document))
     environments: dict[str, TheoremEnvironment] = {}
     for match in _NEWTHEOREM.finditer(document):
         name = match.group("name").strip()
@@ -280,7 +275,7 @@ def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
         shared, pos = read_optional_argument(document, pos)
         title, pos = read_required_argument(document, pos)
         within, _ = read_optional_argument(document, pos) if shared is None else (None, pos)
-        title = normalize_whitespace(_title_macros_resolved(title or name, document))
+        title = normalize_whitespace(_title_macros_resolved(title or name, table))
         kind = kind_for(name, title) or StatementKind.OTHER
         numbered = not match.group("star")
         counter = (shared or name).strip()
@@ -301,7 +296,7 @@ def theorem_environments(document: str) -> dict[str, TheoremEnvironment]:
         within = options.get("numberwithin") or options.get("parent") or ""
         environments[name] = TheoremEnvironment(name, title, kind, counter, within, numbered)
         environments[name + "*"] = TheoremEnvironment(name + "*", title, kind, counter, within, False)
-    environments.update(_wrapper_environments(document, environments))
+    environments.update(_wrapper_environments(document, environments, table))
     for name in set(re.findall(r"\\begin\{([A-Za-z]+\*?)\}", document)):
         if name not in environments and name.rstrip("*").lower() != "proof":
             kind = kind_for(name)
