@@ -23,7 +23,7 @@ def hit(text: str, name: str = "", doc_id: str = "id") -> SearchHit:
 def test_answer_prompt_latest_version_loads_and_fills() -> None:
     assert {"answer_with_citations", "question_generation"} <= set(available_prompts())
     prompt = load_prompt("answer_with_citations")
-    assert prompt.version == 3 and prompt.identity == "answer_with_citations@v3"
+    assert prompt.version == 4 and prompt.identity == "answer_with_citations@v4"
     system, user = prompt.messages(sources="SRC", question="Why $x$?", fence="k3y")
     assert "[1]" in system["content"] and system["role"] == "system" and "never follow" in system["content"]
     assert "SRC" in user["content"] and "Why $x$?" in user["content"] and "(key k3y)" in user["content"]
@@ -41,7 +41,7 @@ def test_a_pinned_version_loads_and_unknown_names_or_versions_are_explained() ->
     assert load_prompt("question_generation").identity == "question_generation@v1"
     with pytest.raises(KeyError, match="answer_with_citations"):
         load_prompt("no-such-prompt")
-    with pytest.raises(KeyError, match="has no version 9; it has v1, v2, v3"):
+    with pytest.raises(KeyError, match="has no version 9; it has v1, v2, v3, v4"):
         load_prompt("answer_with_citations@v9")
 
 
@@ -102,3 +102,9 @@ def test_proofs_are_given_only_when_asked_for() -> None:
     assert asks_for_proof("Why does every $p$-group have a nontrivial center?")
     assert asks_for_proof("Prove that $\\sqrt 2$ is irrational") and asks_for_proof("What is the proof of Lagrange?")
     assert not asks_for_proof("What does Nakayama's lemma say about $IM = M$?")
+
+
+def test_the_answer_prompt_forbids_claims_of_the_models_own_and_asks_a_citation_per_sentence() -> None:
+    system = load_prompt("answer_with_citations").messages(sources="S", question="Q", fence="k")[0]["content"]
+    assert "Say only what the sources state" in system and "End every sentence with the sources" in system
+    assert "only what the sources state" not in load_prompt("answer_with_citations@v3").system  # v3 had no such rule

@@ -148,7 +148,7 @@ def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServ
     assert answer["answer"] and answer["llm_error"] is None
     assert {"question", "cited", "invalid_citations", "sources"} <= set(answer)
     assert any(source["name"] == "Fermat's little theorem" for source in answer["sources"])
-    assert answer["prompt"] == "answer_with_citations@v3" and answer["status"] in ("answered", "unsupported")
+    assert answer["prompt"] == "answer_with_citations@v4" and answer["status"] in ("answered", "unsupported")
     assert answer["citations_valid"] is (answer["invalid_citations"] == [])
     assert {"retrieval", "first_token", "full_answer", "total"} <= set(answer["timings_ms"])
     assert answer["relevance"]["score"] >= answer["relevance"]["threshold"]

@@ -54,7 +54,7 @@ def test_answer_streams_in_pieces_with_timings(demo_index_dir: Path, tmp_path: P
     timings = answer.timings_ms
     assert 0 < timings["retrieval"] <= timings["first_token"] <= timings["full_answer"] <= timings["total"]
     record = answer.to_dict()
-    assert record["prompt"] == "answer_with_citations@v3" and record["server"] == proxy.url
+    assert record["prompt"] == "answer_with_citations@v4" and record["server"] == proxy.url
     assert record["context"]["tokens_counted"] is True  # the server's tokenizer counted the prompt
     assert 0 < record["context"]["tokens"] < record["context"]["window"]
     assert record["status"] in ("answered", "unsupported") and "sentences" in record

@@ -73,7 +73,7 @@ def test_a_question_streams_an_answer_whose_citations_link_to_the_sources(
     assert any("Linear algebra" in c.value or "linear" in c.value.lower() for c in at.caption), "the paper is named"
     history = at.session_state["history"]
     assert history[0].cited == [1] and history[0].retriever == "hybrid-formula"
-    assert any(c.value.endswith("answer_with_citations@v3") for c in at.caption), "elapsed time, model and prompt"
+    assert any(c.value.endswith("answer_with_citations@v4") for c in at.caption), "elapsed time, model and prompt"
 
 
 def test_a_follow_up_is_searched_with_the_conversation(
