@@ -14,6 +14,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pylatexenc.latex2text import LatexNodes2Text
+
 from ingestion.latex_macros import MacroExpansionError, MacroTable
 from ingestion.latex_text import (
     normalize_whitespace,
@@ -179,18 +181,23 @@ _BEGIN_CODE_MACRO = re.compile(r"\s*\\(?P<macro>[A-Za-z@]+)\s*$")
 
 def title_kind(title: str) -> StatementKind | None:
     """The kind a printed heading names ("Hopf--Rinow theorem" is a theorem, "Th\\'eor\\`eme" too),
-    if it names one."""
-    lowered = _without_accents(title).lower()
-    hits = [(lowered.find(word), kind) for word, kind in _KIND_KEYWORDS.items() if word in lowered]
-    return min(hits, key=lambda hit: hit[0])[1] if hits else None
+    if it names one. A title left as a macro (``\\protect\\lemmaname`` where the document does not
+    define it) names its kind by the macro's name."""
+    for text in (_without_accents(title), title):
+        lowered = text.lower()
+        hits = [(lowered.find(word), kind) for word, kind in _KIND_KEYWORDS.items() if word in lowered]
+        if hits:
+            return min(hits, key=lambda hit: hit[0])[1]
+    return None
 
 
-_TEX_ACCENT = re.compile(r"\\[`'^\"~=.uvHc]\s*\{?\s*([A-Za-z])\}?")
+# pylatexenc reads TeX accents (``\\'e``, ``\\c{c}``) as the rest of ingestion does.
+_HEADING_TEXT = LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=False)
 
 
 def _without_accents(title: str) -> str:
     """``Th\\'eor\\`eme`` and ``Théorème`` to ``Theoreme``."""
-    plain = _TEX_ACCENT.sub(r"\1", title)
+    plain = _HEADING_TEXT.latex_to_text(title) if "\\" in title else title
     return "".join(c for c in unicodedata.normalize("NFKD", plain) if not unicodedata.combining(c))
 
 
