@@ -43,11 +43,13 @@ class EmbedderRecipe:
     batch_size: int
     max_seq_length: int | None
     registry_dir: str | None
+    math_text: str = "unicode"
 
     @classmethod
     def of(cls, embedder: Embedder, device: str) -> EmbedderRecipe:
         registry = str(embedder.registry_dir) if embedder.registry_dir else None
-        return cls(embedder.model_name, device, embedder.batch_size, embedder.max_seq_length, registry)
+        return cls(embedder.model_name, device, embedder.batch_size, embedder.max_seq_length, registry,
+                   embedder.math_text)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +83,8 @@ def _worker_embedder(recipe: EmbedderRecipe) -> Embedder:
 
     registry = Path(recipe.registry_dir) if recipe.registry_dir else None
     device = resolve_device(recipe.device)
-    return Embedder(recipe.model, device, recipe.batch_size, recipe.max_seq_length, registry_dir=registry)
+    return Embedder(recipe.model, device, recipe.batch_size, recipe.max_seq_length, registry_dir=registry,
+                    math_text=recipe.math_text)  # fmt: skip
 
 
 def parse_and_embed(payloads: list[EprintPayload], limits: IngestLimits, recipe: EmbedderRecipe) -> list[WorkerOutcome]:

@@ -497,6 +497,7 @@ def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
         embedding.batch_size,
         embedding.max_seq_length,
         registry_dir=settings.resolved_registry_dir,
+        math_text=embedding.math_text,
     )
 
 

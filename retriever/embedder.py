@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from retriever.embedding_registry import ResolvedEmbedder, resolve_embedder
+from retriever.unicode_math_text import UnicodeMathText
 
 _RECENT_QUERIES = 64
 
@@ -22,6 +23,9 @@ class Embedder:
     a fine-tune from the registry, or any sentence-transformers path or hub id. Packaged models are
     read from site-packages: nothing is downloaded at run time. The model loads on first use so that
     opening an index for BM25-only work stays cheap.
+
+    ``math_text``: ``"unicode"`` (the default) embeds every text, statement or query, with its LaTeX
+    rendered as Unicode (:class:`UnicodeMathText`); ``"latex"`` embeds it as written.
     """
 
     def __init__(
@@ -31,8 +35,13 @@ class Embedder:
         batch_size: int = 64,
         max_seq_length: int | None = 256,
         registry_dir: Path | None = None,
+        math_text: str = "unicode",
     ) -> None:
+        if math_text not in ("unicode", "latex"):
+            raise ValueError(f"math_text must be 'unicode' or 'latex', not {math_text!r}")
         self.model_name = model
+        self.math_text = math_text
+        self._unicode_math = UnicodeMathText() if math_text == "unicode" else None
         self.device = device
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
@@ -47,8 +56,15 @@ class Embedder:
 
     @property
     def identity(self) -> str:
-        """The concrete model behind the spec (``registry:math@v3``); indexes record it."""
-        return self.resolved.identity
+        """The concrete model behind the spec and the form of text it reads
+        (``registry:math@v3+unicode-math``); indexes record it, so a change of either re-embeds."""
+        if self._unicode_math is None:
+            return self.resolved.identity
+        return f"{self.resolved.identity}+{self._unicode_math.form}"
+
+    def text_for_model(self, text: str) -> str:
+        """What the model reads of ``text``."""
+        return text if self._unicode_math is None else self._unicode_math.render(text)
 
     @cached_property
     def model(self):
@@ -99,7 +115,10 @@ class Embedder:
             model.max_seq_length = max_seq_length
         try:
             outputs = model.encode(
-                list(texts), batch_size=self.batch_size, output_value=None, show_progress_bar=show_progress
+                [self.text_for_model(text) for text in texts],
+                batch_size=self.batch_size,
+                output_value=None,
+                show_progress_bar=show_progress,
             )
         finally:
             model.max_seq_length = previous
@@ -114,7 +133,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = self.model.encode(
-            texts,
+            [self.text_for_model(text) for text in texts],
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,

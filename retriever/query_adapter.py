@@ -12,13 +12,16 @@ An adapter directory holds::
     card.json     kind, the embedder it was trained for (its identity), training data and metrics
     adapter.npz   ``matrix`` (d x d) and ``bias`` (d)
 
-``packaged`` names the one shipped in ``retriever/query_adapter_weights/``.
+``packaged`` names the one shipped for the embedder in use: ``retriever/query_adapter_weights/`` holds
+one directory per embedder identity, so an index embedded in either text form (``math_text``) finds
+the adapter trained for its vectors.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +34,11 @@ CARD = "card.json"
 WEIGHTS = "adapter.npz"
 KIND = "query-adapter"
 BUILD_COMMAND = "rag-app train query-adapter"
+
+
+def packaged_directory(embedder_identity: str) -> Path:
+    """Where the packaged adapter for an embedder lives (one directory per embedder identity)."""
+    return PACKAGED_QUERY_ADAPTER_DIR / re.sub(r"[^A-Za-z0-9._@-]+", "-", embedder_identity).strip("-")
 
 
 class QueryAdapterError(RuntimeError):
@@ -64,9 +72,13 @@ class QueryAdapter:
 
     @classmethod
     def load(cls, spec: str, embedder_identity: str | None = None) -> QueryAdapter:
-        """``packaged`` or a directory from ``train query-adapter``, checked against the embedder in use."""
-        directory = PACKAGED_QUERY_ADAPTER_DIR if spec == "packaged" else Path(spec).expanduser()
-        what = "the packaged query adapter" if spec == "packaged" else f"query adapter {spec!r}"
+        """``packaged`` (the one shipped for ``embedder_identity``) or a directory from ``train
+        query-adapter``, checked against the embedder in use."""
+        if spec == "packaged" and embedder_identity is None:
+            raise QueryAdapterError("the packaged query adapter is chosen by the embedder: name the embedder")
+        packaged = spec == "packaged" and embedder_identity is not None
+        directory = packaged_directory(embedder_identity) if packaged else Path(spec).expanduser()
+        what = f"the packaged query adapter for {embedder_identity}" if packaged else f"query adapter {spec!r}"
         card_path, weights_path = directory / CARD, directory / WEIGHTS
         if not card_path.is_file() or not weights_path.is_file():
             raise QueryAdapterError(
@@ -99,10 +111,9 @@ class QueryAdapter:
             return None
         if spec == "auto":
             try:
-                packaged = cls.load("packaged")
+                return cls.load("packaged", embedder_identity)
             except QueryAdapterError:
                 return None
-            return packaged if packaged.embedder == embedder_identity else None
         return cls.load(spec, embedder_identity)
 
     def save(self, directory: Path) -> Path:

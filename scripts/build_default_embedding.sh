@@ -13,7 +13,7 @@ RAG=.venv/bin/rag-app
 BASE=packaged:all-MiniLM-L6-v2
 NAME=math-minilm-l6
 DATA="${RAG_APP_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/rag-app}"
-INDEX="$DATA/eval/index/packaged-all-MiniLM-L6-v2"   # the base model's development index (`eval --dev` builds it too)
+INDEX="$DATA/eval/index/packaged-all-MiniLM-L6-v2-unicode-math"   # the base model's development index (`eval --dev` builds it too)
 SHARED="${RAG_APP_EVALUATION__SHARED_DIR:-$(cd .. && pwd)/shared}"
 export RAG_APP_EMBEDDING__MODEL=$BASE
 

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RAG=.venv/bin/rag-app
 DATA="${RAG_APP_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/rag-app}"
-INDEX="$DATA/eval/index/packaged-all-MiniLM-L6-v2"   # the development index (`eval --dev` builds it too)
+INDEX="$DATA/eval/index/packaged-all-MiniLM-L6-v2-unicode-math"   # the development index (`eval --dev` builds it too)
 SHARED="${RAG_APP_EVALUATION__SHARED_DIR:-$(cd .. && pwd)/shared}"
 OUT="$DATA/models/formula/dev-$(date +%Y%m%d-%H%M%S)"
 

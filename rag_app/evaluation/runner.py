@@ -23,7 +23,7 @@ from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, FUSION_RETRIEVERS,
 from rag_app.evaluation.trec_files import read_qrels
 from rag_app.ingest_report import IngestReport
 from rag_app.pipeline import MathRAG, make_embedder
-from rag_app.settings import Settings
+from rag_app.settings import EmbeddingSettings, Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
 from retriever.query_adapter import QueryAdapter
@@ -136,9 +136,7 @@ def run_evaluation(
     retrievers: list[Retriever] = []
     try:
         for spec in embedders if index_specs else []:
-            embedder_settings = settings.model_copy(
-                update={"embedding": settings.embedding.model_copy(update={"model": spec})}
-            )
+            embedder_settings = settings.model_copy(update={"embedding": embedding_for(spec, settings.embedding)})
             directory = index_dir or eval_index_dir(embedder_settings)
             rag = MathRAG(embedder_settings.model_copy(update={"index_dir": directory}))
             opened.append(rag)
@@ -190,6 +188,19 @@ def run_evaluation(
         for rag in opened:
             rag.close()
     return EvaluationReport(evaluations, provenance)
+
+
+# `--embedder MODEL+latex` compares the text form an embedder reads (embedding.math_text) as a variant.
+_TEXT_FORMS = {"+latex": "latex", "+unicode-math": "unicode"}
+
+
+def embedding_for(spec: str, embedding: EmbeddingSettings) -> EmbeddingSettings:
+    """The embedding settings for an ``--embedder`` spec: a model, optionally with the text form it
+    reads (``packaged:all-MiniLM-L6-v2+latex``, as an index records it), else the configured form."""
+    for suffix, form in _TEXT_FORMS.items():
+        if spec.endswith(suffix):
+            return embedding.model_copy(update={"model": spec.removesuffix(suffix), "math_text": form})
+    return embedding.model_copy(update={"model": spec})
 
 
 def eval_index_dir(settings: Settings) -> Path:

@@ -51,7 +51,9 @@ class EmbeddingTrainer:
         return 2e-4 if self.settings.lora else 2e-5  # an adapter starts from zero and needs larger steps
 
     def examples(self, pairs: Sequence[TrainingPair], records: Mapping[str, StatementRecord]) -> dict[str, list[str]]:
-        """Columns anchor, positive (and negative) for the trainer; pairs lacking a negative get a random one."""
+        """Columns anchor, positive (and negative) for the trainer; pairs lacking a negative get a random one.
+        Every text in the form the served embedder reads it (LaTeX rendered as Unicode by default)."""
+        read = self.base.text_for_model
         rng = random.Random(self.settings.seed)
         ids = sorted(records)
         columns: dict[str, list[str]] = {"anchor": [], "positive": []}
@@ -62,13 +64,13 @@ class EmbeddingTrainer:
             positive = records.get(pair.statement_id)
             if positive is None:
                 continue
-            columns["anchor"].append(pair.anchor)
-            columns["positive"].append(positive.search_text())
+            columns["anchor"].append(read(pair.anchor))
+            columns["positive"].append(read(positive.search_text()))
             if with_negatives:
                 negative = records.get(pair.negative_id) if pair.negative_id else None
                 if negative is None:
                     negative = _random_negative(records, ids, positive, rng)
-                columns["negative"].append(negative.search_text())
+                columns["negative"].append(read(negative.search_text()))
         return columns
 
     def train(

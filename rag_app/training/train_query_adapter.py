@@ -33,7 +33,7 @@ from rag_app.training.train_embedding import open_index_store
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
 from retriever.embedder import Embedder
-from retriever.query_adapter import KIND, PACKAGED_QUERY_ADAPTER_DIR, QueryAdapter
+from retriever.query_adapter import KIND, QueryAdapter, packaged_directory
 
 
 @dataclass
@@ -182,6 +182,8 @@ class TrainQueryAdapterJob:
         return {"queries": len(pairs), "hit@10": by_kind}
 
 
-def publish_query_adapter(directory: Path, target: Path = PACKAGED_QUERY_ADAPTER_DIR) -> Path:
-    """Ship a trained adapter inside the package (``retrieval.query_adapter = "packaged"``)."""
-    return QueryAdapter.load(str(directory)).save(target)
+def publish_query_adapter(directory: Path) -> Path:
+    """Ship a trained adapter inside the package, beside those of other embedders
+    (``retrieval.query_adapter = "packaged"`` or ``"auto"`` with the embedder it was trained for)."""
+    adapter = QueryAdapter.load(str(directory))
+    return adapter.save(packaged_directory(adapter.embedder))

@@ -52,7 +52,7 @@ def test_a_registered_adapter_loads_on_its_base_and_changes_the_vectors(tmp_path
     model = random_adapter(tmp_path / "models")
     tuned = Embedder("registry:test-adapter", registry_dir=tmp_path / "models")
     base = Embedder(BASE)
-    assert tuned.identity == "registry:test-adapter@v1"
+    assert tuned.identity == "registry:test-adapter@v1+unicode-math"  # the model and the text form it reads
     text = ["A bounded entire function is constant."]
     tuned_vector, base_vector = tuned.embed_documents(text)[0], base.embed_documents(text)[0]
     assert tuned.dimension == base.dimension == 384
@@ -64,7 +64,7 @@ def test_a_registered_adapter_loads_on_its_base_and_changes_the_vectors(tmp_path
     unmerged = SentenceTransformer(tuned.resolved.model_path, device="cpu")
     unmerged.load_adapter(str(tuned.resolved.adapter_path))
     unmerged.max_seq_length = tuned.max_seq_length
-    expected = unmerged.encode(text, normalize_embeddings=True)[0]
+    expected = unmerged.encode([tuned.text_for_model(t) for t in text], normalize_embeddings=True)[0]
     assert np.allclose(tuned_vector, expected, atol=1e-5)
     # The model directory itself is also a valid spec (a registered model copied elsewhere).
-    assert Embedder(str(model.directory)).identity == "test-adapter@v1"
+    assert Embedder(str(model.directory), math_text="latex").identity == "test-adapter@v1"

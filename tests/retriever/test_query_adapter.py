@@ -50,10 +50,18 @@ def test_configured_auto_takes_the_packaged_adapter_only_for_its_embedder(tmp_pa
 
     monkeypatch.setattr(module, "PACKAGED_QUERY_ADAPTER_DIR", tmp_path / "packaged")
     assert QueryAdapter.configured("auto", "packaged:all-MiniLM-L6-v2") is None  # nothing packaged
-    _adapter().save(tmp_path / "packaged")
-    assert QueryAdapter.configured("auto", "packaged:all-MiniLM-L6-v2") is not None
+    _adapter().save(module.packaged_directory("packaged:all-MiniLM-L6-v2"))
+    _adapter(embedder="packaged:all-MiniLM-L6-v2+unicode-math").save(
+        module.packaged_directory("packaged:all-MiniLM-L6-v2+unicode-math")
+    )
+    assert QueryAdapter.configured("auto", "packaged:all-MiniLM-L6-v2").embedder == "packaged:all-MiniLM-L6-v2"
+    unicode_form = QueryAdapter.configured("auto", "packaged:all-MiniLM-L6-v2+unicode-math")
+    assert unicode_form.embedder == "packaged:all-MiniLM-L6-v2+unicode-math"  # each text form its own
+    assert (
+        QueryAdapter.configured("packaged", "packaged:all-MiniLM-L6-v2+unicode-math").embedder == unicode_form.embedder
+    )
     assert QueryAdapter.configured("auto", "registry:math@v3") is None  # another embedder: its base vectors
     assert QueryAdapter.configured("none", "packaged:all-MiniLM-L6-v2") is None
     assert QueryAdapter.configured(None, "packaged:all-MiniLM-L6-v2") is None
     with pytest.raises(QueryAdapterError):
-        QueryAdapter.configured(str(tmp_path / "packaged"), "registry:math@v3")  # named explicitly: it must fit
+        QueryAdapter.configured(str(module.packaged_directory("packaged:all-MiniLM-L6-v2")), "registry:math@v3")

@@ -203,10 +203,13 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
         StatementIndex(directory, tuned)
 
     result = reindex(directory, tuned)
-    assert (result.previous, result.current) == ("packaged:all-MiniLM-L6-v2", "registry:test-adapter@v1")
+    assert (result.previous, result.current) == (
+        "packaged:all-MiniLM-L6-v2+unicode-math",
+        "registry:test-adapter@v1+unicode-math",
+    )
     assert (result.embedded, result.statements) == (2, 3)  # resumed: the first statement was done before
     reopened = StatementIndex(directory, tuned)
-    assert reopened.manifest()["embedder"] == "registry:test-adapter@v1"
+    assert reopened.manifest()["embedder"] == "registry:test-adapter@v1+unicode-math"
     assert reopened.store.collection_names() == [reopened.collection_name]  # the old vectors are gone
     stored = reopened.store.vectors([r.id for r in RECORDS])
     for r in RECORDS:

@@ -167,7 +167,7 @@ def test_without_an_index_the_sets_corpus_is_ingested_into_the_eval_index(tmp_pa
     first = runner.invoke(app, args, env={"RAG_APP_DATA_DIR": str(data)})
     assert first.exit_code == 0, first.output
     report = json.loads(first.stdout)
-    assert report["provenance"]["index"] == str(data / "eval" / "index" / "packaged-all-MiniLM-L6-v2")
+    assert report["provenance"]["index"] == str(data / "eval" / "index" / "packaged-all-MiniLM-L6-v2-unicode-math")
     assert report["provenance"]["index_statements"] == 15
     assert "15 statements (15 added" in report["provenance"]["corpus_ingest"]
     (evaluation,) = report["sets"]
@@ -213,3 +213,16 @@ def test_a_reranked_retriever_is_evaluated_beside_its_first_stage(
 
     result = runner.invoke(app, ["eval", str(set_path), "-r", "nonsense+rerank", "--index", str(demo_index_dir)])
     assert result.exit_code == 2 and "NAME+rerank" in result.output
+
+
+def test_an_embedder_spec_may_name_the_text_form_it_reads() -> None:
+    from rag_app.evaluation.runner import embedding_for
+    from rag_app.settings import EmbeddingSettings
+
+    configured = EmbeddingSettings()
+    latex = embedding_for("packaged:all-MiniLM-L6-v2+latex", configured)
+    assert (latex.model, latex.math_text) == ("packaged:all-MiniLM-L6-v2", "latex")
+    unicode = embedding_for("registry:math@v2+unicode-math", configured.model_copy(update={"math_text": "latex"}))
+    assert (unicode.model, unicode.math_text) == ("registry:math@v2", "unicode")
+    plain = embedding_for("registry:math@v2", configured)  # no suffix: the configured form
+    assert (plain.model, plain.math_text) == ("registry:math@v2", "unicode")

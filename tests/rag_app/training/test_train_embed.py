@@ -83,7 +83,8 @@ def test_search_refuses_the_other_embedder_until_reindexed(trained: dict) -> Non
     done = runner.invoke(app, ["reindex", "--index", index, "--json"], env=env)
     assert done.exit_code == 0, done.output
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["previous"] == "packaged:all-MiniLM-L6-v2" and result["embedder"] == "registry:demo-math@v2"
+    assert result["previous"] == "packaged:all-MiniLM-L6-v2+unicode-math"
+    assert result["embedder"] == "registry:demo-math@v2+unicode-math"
     assert result["embedded"] == result["statements"] > 0
 
     found = runner.invoke(app, ["search", "Cauchy integral formula", "--index", index, "--json"], env=env)
@@ -113,9 +114,12 @@ def test_eval_compares_embedders_side_by_side_by_split_group(trained: dict, tmp_
     report = json.loads(result.stdout)
     (evaluation,) = report["sets"]
     names = [r["name"] for r in evaluation["retrievers"]]
-    assert names == ["dense [all-MiniLM-L6-v2]", "dense [demo-math@v1]"]
+    assert names == ["dense [all-MiniLM-L6-v2+unicode-math]", "dense [demo-math@v1+unicode-math]"]
     assert set(evaluation["group_sizes"]) <= {"statements trained on", "papers seen in training", "unseen papers"}
     assert evaluation["group_sizes"].get("unseen papers") == 1
-    assert set(report["provenance"]["indexes"]) == {"packaged:all-MiniLM-L6-v2", "registry:demo-math@v1"}
+    assert set(report["provenance"]["indexes"]) == {
+        "packaged:all-MiniLM-L6-v2+unicode-math",
+        "registry:demo-math@v1+unicode-math",
+    }
     markdown = (tmp_path / "o" / "report.md").read_text()
-    assert "dense [demo-math@v1]" in markdown and "unseen papers" in markdown
+    assert "dense [demo-math@v1+unicode-math]" in markdown and "unseen papers" in markdown
