@@ -41,7 +41,7 @@ class Embedder:
             raise ValueError(f"math_text must be 'unicode' or 'latex', not {math_text!r}")
         self.model_name = model
         self.math_text = math_text
-        self._unicode_math = UnicodeMathText() if math_text == "unicode" else None
+        self._unicode_math = UnicodeMathText()
         self.device = device
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
@@ -58,13 +58,13 @@ class Embedder:
     def identity(self) -> str:
         """The concrete model behind the spec and the form of text it reads
         (``registry:math@v3+unicode-math``); indexes record it, so a change of either re-embeds."""
-        if self._unicode_math is None:
+        if self.math_text == "latex":
             return self.resolved.identity
         return f"{self.resolved.identity}+{self._unicode_math.form}"
 
-    def text_for_model(self, text: str) -> str:
-        """What the model reads of ``text``."""
-        return text if self._unicode_math is None else self._unicode_math.render(text)
+    def text_for_model(self, text: str, math_text: str | None = None) -> str:
+        """What the model reads of ``text`` (in ``math_text``'s form, else the embedder's own)."""
+        return self._unicode_math.render(text) if (math_text or self.math_text) == "unicode" else text
 
     @cached_property
     def model(self):
@@ -101,11 +101,17 @@ class Embedder:
         return vector
 
     def embed_with_tokens(
-        self, texts: Sequence[str], show_progress: bool = False, max_seq_length: int | None = None
+        self,
+        texts: Sequence[str],
+        show_progress: bool = False,
+        max_seq_length: int | None = None,
+        math_text: str | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Unit-length text vectors and each text's token states (tokens x dim), from one forward pass.
 
         The token states are what the pooled vector averages; formula fusion attends from them.
+        ``math_text``: the text form to read (default the embedder's own); formula fusion reads the form
+        its models were trained on.
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32), []
@@ -115,7 +121,7 @@ class Embedder:
             model.max_seq_length = max_seq_length
         try:
             outputs = model.encode(
-                [self.text_for_model(text) for text in texts],
+                [self.text_for_model(text, math_text) for text in texts],
                 batch_size=self.batch_size,
                 output_value=None,
                 show_progress_bar=show_progress,

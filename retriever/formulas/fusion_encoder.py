@@ -52,6 +52,16 @@ class FormulaModels:
     def identity(self) -> str:
         return str(self.card.get("identity", self.directory.name))
 
+    @property
+    def text_form(self) -> str | None:
+        """The text form (``embedding.math_text``) whose token states the fusion layer was trained on.
+        Models trained before the Unicode form record the plain embedder identity and read LaTeX; a card
+        that names no embedder reads the embedder's own form (None)."""
+        trained_with = self.card.get("text_embedder")
+        if not trained_with:
+            return None
+        return "unicode" if str(trained_with).endswith("+unicode-math") else "latex"
+
     @classmethod
     def load(cls, spec: str | Path) -> FormulaModels:
         directory = resolve_formula_models(spec)
@@ -88,7 +98,9 @@ class FusionEncoder:
     def encode(
         self, texts: Sequence[str], formulas: Sequence[Sequence[str]], show_progress: bool = False
     ) -> list[FusedText]:
-        _, token_lists = self.embedder.embed_with_tokens(texts, show_progress=show_progress)
+        _, token_lists = self.embedder.embed_with_tokens(
+            texts, show_progress=show_progress, math_text=self.models.text_form
+        )
         out: list[FusedText] = []
         starts = range(0, len(texts), self.batch_size)
         for start in tqdm(starts, desc="fusing formulas", unit="batch", disable=not show_progress or len(starts) < 2):

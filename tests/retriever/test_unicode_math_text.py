@@ -63,3 +63,21 @@ def test_an_index_embedded_in_the_latex_form_asks_to_be_reindexed(tmp_path: Path
         .record
         == statement
     )
+
+
+def test_formula_fusion_reads_the_text_form_its_models_were_trained_on() -> None:
+    from retriever.formulas.fusion_encoder import FormulaModels
+
+    def models(text_embedder: str) -> FormulaModels:
+        return FormulaModels(Path("m"), None, None, {"text_embedder": text_embedder})  # type: ignore[arg-type]
+
+    assert models(PACKAGED).text_form == "latex"  # trained before the Unicode form existed
+    assert models(PACKAGED + "+unicode-math").text_form == "unicode"
+    assert FormulaModels(Path("m"), None, None, {}).text_form is None  # type: ignore[arg-type]  # the embedder's
+    latex = [r"The space $\mathop{\mathrm{Spec}}(R)$ is quasi-compact."]
+    unicode_form, latex_form = Embedder(PACKAGED), Embedder(PACKAGED, math_text="latex")
+    _, as_latex = unicode_form.embed_with_tokens(latex, math_text="latex")
+    _, expected = latex_form.embed_with_tokens(latex)
+    _, as_unicode = unicode_form.embed_with_tokens(latex)
+    assert as_latex[0].shape == expected[0].shape and np.allclose(as_latex[0], expected[0], atol=1e-5)
+    assert as_unicode[0].shape[0] < as_latex[0].shape[0]  # fewer tokens once the markup is rendered
