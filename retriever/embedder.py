@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -14,6 +15,13 @@ from retriever.embedding_registry import ResolvedEmbedder, resolve_embedder
 from retriever.unicode_math_text import UnicodeMathText
 
 _RECENT_QUERIES = 64
+
+
+def identity_directory_name(identity: str) -> str:
+    """An embedder identity as a directory name (``packaged:all-MiniLM-L6-v2+unicode-math`` to
+    ``packaged-all-MiniLM-L6-v2-unicode-math``): development indexes and packaged query adapters are
+    kept per embedder."""
+    return re.sub(r"[^A-Za-z0-9._@-]+", "-", identity).strip("-")
 
 
 class Embedder:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from retriever.embedder import identity_directory_name
 
 PACKAGED_QUERY_ADAPTER_DIR = Path(__file__).parent / "query_adapter_weights"
 CARD = "card.json"
@@ -38,7 +39,7 @@ BUILD_COMMAND = "rag-app train query-adapter"
 
 def packaged_directory(embedder_identity: str) -> Path:
     """Where the packaged adapter for an embedder lives (one directory per embedder identity)."""
-    return PACKAGED_QUERY_ADAPTER_DIR / re.sub(r"[^A-Za-z0-9._@-]+", "-", embedder_identity).strip("-")
+    return PACKAGED_QUERY_ADAPTER_DIR / identity_directory_name(embedder_identity)
 
 
 class QueryAdapterError(RuntimeError):
@@ -74,11 +75,15 @@ class QueryAdapter:
     def load(cls, spec: str, embedder_identity: str | None = None) -> QueryAdapter:
         """``packaged`` (the one shipped for ``embedder_identity``) or a directory from ``train
         query-adapter``, checked against the embedder in use."""
-        if spec == "packaged" and embedder_identity is None:
+        if spec != "packaged":
+            directory, what = Path(spec).expanduser(), f"query adapter {spec!r}"
+        elif embedder_identity is None:
             raise QueryAdapterError("the packaged query adapter is chosen by the embedder: name the embedder")
-        packaged = spec == "packaged" and embedder_identity is not None
-        directory = packaged_directory(embedder_identity) if packaged else Path(spec).expanduser()
-        what = f"the packaged query adapter for {embedder_identity}" if packaged else f"query adapter {spec!r}"
+        else:
+            directory, what = (
+                packaged_directory(embedder_identity),
+                f"the packaged query adapter for {embedder_identity}",
+            )
         card_path, weights_path = directory / CARD, directory / WEIGHTS
         if not card_path.is_file() or not weights_path.is_file():
             raise QueryAdapterError(

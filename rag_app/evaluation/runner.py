@@ -6,7 +6,6 @@ import copy
 import hashlib
 import os
 import platform
-import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -26,8 +25,10 @@ from rag_app.pipeline import MathRAG, make_embedder
 from rag_app.settings import EmbeddingSettings, Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
+from retriever.embedder import identity_directory_name
 from retriever.query_adapter import QueryAdapter
 from retriever.statement_index import FORMULA_LEXICAL
+from retriever.unicode_math_text import UnicodeMathText
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -191,7 +192,7 @@ def run_evaluation(
 
 
 # `--embedder MODEL+latex` compares the text form an embedder reads (embedding.math_text) as a variant.
-_TEXT_FORMS = {"+latex": "latex", "+unicode-math": "unicode"}
+_TEXT_FORMS = {"+latex": "latex", f"+{UnicodeMathText.form}": "unicode"}
 
 
 def embedding_for(spec: str, embedding: EmbeddingSettings) -> EmbeddingSettings:
@@ -212,7 +213,7 @@ def eval_index_dir(settings: Settings) -> Path:
     if settings.evaluation.index_dir is not None:
         return settings.evaluation.index_dir
     identity = make_embedder(settings).identity
-    return settings.data_dir / "eval" / "index" / re.sub(r"[^A-Za-z0-9._@-]+", "-", identity).strip("-")
+    return settings.data_dir / "eval" / "index" / identity_directory_name(identity)
 
 
 def index_bytes(index: StatementIndex) -> dict[str, int]:
