@@ -62,6 +62,7 @@ class Answer:
     retriever: str = ""  # the retriever mode that found the sources
     reranker: str = ""  # the cross-encoder that ordered the sources ("" when not reranked)
     rerank_ms: float = 0.0  # its share of the retrieval time
+    second_embedding: str = ""  # the second embedding model fused into retrieval ("" when not used)
 
     @property
     def answered_by_llm(self) -> bool:
@@ -124,6 +125,7 @@ class Answer:
             "filter": self.filter,
             "retriever": self.retriever,
             "reranker": self.reranker,
+            "second_embedding": self.second_embedding,
         }
 
 

@@ -474,6 +474,18 @@ def _reembed_if_the_default_changed(settings: Settings) -> None:
         )
 
 
+def _catch_up_second_embedding(rag: MathRAG) -> None:
+    """The quick start's index gets the second model's vectors it lacks (built before the model was on)."""
+    second = rag.second_dense_index()
+    statements = int(rag.index.manifest().get("statements", 0) or 0)
+    if second is None or statements == 0:
+        return
+    if second.built_by_configured_model() and second.statements() >= statements:
+        return
+    typer.echo(f"Embedding the index with the second model ({second.embedder.identity}) ...")
+    rag.build_second_dense(show_progress=True)
+
+
 @app.command()
 def ui(
     port: Annotated[int, typer.Option(help="port for the chat")] = 8501,
@@ -490,6 +502,8 @@ def ui(
     if demo and rag.index.count() == 0:
         typer.echo("The index is empty: ingesting the demo corpus ...")
         typer.echo(rag.ingest_demo(show_progress=True).summary())
+    if demo:
+        _catch_up_second_embedding(rag)
     env = dict(os.environ)
     env["RAG_APP_INDEX_DIR"] = str(settings.resolved_index_dir)
     if config is not None:
@@ -985,6 +999,36 @@ def build_fusion(
     else:
         typer.echo(f"fusion vectors: {update.added} added, {update.removed} removed, {update.statements} in all "
                    f"({update.seconds:.0f} s)")  # fmt: skip
+
+
+@app.command("build-dense2")
+def build_dense2(
+    index: IndexOption = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="drop the second model's vectors and embed all")] = False,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Build or update the second embedding model's vectors of an index (the `dense2` channel of ask and chat).
+
+    Ingestion keeps them in step once built; this catches up an index ingested before the model was
+    configured (only statements without vectors are embedded: a rerun resumes). The model is
+    `second_embedding.model` (default packaged:all-mpnet-base-v2; `none` turns the channel off).
+    """
+    with MathRAG(_settings(config, index)) as rag:
+        try:
+            update = rag.build_second_dense(rebuild=rebuild, show_progress=not as_json)
+        except ValueError as error:
+            _err(f"error: {error}")
+            raise typer.Exit(2) from error
+        second = rag.second_dense_index()
+        model = second.embedder.identity if second is not None else ""
+    data = {"added": update.added, "removed": update.removed, "statements": update.statements,
+            "seconds": round(update.seconds, 1), "model": model}  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(data))
+    else:
+        typer.echo(f"second-model vectors ({model}): {update.added} added, {update.removed} removed, "
+                   f"{update.statements} in all ({update.seconds:.0f} s)")  # fmt: skip
 
 
 @app.command("duplicates")

@@ -45,10 +45,12 @@ from retriever.cross_encoder_reranker import CrossEncoderReranker
 from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.duplicate_groups import rebuild as rebuild_duplicates
+from retriever.ensemble_searcher import EnsembleSearcher
 from retriever.formulas.fusion_index import FusionUpdate
 from retriever.paper_searcher import PaperHit, PaperSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
+from retriever.second_dense_index import SecondDenseIndex, SecondDenseUpdate
 from retriever.types import StatementSearcher
 
 logger = logging.getLogger(__name__)
@@ -66,7 +68,8 @@ class MathRAG:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: StatementIndex | None = None
-        self._reranking: RerankingSearcher | None = None
+        self._reranking: dict[bool, RerankingSearcher] = {}  # by whether the second model's channel is used
+        self._second_dense: SecondDenseIndex | None = None
         self._duplicates: DuplicateGroups | None = None
         self._server: LLMServerProcess | None = None
         self._client: ChatClient | None = None
@@ -101,8 +104,49 @@ class MathRAG:
                 connection=self.settings.store.connection(),
                 duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
                 query_adapter=QueryAdapter.configured(retrieval.query_adapter, embedder.identity),
+                second_dense=self.second_dense_index(),
             )
         return self._index
+
+    def second_dense_index(self) -> SecondDenseIndex | None:
+        """The second embedding model's vectors (``[second_embedding]``), or None when it is off."""
+        second = self.settings.second_embedding
+        if not second.enabled or second.model is None:
+            return None
+        if self._second_dense is None:
+            embedding = self.settings.embedding
+            embedder = Embedder(
+                second.model,
+                resolve_device(embedding.device),
+                second.batch_size,
+                second.max_seq_length,
+                registry_dir=self.settings.resolved_registry_dir,
+                math_text=embedding.math_text,
+            )
+            self._second_dense = SecondDenseIndex(
+                self.settings.resolved_index_dir, embedder, self.settings.store.connection()
+            )
+        return self._second_dense
+
+    def _second_embedding_used(self, asked: bool) -> str:
+        """The second model's identity when a search fused it in (asked, configured and built), else ""."""
+        second = self.second_dense_index() if asked else None
+        return second.embedder.identity if second is not None and second.built_by_configured_model() else ""
+
+    def build_second_dense(self, rebuild: bool = False, show_progress: bool = False) -> SecondDenseUpdate:
+        """Embed the statements the second model's vectors lack (see ``rag-app build-dense2``)."""
+        second = self.second_dense_index()
+        if second is None:
+            raise ValueError("the second embedding model is off (second_embedding.model = none)")
+        return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
+
+    def first_stage(self, second_embedding: bool) -> StatementSearcher:
+        """The index's search, fused with the second model's channel when asked and configured."""
+        second = self.second_dense_index() if second_embedding else None
+        if second is None:
+            return self.index
+        settings = self.settings.second_embedding
+        return EnsembleSearcher(self.index, second, settings.weight, settings.candidates)
 
     def duplicate_groups(self) -> DuplicateGroups:
         """The index's duplicate groups (``[duplicates]`` settings)."""
@@ -174,29 +218,37 @@ class MathRAG:
         mode: SearchMode | str | None = None,
         where: SearchFilter | None = None,
         rerank: bool | None = None,
+        second_embedding: bool | None = None,
     ) -> list[SearchHit]:
         """The best statements for ``query``; ``where`` restricts sources, kinds, categories or dates.
 
         ``rerank``: rescore the fused top N with the cross-encoder (unset: ``rerank.search``).
+        ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.search``).
         """
         retrieval = self.settings.retrieval
         rerank = self.settings.rerank.search if rerank is None else rerank
-        searcher: StatementSearcher = self.reranking_searcher() if rerank else self.index
+        second = self.settings.second_embedding.search if second_embedding is None else second_embedding
+        searcher = self.reranking_searcher(second) if rerank else self.first_stage(second)
         if self.settings.duplicates.collapse:
             searcher = DuplicateCollapsingSearcher(searcher, self.duplicate_groups())
         return searcher.search(query, k or retrieval.top_k, mode or retrieval.mode, where)
 
-    def reranking_searcher(self) -> RerankingSearcher:
-        """The index's search followed by the cross-encoder (``[rerank]`` settings); raises
+    def reranking_searcher(self, second_embedding: bool = False) -> RerankingSearcher:
+        """The first stage followed by the cross-encoder (``[rerank]`` settings); raises
         ``RerankerModelError`` naming the command that builds the model when it is missing."""
-        if self._reranking is None:
+        if second_embedding not in self._reranking:
             rerank = self.settings.rerank
-            device = resolve_device(rerank.device or self.settings.embedding.device)
-            reranker = CrossEncoderReranker(
-                rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
-            )
-            self._reranking = RerankingSearcher(self.index, reranker, rerank.candidates, rerank.weight)
-        return self._reranking
+            loaded = next(iter(self._reranking.values()), None)
+            if loaded is not None:
+                reranker = loaded.reranker  # one model in memory for both first stages
+            else:
+                device = resolve_device(rerank.device or self.settings.embedding.device)
+                reranker = CrossEncoderReranker(
+                    rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
+                )
+            first = self.first_stage(second_embedding)
+            self._reranking[second_embedding] = RerankingSearcher(first, reranker, rerank.candidates, rerank.weight)
+        return self._reranking[second_embedding]
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
@@ -222,7 +274,8 @@ class MathRAG:
         """
         papers = self.settings.papers
         rerank = self.settings.rerank.search if rerank is None else rerank
-        statements = self.reranking_searcher() if rerank else self.index
+        second = self.settings.second_embedding.search
+        statements = self.reranking_searcher(second) if rerank else self.first_stage(second)
         searcher = PaperSearcher(statements, papers.depth, papers.aggregation, papers.top_m, papers.hits_per_paper)
         k = k or self.settings.retrieval.top_k
         if formula:
@@ -253,8 +306,9 @@ class MathRAG:
         history: Sequence[Turn] = (),
         where: SearchFilter | None = None,
         rerank: bool | None = None,
+        second_embedding: bool | None = None,
     ) -> Answer:
-        return self.ask_stream(question, k, mode, history, where, rerank).result()
+        return self.ask_stream(question, k, mode, history, where, rerank, second_embedding).result()
 
     def ask_stream(
         self,
@@ -264,6 +318,7 @@ class MathRAG:
         history: Sequence[Turn] = (),
         where: SearchFilter | None = None,
         rerank: bool | None = None,
+        second_embedding: bool | None = None,
     ) -> AnswerStream:
         """Retrieve, check that something relevant was found, then stream the LLM's answer.
 
@@ -272,17 +327,19 @@ class MathRAG:
         so and the closest statements are kept). When the LLM is down, the answer says so and keeps the
         sources. After generation, citations are validated and each sentence is attributed to its sources.
         ``rerank``: rescore the sources with the cross-encoder (unset: ``rerank.ask``).
+        ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.ask``).
         """
         started = time.perf_counter()
         search = self.rewrite_query(question, history)
         rerank = self.settings.rerank.ask if rerank is None else rerank
-        hits = self.search(search.query, k, mode, where, rerank=rerank)
+        second = self.settings.second_embedding.ask if second_embedding is None else second_embedding
+        hits = self.search(search.query, k, mode, where, rerank=rerank, second_embedding=second)
         vectors = self.index.store.vectors([hit.record.id for hit in hits])
         hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
         similarities = hit_vectors @ self.index.embedder.embed_query(search.query) if hits else np.zeros(0)
         relevance = float(similarities.max()) if hits else None
         retrieval_ms = (time.perf_counter() - started) * 1000
-        rerank_ms = self.reranking_searcher().last_rerank_ms if rerank else 0.0
+        rerank_ms = self.reranking_searcher(second).last_rerank_ms if rerank else 0.0
         checks = self.settings.answers
         prompt = load_prompt(self.settings.llm.prompt)
         record = Answer(
@@ -291,7 +348,8 @@ class MathRAG:
             search_query=search.query, rewrite=search.method.value,
             filter=where.describe() if where is not None else "everything",
             retriever=str(mode or self.settings.retrieval.mode),
-            reranker=self.reranking_searcher().reranker.identity if rerank else "", rerank_ms=rerank_ms,
+            reranker=self.reranking_searcher(second).reranker.identity if rerank else "", rerank_ms=rerank_ms,
+            second_embedding=self._second_embedding_used(second),
         )  # fmt: skip
         # The model reads the question as asked, and what it means in the conversation.
         prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question

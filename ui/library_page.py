@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from prompts import load_prompt
+from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from rag_app.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
 from retriever.cross_encoder_reranker import RerankerModel, RerankerModelError
@@ -22,6 +23,16 @@ def _reranker_description(settings: Settings) -> str:
     except RerankerModelError as error:
         return f"unavailable: {error}"
     return f"{model.identity} (top {rerank.candidates}, weight {rerank.weight})"
+
+
+def _second_embedding_description(rag: MathRAG) -> str:
+    """Which second embedding model the chat fuses in, or why none is."""
+    second = rag.second_dense_index()
+    if second is None or not rag.settings.second_embedding.chat:
+        return "off in the chat (second_embedding.model = none, or .chat = false)"
+    if not second.built_by_configured_model():
+        return f"{second.embedder.model_name}: vectors not built (`rag-app build-dense2`)"
+    return f"{second.embedder.identity} ({second.statements():,} statements)"
 
 
 def render_contents() -> None:
@@ -70,6 +81,7 @@ def render_contents() -> None:
         "embedder (settings)": settings.embedding.model,
         "formula-fusion index": fusion,
         "formula models": settings.formula.models,
+        "second embedding (chat)": _second_embedding_description(rag),
         "reranker": _reranker_description(settings),
         "LLM model (settings)": llm.model or (llm.vllm.model if llm.server == "vllm" else llm.local_model),
         "LLM server": rag.llm_health().description,

@@ -2,8 +2,9 @@
 
 A retriever turns a query into a ranked run: ``RunEntry(docno, score, paper_id)``. Index-backed
 retrievers are registered in :data:`RETRIEVERS`; later variants (fine-tuned embeddings, formula
-fusion) register here under their own names. ``NAME+rerank`` is that retriever followed by the
-cross-encoder over its top N. ``run:PATH`` replays a TREC run file, ours or anyone's.
+fusion) register here under their own names. ``NAME+dense2`` fuses in the second embedding model's
+channel (what ask and the chat use); ``NAME+rerank`` is that retriever followed by the cross-encoder
+over its top N (``NAME+dense2+rerank``: both). ``run:PATH`` replays a TREC run file, ours or anyone's.
 """
 
 from __future__ import annotations
@@ -78,30 +79,45 @@ FUSION_RETRIEVERS = frozenset({"fusion", "fusion-maxsim"})
 DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
 
 RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
-RerankingFactory = Callable[[StatementIndex], RerankingSearcher]
+SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the second embedding model
+# The reranking searcher around an index, or around the index fused with the second model (the flag).
+RerankingFactory = Callable[[StatementIndex, bool], RerankingSearcher]
+EnsembleFactory = Callable[[StatementIndex], Searcher]
 
 
 class UnknownRetrieverError(ValueError):
     pass
 
 
-def build_retriever(spec: str, index: StatementIndex | None, reranking: RerankingFactory | None = None) -> Retriever:
-    """A retriever from its name (``bm25``, ``dense``, ``hybrid``, ``hybrid+rerank``, ...) or ``run:PATH``.
+def build_retriever(
+    spec: str,
+    index: StatementIndex | None,
+    reranking: RerankingFactory | None = None,
+    ensemble: EnsembleFactory | None = None,
+) -> Retriever:
+    """A retriever from its name (``bm25``, ``hybrid``, ``hybrid-formula+dense2+rerank``, ...) or ``run:PATH``.
 
-    ``reranking`` makes the reranking searcher around an index (from the ``[rerank]`` settings).
+    ``reranking`` makes the reranking searcher around an index (from the ``[rerank]`` settings);
+    ``ensemble`` the index fused with the second embedding model (``[second_embedding]``).
     """
     if spec.startswith("run:"):
         return RunFileRetriever(spec.removeprefix("run:"))
-    base = spec.removesuffix(RERANK_SUFFIX)
+    reranked = spec.endswith(RERANK_SUFFIX)
+    with_second = spec.removesuffix(RERANK_SUFFIX).endswith(SECOND_EMBEDDING_SUFFIX)
+    base = spec.removesuffix(RERANK_SUFFIX).removesuffix(SECOND_EMBEDDING_SUFFIX)
     if base not in RETRIEVERS:
-        known = ", ".join([*RETRIEVERS, "NAME+rerank", "run:PATH"])
+        known = ", ".join([*RETRIEVERS, "NAME+dense2", "NAME+rerank", "NAME+dense2+rerank", "run:PATH"])
         raise UnknownRetrieverError(f"unknown retriever {spec!r} (known: {known})")
     if index is None:
         raise UnknownRetrieverError(f"retriever {spec!r} needs an index")
     retriever = RETRIEVERS[base](index)
     if base == spec:
         return retriever
-    if reranking is None:
-        raise UnknownRetrieverError(f"retriever {spec!r} needs the reranker settings")
     assert isinstance(retriever, IndexRetriever)
-    return IndexRetriever(spec, reranking(index), retriever.mode)
+    if reranked:
+        if reranking is None:
+            raise UnknownRetrieverError(f"retriever {spec!r} needs the reranker settings")
+        return IndexRetriever(spec, reranking(index, with_second), retriever.mode)
+    if ensemble is None:
+        raise UnknownRetrieverError(f"retriever {spec!r} needs the second embedding model (second_embedding.model)")
+    return IndexRetriever(spec, ensemble(index), retriever.mode)

@@ -18,7 +18,14 @@ from ingestion.arqmath_topics import read_arqmath_topics
 from rag_app.evaluation.evaluate import evaluate
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.evaluation.report import EvaluationReport
-from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, FUSION_RETRIEVERS, Retriever, build_retriever
+from rag_app.evaluation.retrievers import (
+    DEFAULT_RETRIEVERS,
+    FUSION_RETRIEVERS,
+    SECOND_EMBEDDING_SUFFIX,
+    Retriever,
+    UnknownRetrieverError,
+    build_retriever,
+)
 from rag_app.evaluation.trec_files import read_qrels
 from rag_app.ingest_report import IngestReport
 from rag_app.pipeline import MathRAG, make_embedder
@@ -26,6 +33,7 @@ from rag_app.settings import EmbeddingSettings, Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
 from retriever.embedder import identity_directory_name
+from retriever.ensemble_searcher import EnsembleSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.statement_index import FORMULA_LEXICAL
 from retriever.unicode_math_text import UnicodeMathText
@@ -138,6 +146,10 @@ def run_evaluation(
     try:
         for spec in embedders if index_specs else []:
             embedder_settings = settings.model_copy(update={"embedding": embedding_for(spec, settings.embedding)})
+            if not any(SECOND_EMBEDDING_SUFFIX in name for name in index_specs):
+                # no +dense2 retriever: building a new development index need not embed with it too
+                off = settings.second_embedding.model_copy(update={"model": None})
+                embedder_settings = embedder_settings.model_copy(update={"second_embedding": off})
             directory = index_dir or eval_index_dir(embedder_settings)
             rag = MathRAG(embedder_settings.model_copy(update={"index_dir": directory}))
             opened.append(rag)
@@ -152,6 +164,12 @@ def run_evaluation(
                 update = rag.index.build_fusion(show_progress=show_progress)
                 info["fusion_update"] = {"added": update.added, "removed": update.removed,
                                          "seconds": round(update.seconds, 1)}  # fmt: skip
+            if any(SECOND_EMBEDDING_SUFFIX in spec for spec in index_specs):
+                if rag.second_dense_index() is None:
+                    raise UnknownRetrieverError("the +dense2 retrievers need second_embedding.model (it is `none`)")
+                second = rag.build_second_dense(show_progress=show_progress)
+                info["second_embedding_update"] = {"added": second.added, "removed": second.removed,
+                                                   "seconds": round(second.seconds, 1)}  # fmt: skip
             info["index_statements"] = rag.index.count()
             info["index_bytes"] = index_bytes(rag.index)
             info["index_manifest"] = rag.index.manifest()
@@ -164,7 +182,12 @@ def run_evaluation(
             for adapter in request.query_adapters or [None]:
                 index = rag.index if adapter is None else _with_query_adapter(rag.index, adapter)
                 for name in index_specs:
-                    retriever = build_retriever(name, index, lambda _index, rag=rag: rag.reranking_searcher())
+                    retriever = build_retriever(
+                        name,
+                        index,
+                        lambda _index, second, rag=rag: rag.reranking_searcher(second),
+                        lambda index, rag=rag: _ensemble(rag, index),
+                    )
                     tags = [_short(rag.index.embedder.identity)] if len(embedders) > 1 else []
                     if len(request.query_adapters) > 1:
                         tags.append("no adapter" if adapter == "none" else f"adapter {Path(adapter).name}")
@@ -288,3 +311,12 @@ def _git_commit() -> str | None:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _ensemble(rag: MathRAG, index: StatementIndex) -> EnsembleSearcher:
+    """``index`` (maybe with another query adapter) fused with the second embedding model, as ask does."""
+    second = rag.second_dense_index()
+    if second is None:
+        raise UnknownRetrieverError("the +dense2 retrievers need second_embedding.model (it is `none`)")
+    settings = rag.settings.second_embedding
+    return EnsembleSearcher(index, second, settings.weight, settings.candidates)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -213,6 +214,36 @@ def test_a_reranked_retriever_is_evaluated_beside_its_first_stage(
 
     result = runner.invoke(app, ["eval", str(set_path), "-r", "nonsense+rerank", "--index", str(demo_index_dir)])
     assert result.exit_code == 2 and "NAME+rerank" in result.output
+
+
+def test_a_retriever_fused_with_the_second_model_is_evaluated_beside_its_first_stage(
+    demo_index_dir: Path, tmp_path: Path, tiny_reranker_dir: Path
+) -> None:
+    index = tmp_path / "index"
+    shutil.copytree(demo_index_dir, index)  # build-dense2 writes into the index: not the shared one
+    set_path = tmp_path / "demo-names.v1.jsonl"
+    demo_set(demo_index_dir, tmp_path).save(set_path)
+    out = tmp_path / "report"
+    retrievers = ["-r", "hybrid", "-r", "hybrid+dense2", "-r", "hybrid+dense2+rerank"]
+    # A fast second model for the mechanics (the shipped one: tests/rag_app/test_second_embedding.py).
+    env = {"RAG_APP_SECOND_EMBEDDING__MODEL": "packaged:all-MiniLM-L6-v2", "RAG_APP_SECOND_EMBEDDING__WEIGHT": "3",
+           "RAG_APP_RERANK__MODEL": str(tiny_reranker_dir), "RAG_APP_RERANK__CANDIDATES": "5"}  # fmt: skip
+    result = runner.invoke(app, ["eval", str(set_path), *retrievers, "--index", str(index), "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    (evaluation,) = report["sets"]
+    assert [r["name"] for r in evaluation["retrievers"]] == ["hybrid", "hybrid+dense2", "hybrid+dense2+rerank"]
+    (info,) = report["provenance"]["indexes"].values()
+    assert info["second_embedding_update"]["added"] == info["index_statements"] > 0  # built before searching
+    plain = read_run(out / "runs" / "demo-names.hybrid.trec")
+    fused = read_run(out / "runs" / "demo-names.hybrid_dense2.trec")
+    assert plain.keys() == fused.keys()
+    assert any([e.docno for e in plain[q][:5]] != [e.docno for e in fused[q][:5]] for q in plain)
+    off = runner.invoke(
+        app, ["eval", str(set_path), "-r", "hybrid+dense2", "--index", str(index)],
+        env={"RAG_APP_SECOND_EMBEDDING__MODEL": "none"},
+    )  # fmt: skip
+    assert off.exit_code == 2 and "second_embedding.model" in off.output
 
 
 def test_an_embedder_spec_may_name_the_text_form_it_reads() -> None:

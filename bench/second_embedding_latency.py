@@ -1,0 +1,118 @@
+"""What the second embedding model adds to a search, and what it costs to embed statements with it.
+
+Runs the development sets' queries against the development index (`rag-app eval --dev -r
+hybrid-formula+dense2` builds it and its second-model vectors) the way `ask` and the chat search:
+top_k sources, the first stage fused with the `dense2` channel (`[second_embedding]` settings).
+Each query is searched once before timing, so the embedders' caches of recent queries are warm for
+neither (a fresh query each time is what a user sends): the times are of new queries.
+
+    .venv/bin/python bench/second_embedding_latency.py [--queries 200] [--embed 256]
+
+Writes bench/results/second_embedding_latency.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from rag_app.evaluation.query_set import QuerySet
+from rag_app.evaluation.runner import eval_index_dir
+from rag_app.pipeline import MathRAG
+from rag_app.settings import Settings
+
+RESULTS = Path(__file__).parent / "results"
+SETS = ("stacks-slogans-dev", "stacks-formulas", "stacks-names")
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    return round(float(np.percentile(values, 50)), 1), round(float(np.percentile(values, 95)), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--queries", type=int, default=200, help="queries per set at most")
+    parser.add_argument("--embed", type=int, default=256, help="statements embedded to time ingestion's share")
+    args = parser.parse_args()
+    settings = Settings.load()
+    rag = MathRAG(settings.model_copy(update={"index_dir": eval_index_dir(settings)}))
+    second = rag.second_dense_index()
+    if second is None:
+        raise SystemExit("second_embedding.model is `none`: nothing to measure")
+    second.check()
+    ensemble = rag.first_stage(True)
+    k, mode = settings.retrieval.top_k, settings.retrieval.mode
+    rag.index.search("warm up", k, mode)
+    ensemble.search("warm up", k, mode)
+    rows = {}
+    for name in SETS:
+        query_set = QuerySet.load(settings.evaluation.sets_dir / f"{name}.v2.jsonl")
+        first_ms, both_ms = [], []
+        for query in tqdm(query_set.queries[: args.queries], desc=name, unit="query"):
+            for cache in (rag.index.embedder, second.embedder):
+                cache._recent_queries.clear()  # a new query every time
+            started = time.perf_counter()
+            rag.index.search(query.text, k, mode)
+            first_ms.append((time.perf_counter() - started) * 1000)
+            rag.index.embedder._recent_queries.clear()
+            second.embedder._recent_queries.clear()
+            started = time.perf_counter()
+            ensemble.search(query.text, k, mode)
+            both_ms.append((time.perf_counter() - started) * 1000)
+        (first_p50, first_p95), (both_p50, both_p95) = percentiles(first_ms), percentiles(both_ms)
+        rows[name] = {"queries": len(first_ms), "search_p50_ms": first_p50, "search_p95_ms": first_p95,
+                      "with_second_p50_ms": both_p50, "with_second_p95_ms": both_p95}  # fmt: skip
+    records = [record for _, record in zip(range(args.embed), rag.index.store.iter_records(), strict=False)]
+    texts = [record.search_text() for record in records]
+    throughput = {}
+    for label, embedder in (("first", rag.index.embedder), ("second", second.embedder)):
+        embedder.embed_documents(texts[:8])  # load the model first
+        started = time.perf_counter()
+        embedder.embed_documents(texts)
+        throughput[label] = round(len(texts) / (time.perf_counter() - started), 1)
+    result = {
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
+        "first_embedder": rag.index.embedder.identity,
+        "second_embedder": second.embedder.identity,
+        "second_max_seq_length": second.embedder.max_seq_length,
+        "top_k": k,
+        "mode": str(mode),
+        "statements": rag.index.count(),
+        "sets": rows,
+        "statements_per_second": throughput,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "second_embedding_latency.json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [
+        "# The second embedding model: latency and ingestion cost",
+        "",
+        f"`{mode}` with and without the `dense2` channel ({result['second_embedder']}, "
+        f"{result['second_max_seq_length']} tokens), top {k}, {result['statements']:,} statements; "
+        f"{result['machine']}.",
+        "",
+        "| set | queries | search p50 / p95 ms | with the second model p50 / p95 ms |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, row in rows.items():
+        lines.append(
+            f"| {name} | {row['queries']} | {row['search_p50_ms']} / {row['search_p95_ms']} | "
+            f"{row['with_second_p50_ms']} / {row['with_second_p95_ms']} |"
+        )
+    lines += [
+        "",
+        f"Embedding {len(texts)} stored statements: {throughput['first']} statements/s with the first model, "
+        f"{throughput['second']} with the second (ingestion embeds with both).",
+    ]
+    (RESULTS / "second_embedding_latency.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

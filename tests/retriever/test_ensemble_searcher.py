@@ -1,0 +1,112 @@
+"""The index's fused list and the second model's list, fused (real Chroma and BM25 on disk)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from retriever import Embedder, SearchFilter, SearchMode, StatementIndex
+from retriever.ensemble_searcher import EnsembleSearcher
+from retriever.second_dense_index import SecondDenseIndex
+from retriever.types import ScoredId
+from tests.retriever.test_second_dense_index import SECOND
+from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
+
+MORE = [
+    *RECORDS,
+    record("ana2", "An entire function of polynomial growth is a polynomial."),
+    record("top2", "A closed subset of a compact space is compact."),
+]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[StatementIndex, SecondDenseIndex]:
+    directory = tmp_path_factory.mktemp("ensemble") / "index"
+    second = SecondDenseIndex(directory, Embedder(**SECOND))  # type: ignore[arg-type]
+    index = StatementIndex(directory, Embedder(PACKAGED), fusion="linear", second_dense=second)
+    index.add(MORE)
+    return index, second
+
+
+class FixedList:
+    """A second channel that always answers the same list (to see what fusion does with it)."""
+
+    name = "dense2"
+
+    def __init__(self, ids: list[str], built: bool = True) -> None:
+        self.ids = ids
+        self.built = built
+
+    def search(self, query: str, k: int) -> list[ScoredId]:
+        return [ScoredId(i, 1.0 - 0.1 * rank) for rank, i in enumerate(self.ids[:k])]
+
+    def built_by_configured_model(self) -> bool:
+        return self.built
+
+    def manifest(self) -> dict[str, object]:
+        return {"embedder": "another-model"} if self.built else {}
+
+
+def test_hits_carry_both_lists_and_non_fused_modes_are_untouched(
+    built: tuple[StatementIndex, SecondDenseIndex],
+) -> None:
+    index, second = built
+    ensemble = EnsembleSearcher(index, second, weight=1.0, candidates=10)
+    hits = ensemble.search("bounded entire functions are constant", 3, SearchMode.HYBRID_FORMULA)
+    assert hits[0].record.id == RECORDS[2].id and [h.rank for h in hits] == [1, 2, 3]
+    assert {"dense", "bm25", "dense2"} <= set(hits[0].channel_ranks)
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    for mode in (SearchMode.BM25, SearchMode.DENSE, SearchMode.FORMULA):
+        plain = index.search("compact closed", 3, mode)
+        assert [h.record.id for h in ensemble.search("compact closed", 3, mode)] == [h.record.id for h in plain]
+    assert ensemble.search("   ", 3) == []
+
+
+def test_the_second_list_moves_statements_by_its_weight(built: tuple[StatementIndex, SecondDenseIndex]) -> None:
+    index, _ = built
+    query = "bounded entire functions are constant"
+    first = [h.record.id for h in index.search(query, 5, SearchMode.HYBRID)]
+    promoted = list(reversed(first))
+    unweighted = EnsembleSearcher(index, FixedList(promoted), weight=0.0)  # type: ignore[arg-type]
+    assert [h.record.id for h in unweighted.search(query, 5)] == first
+    heavy = EnsembleSearcher(index, FixedList(promoted), weight=100.0)  # type: ignore[arg-type]
+    assert [h.record.id for h in heavy.search(query, 5)] == promoted
+    # A statement only the second list found still comes back whole, with its channel rank.
+    outsider = next(r.id for r in MORE if r.id not in first[:2])
+    only_second = EnsembleSearcher(index, FixedList([outsider]), weight=100.0)  # type: ignore[arg-type]
+    top = only_second.search(query, 2)[0]
+    assert top.record.id == outsider and top.channel_ranks["dense2"] == 1
+
+
+def test_filters_apply_to_the_second_list_too(built: tuple[StatementIndex, SecondDenseIndex]) -> None:
+    index, _ = built
+    only_propositions = SearchFilter(kinds=frozenset({"proposition"}))
+    theorem = RECORDS[2].id  # a theorem, first in the second list
+    ensemble = EnsembleSearcher(index, FixedList([theorem, RECORDS[1].id]), weight=10.0)  # type: ignore[arg-type]
+    hits = ensemble.search("compact", 5, SearchMode.HYBRID, only_propositions)
+    assert [h.record.id for h in hits] == [RECORDS[1].id]
+
+
+def test_unbuilt_vectors_fall_back_to_the_first_stage_and_say_so(
+    built: tuple[StatementIndex, SecondDenseIndex], caplog: pytest.LogCaptureFixture
+) -> None:
+    index, _ = built
+    ensemble = EnsembleSearcher(index, FixedList([RECORDS[0].id], built=False))  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        hits = ensemble.search("compact closed", 3)
+        ensemble.search("compact closed", 3)
+    assert [h.record.id for h in hits] == [h.record.id for h in index.search("compact closed", 3)]
+    assert all("dense2" not in h.channel_ranks for h in hits)
+    warnings = [r.getMessage() for r in caplog.records if "build-dense2" in r.getMessage()]
+    assert len(warnings) == 1 and "not built" in warnings[0]  # said once, not at every search
+
+
+def test_a_formula_query_leans_on_the_first_stage(built: tuple[StatementIndex, SecondDenseIndex]) -> None:
+    index, _ = built
+    ensemble = EnsembleSearcher(index, FixedList([r.id for r in reversed(MORE)]), weight=100.0)  # type: ignore[arg-type]
+    assert ensemble.query_weight("compact Hausdorff spaces") == 100.0
+    assert ensemble.query_weight("$IM = M$") == ensemble.query_weight(r"\int_0^1 x^2 dx") == 0.0  # bare LaTeX too
+    assert 0.0 < ensemble.query_weight("when is $IM = M$ for a finitely generated module") < 100.0
+    formula = [h.record.id for h in index.search("$IM = M$", 3, SearchMode.HYBRID_FORMULA)]
+    assert [h.record.id for h in ensemble.search("$IM = M$", 3, SearchMode.HYBRID_FORMULA)] == formula

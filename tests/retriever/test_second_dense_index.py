@@ -1,0 +1,77 @@
+"""The second embedding model's vectors follow the statement store (real Chroma on disk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retriever import Embedder, StatementIndex
+from retriever.second_dense_index import SecondDenseIndex, SecondDenseIndexError
+from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
+
+# Another identity than the index's embedder (the same weights reading LaTeX): fast, and not the first model.
+SECOND = dict(model=PACKAGED, math_text="latex")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder(PACKAGED)
+
+
+@pytest.fixture(scope="module")
+def second_embedder() -> Embedder:
+    return Embedder(**SECOND)  # type: ignore[arg-type]
+
+
+def test_the_vectors_follow_adds_and_deletes(tmp_path: Path, embedder: Embedder, second_embedder: Embedder) -> None:
+    second = SecondDenseIndex(tmp_path / "index", second_embedder)
+    index = StatementIndex(tmp_path / "index", embedder, second_dense=second)
+    index.add(RECORDS)
+    assert second.statements() == 3 and second.built_by_configured_model()
+    assert second.manifest()["embedder"] == "packaged:all-MiniLM-L6-v2"
+    hits = second.search("bounded entire functions are constant", 3)
+    assert hits[0].id == RECORDS[2].id and len(hits) == 3
+    assert hits[0].score > hits[1].score
+    assert second.add(RECORDS) == 0  # ids are content hashes: nothing embedded twice
+    index.remove_papers(["top"])
+    assert second.statements() == 2
+    assert {hit.id for hit in second.search("compact Hausdorff", 5)} == {RECORDS[0].id, RECORDS[2].id}
+    # Reopened from disk (another process), it searches the same vectors.
+    reopened = SecondDenseIndex(tmp_path / "index", Embedder(**SECOND))  # type: ignore[arg-type]
+    assert [h.id for h in reopened.search("bounded entire", 2)] == [h.id for h in second.search("bounded entire", 2)]
+
+
+def test_an_index_ingested_before_the_second_model_is_caught_up_not_half_covered(
+    tmp_path: Path, embedder: Embedder, second_embedder: Embedder
+) -> None:
+    StatementIndex(tmp_path / "index", embedder).add(RECORDS[:2])
+    second = SecondDenseIndex(tmp_path / "index", second_embedder)
+    index = StatementIndex(tmp_path / "index", embedder, second_dense=second)
+    index.add(RECORDS[2:])  # the hook does not start vectors that would cover this statement only
+    assert not second.manifest() and second.statements() == 0
+    with pytest.raises(SecondDenseIndexError, match=r"are not built.*rag-app build-dense2"):
+        second.check()
+    update = second.update(index.store.iter_records())
+    assert (update.added, update.removed, update.statements) == (3, 0, 3)
+    late = record("late", "Every bounded monotone sequence of real numbers converges.")
+    index.add([late])  # built now: it follows
+    assert second.statements() == 4 and second.search("monotone bounded sequence converges", 1)[0].id == late.id
+    assert second.update(index.store.iter_records()).added == 0  # a rerun has nothing to do
+
+
+def test_vectors_of_another_model_are_refused_and_rebuilt(
+    tmp_path: Path, embedder: Embedder, second_embedder: Embedder
+) -> None:
+    index = StatementIndex(tmp_path / "index", embedder, second_dense=SecondDenseIndex(tmp_path / "index", embedder))
+    index.add(RECORDS)
+    other = SecondDenseIndex(tmp_path / "index", second_embedder)
+    assert not other.built_by_configured_model()
+    with pytest.raises(SecondDenseIndexError, match=r"built by 'packaged:all-MiniLM-L6-v2\+unicode-math'"):
+        other.check()
+    update = other.update(index.store.iter_records())
+    assert update.added == 3 and other.built_by_configured_model()
+    stored = other._vectors().get(ids=[RECORDS[0].id], include=["embeddings"])["embeddings"][0]
+    expected = second_embedder.embed_documents([RECORDS[0].search_text()])[0]
+    assert np.allclose(stored, expected, atol=1e-5)  # the new model's vectors, not the old ones
