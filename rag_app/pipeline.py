@@ -46,12 +46,11 @@ from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.ensemble_searcher import EnsembleSearcher
-from retriever.formulas.fusion_index import FusionUpdate
 from retriever.paper_searcher import PaperHit, PaperSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
-from retriever.second_dense_index import SecondDenseIndex, SecondDenseUpdate
-from retriever.types import StatementSearcher
+from retriever.second_dense_index import SecondDenseIndex
+from retriever.types import StatementSearcher, VectorUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +67,10 @@ class MathRAG:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: StatementIndex | None = None
+        self._reranker: CrossEncoderReranker | None = None
         self._reranking: dict[bool, RerankingSearcher] = {}  # by whether the second model's channel is used
         self._second_dense: SecondDenseIndex | None = None
+        self._ensemble: EnsembleSearcher | None = None
         self._duplicates: DuplicateGroups | None = None
         self._server: LLMServerProcess | None = None
         self._client: ChatClient | None = None
@@ -133,20 +134,28 @@ class MathRAG:
         second = self.second_dense_index() if asked else None
         return second.embedder.identity if second is not None and second.built_by_configured_model() else ""
 
-    def build_second_dense(self, rebuild: bool = False, show_progress: bool = False) -> SecondDenseUpdate:
+    def build_second_dense(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Embed the statements the second model's vectors lack (see ``rag-app build-dense2``)."""
+        second = self.ensemble_searcher().second
+        return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
+
+    def ensemble_searcher(self, index: StatementIndex | None = None) -> EnsembleSearcher:
+        """``index`` (default: this one, searcher kept) fused with the second model; ValueError when it is off."""
         second = self.second_dense_index()
         if second is None:
             raise ValueError("the second embedding model is off (second_embedding.model = none)")
-        return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
+        settings = self.settings.second_embedding
+        if index is not None:
+            return EnsembleSearcher(index, second, settings.weight, settings.candidates)
+        if self._ensemble is None:  # kept: it warns once about unbuilt vectors, not at every search
+            self._ensemble = EnsembleSearcher(self.index, second, settings.weight, settings.candidates)
+        return self._ensemble
 
     def first_stage(self, second_embedding: bool) -> StatementSearcher:
         """The index's search, fused with the second model's channel when asked and configured."""
-        second = self.second_dense_index() if second_embedding else None
-        if second is None:
-            return self.index
-        settings = self.settings.second_embedding
-        return EnsembleSearcher(self.index, second, settings.weight, settings.candidates)
+        if second_embedding and self.second_dense_index() is not None:
+            return self.ensemble_searcher()
+        return self.index
 
     def duplicate_groups(self) -> DuplicateGroups:
         """The index's duplicate groups (``[duplicates]`` settings)."""
@@ -238,16 +247,15 @@ class MathRAG:
         ``RerankerModelError`` naming the command that builds the model when it is missing."""
         if second_embedding not in self._reranking:
             rerank = self.settings.rerank
-            loaded = next(iter(self._reranking.values()), None)
-            if loaded is not None:
-                reranker = loaded.reranker  # one model in memory for both first stages
-            else:
+            if self._reranker is None:  # one model in memory for both first stages
                 device = resolve_device(rerank.device or self.settings.embedding.device)
-                reranker = CrossEncoderReranker(
+                self._reranker = CrossEncoderReranker(
                     rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
                 )
             first = self.first_stage(second_embedding)
-            self._reranking[second_embedding] = RerankingSearcher(first, reranker, rerank.candidates, rerank.weight)
+            self._reranking[second_embedding] = RerankingSearcher(
+                first, self._reranker, rerank.candidates, rerank.weight
+            )
         return self._reranking[second_embedding]
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
@@ -294,7 +302,7 @@ class MathRAG:
         )
         return rewriter.rewrite(question, history)
 
-    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> FusionUpdate:
+    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Embed the statements the formula-fusion index lacks (see ``rag-app build-fusion``)."""
         return self.index.build_fusion(rebuild=rebuild, show_progress=show_progress)
 

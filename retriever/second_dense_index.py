@@ -21,7 +21,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from chromadb.api.models.Collection import Collection
@@ -30,7 +29,7 @@ from tqdm import tqdm
 from ingestion.records import StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.embedder import Embedder
-from retriever.types import ScoredId
+from retriever.types import ScoredId, VectorUpdate
 
 SECOND_DENSE_DIR = "dense2"
 SECOND_DENSE_COLLECTION = "dense2"
@@ -39,14 +38,6 @@ CHANNEL = "dense2"
 
 class SecondDenseIndexError(RuntimeError):
     """The second model's vectors are missing, or were built by another model than the one configured."""
-
-
-@dataclass(frozen=True, slots=True)
-class SecondDenseUpdate:
-    added: int
-    removed: int
-    statements: int
-    seconds: float
 
 
 class SecondDenseIndex:
@@ -89,7 +80,7 @@ class SecondDenseIndex:
     # ------------------------------------------------------------------ writing
     def update(
         self, records: Iterable[StatementRecord], show_progress: bool = False, rebuild: bool = False
-    ) -> SecondDenseUpdate:
+    ) -> VectorUpdate:
         """Embed the statements not yet here and forget those no longer in ``records`` (the whole store)."""
         started = time.perf_counter()
         if rebuild or (self.manifest() and not self.built_by_configured_model()):
@@ -100,7 +91,7 @@ class SecondDenseIndex:
         missing = [record for statement_id, record in wanted.items() if statement_id not in present]
         added = self._embed(missing, show_progress)
         self._write_manifest(self._vectors().count())  # exact again, even after a crash between two writes
-        return SecondDenseUpdate(added, removed, self.statements(), time.perf_counter() - started)
+        return VectorUpdate(added, removed, self.statements(), time.perf_counter() - started)
 
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> int:
         """Embed the statements not yet here (ids are content hashes); returns how many."""

@@ -44,7 +44,7 @@ from retriever.formulas.formula_lexical_searcher import (
     formula_documents,
 )
 from retriever.formulas.fusion_encoder import FormulaModelError, FormulaModels, FusionEncoder
-from retriever.formulas.fusion_index import FusionIndex, FusionIndexError, FusionUpdate
+from retriever.formulas.fusion_index import FusionIndex, FusionIndexError
 from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
 from retriever.formulas.query_formulas import query_formulas
 from retriever.fusion import FusionMethod, fuse
@@ -54,7 +54,7 @@ from retriever.paper_manifest import PaperManifest
 from retriever.query_adapter import QueryAdapter
 from retriever.search_filter import SearchFilter
 from retriever.second_dense_index import SecondDenseIndex
-from retriever.types import ScoredId, SearchHit
+from retriever.types import ScoredId, SearchHit, VectorUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -425,7 +425,7 @@ class StatementIndex:
             self._fusion_index = FusionIndex(self.directory, self.token_dim, self.connection)
         return self._fusion_index
 
-    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> FusionUpdate:
+    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Bring the formula-fusion vectors up to date with the store (only new statements are embedded)."""
         return self.fusion_index().update(
             self.store.iter_records(), self.fusion_encoder(), show_progress=show_progress, rebuild=rebuild

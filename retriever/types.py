@@ -11,6 +11,16 @@ if TYPE_CHECKING:
     from retriever.search_filter import SearchFilter
 
 
+@dataclass(frozen=True, slots=True)
+class VectorUpdate:
+    """What catching up a set of vectors beside the store did (formula fusion, the second model)."""
+
+    added: int
+    removed: int
+    statements: int
+    seconds: float
+
+
 class ScoredId(NamedTuple):
     """A document id with the score one searcher gave it (higher is better)."""
 

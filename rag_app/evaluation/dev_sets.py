@@ -20,8 +20,8 @@ from pathlib import Path
 from pylatexenc.latex2text import LatexNodes2Text
 
 from ingestion import StatementKind, StatementRecord, ingest_sources
-from rag_app.evaluation.formula_share import formula_tokens
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
+from retriever.formulas.formula_share import formula_tokens
 
 STACKS = "corpora/stacks-project"
 HOTT = "corpora/hott-book/main.tex"

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from rag_app.evaluation.formula_share import SLICES, formula_share, formula_slice
 from rag_app.evaluation.measures import (
     MEASURES,
     PAPER_MEASURES,
@@ -31,6 +30,7 @@ from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
 from rag_app.settings import PaperSettings
 from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from retriever import StatementIndex
+from retriever.formulas.formula_share import SLICES, formula_share, formula_slice
 
 # Results per query when none is asked for: ARQMath runs go 1000 deep; MAP@100 needs 100.
 DEFAULT_DEPTH = {Protocol.ARQMATH: MAX_RUN_DEPTH, Protocol.RELEVANT_SET: 100, Protocol.KNOWN_ITEM: 100}

@@ -23,7 +23,6 @@ from rag_app.evaluation.retrievers import (
     FUSION_RETRIEVERS,
     SECOND_EMBEDDING_SUFFIX,
     Retriever,
-    UnknownRetrieverError,
     build_retriever,
 )
 from rag_app.evaluation.trec_files import read_qrels
@@ -33,7 +32,6 @@ from rag_app.settings import EmbeddingSettings, Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
 from retriever.embedder import identity_directory_name
-from retriever.ensemble_searcher import EnsembleSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.statement_index import FORMULA_LEXICAL
 from retriever.unicode_math_text import UnicodeMathText
@@ -144,9 +142,10 @@ def run_evaluation(
     opened: list[MathRAG] = []
     retrievers: list[Retriever] = []
     try:
+        uses_second = any(SECOND_EMBEDDING_SUFFIX in name for name in index_specs)
         for spec in embedders if index_specs else []:
             embedder_settings = settings.model_copy(update={"embedding": embedding_for(spec, settings.embedding)})
-            if not any(SECOND_EMBEDDING_SUFFIX in name for name in index_specs):
+            if not uses_second:
                 # no +dense2 retriever: building a new development index need not embed with it too
                 off = settings.second_embedding.model_copy(update={"model": None})
                 embedder_settings = embedder_settings.model_copy(update={"second_embedding": off})
@@ -164,9 +163,7 @@ def run_evaluation(
                 update = rag.index.build_fusion(show_progress=show_progress)
                 info["fusion_update"] = {"added": update.added, "removed": update.removed,
                                          "seconds": round(update.seconds, 1)}  # fmt: skip
-            if any(SECOND_EMBEDDING_SUFFIX in spec for spec in index_specs):
-                if rag.second_dense_index() is None:
-                    raise UnknownRetrieverError("the +dense2 retrievers need second_embedding.model (it is `none`)")
+            if uses_second:  # (a ValueError names the setting when the second model is off)
                 second = rag.build_second_dense(show_progress=show_progress)
                 info["second_embedding_update"] = {"added": second.added, "removed": second.removed,
                                                    "seconds": round(second.seconds, 1)}  # fmt: skip
@@ -186,7 +183,7 @@ def run_evaluation(
                         name,
                         index,
                         lambda _index, second, rag=rag: rag.reranking_searcher(second),
-                        lambda index, rag=rag: _ensemble(rag, index),
+                        lambda index, rag=rag: rag.ensemble_searcher(index),
                     )
                     tags = [_short(rag.index.embedder.identity)] if len(embedders) > 1 else []
                     if len(request.query_adapters) > 1:
@@ -311,12 +308,3 @@ def _git_commit() -> str | None:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _ensemble(rag: MathRAG, index: StatementIndex) -> EnsembleSearcher:
-    """``index`` (maybe with another query adapter) fused with the second embedding model, as ask does."""
-    second = rag.second_dense_index()
-    if second is None:
-        raise UnknownRetrieverError("the +dense2 retrievers need second_embedding.model (it is `none`)")
-    settings = rag.settings.second_embedding
-    return EnsembleSearcher(index, second, settings.weight, settings.candidates)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ingestion import Source, StatementKind, StatementRecord
 from rag_app.evaluation.dev_sets import label_words, plain_name
-from rag_app.evaluation.formula_share import formula_tokens
+from retriever.formulas.formula_share import formula_tokens
 
 PAIR_KINDS = ("name", "defined-term", "section", "label", "mse", "formula", "question")
 

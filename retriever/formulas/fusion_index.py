@@ -21,7 +21,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from ingestion.records import StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.fusion_encoder import FusionEncoder
-from retriever.types import ScoredId
+from retriever.types import ScoredId, VectorUpdate
 
 FUSION_DIR = "fusion"
 FUSION_COLLECTION = "fusion"
@@ -41,14 +40,6 @@ FORMULA_COLLECTION = "formulas"
 
 class FusionIndexError(RuntimeError):
     """The fusion index is missing, or was built by other models than the ones configured."""
-
-
-@dataclass(frozen=True, slots=True)
-class FusionUpdate:
-    added: int
-    removed: int
-    statements: int
-    seconds: float
 
 
 class FusionIndex:
@@ -107,7 +98,7 @@ class FusionIndex:
     def update(
         self, records: Iterable[StatementRecord], encoder: FusionEncoder, batch: int = 256, show_progress: bool = False,
         rebuild: bool = False,
-    ) -> FusionUpdate:  # fmt: skip
+    ) -> VectorUpdate:  # fmt: skip
         """Embed the statements not yet in the fusion index and forget those no longer in ``records``."""
         started = time.perf_counter()
         if rebuild or (self.exists() and self.manifest().get("identity") != encoder.identity):
@@ -115,7 +106,7 @@ class FusionIndex:
         wanted = {record.id: record for record in records}
         removed = self.remove([statement_id for statement_id in self.ids() if statement_id not in wanted])
         added = self.add(list(wanted.values()), encoder, batch, show_progress)
-        return FusionUpdate(added, removed, len(self.ids()), time.perf_counter() - started)
+        return VectorUpdate(added, removed, len(self.ids()), time.perf_counter() - started)
 
     def add(
         self, records: Sequence[StatementRecord], encoder: FusionEncoder, batch: int = 256, show_progress: bool = False

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_app.evaluation.formula_share import formula_share, formula_slice
+from retriever.formulas.formula_share import formula_share, formula_slice
 
 
 @pytest.mark.parametrize(
