@@ -3,8 +3,8 @@
 Runs the development sets' queries against the development index (`rag-app eval --dev -r
 hybrid-formula+dense2` builds it and its second-model vectors) the way `ask` and the chat search:
 top_k sources, the first stage fused with the `dense2` channel (`[second_embedding]` settings).
-Each query is searched once before timing, so the embedders' caches of recent queries are warm for
-neither (a fresh query each time is what a user sends): the times are of new queries.
+Both embedders' caches of recent queries are cleared before every timed search, so each time is that of
+a new query (what a user sends), not of a query seen a moment ago.
 
     .venv/bin/python bench/second_embedding_latency.py [--queries 200] [--embed 256]
 
