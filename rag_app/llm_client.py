@@ -102,30 +102,44 @@ class ChatClient:
     ) -> Iterator[str]:
         """Yield the answer's text as it is generated (``max_tokens``, ``temperature``: this call only).
 
-        Only opening the stream is retried: once text has been shown it cannot be taken back.
+        Only opening the stream is retried: once text has been shown it cannot be taken back. A stream
+        that closes with neither text nor a finish reason (a server restarting under the request) has
+        shown nothing, so it is opened again too.
         """
         extra_body = {**self.extra_body, **(extra_body or {})}
         with self._slots:
-            stream = self._call(
-                lambda: self._client.chat.completions.create(
-                    model=self.model,
-                    messages=list(messages),
-                    temperature=self.temperature if temperature is None else temperature,
-                    max_tokens=max_tokens or self.max_tokens,
-                    stream=True,
-                    extra_body=extra_body or None,
+            for _ in range(self.retries + 1):
+                stream = self._call(
+                    lambda: self._client.chat.completions.create(
+                        model=self.model,
+                        messages=list(messages),
+                        temperature=self.temperature if temperature is None else temperature,
+                        max_tokens=max_tokens or self.max_tokens,
+                        stream=True,
+                        extra_body=extra_body or None,
+                    )
                 )
+                shown = finished = False
+                try:
+                    for chunk in stream:
+                        if not chunk.choices:
+                            continue
+                        finished = finished or chunk.choices[0].finish_reason is not None
+                        if chunk.choices[0].delta.content:
+                            shown = True
+                            yield chunk.choices[0].delta.content
+                except openai.APITimeoutError as error:
+                    raise LLMUnavailableError(
+                        f"the LLM server at {self.base_url} stopped sending the answer for {self.timeout_s:g} s"
+                    ) from error
+                except (openai.APIError, httpx.HTTPError) as error:
+                    raise LLMUnavailableError(f"the answer stream from {self.base_url} broke off: {error}") from error
+                if shown or finished:
+                    return
+            raise LLMUnavailableError(
+                f"the LLM server at {self.base_url} closed the answer stream without sending anything "
+                f"({self.retries + 1} attempts)"
             )
-            try:
-                for chunk in stream:
-                    if chunk.choices and chunk.choices[0].delta.content:
-                        yield chunk.choices[0].delta.content
-            except openai.APITimeoutError as error:
-                raise LLMUnavailableError(
-                    f"the LLM server at {self.base_url} stopped sending the answer for {self.timeout_s:g} s"
-                ) from error
-            except (openai.APIError, httpx.HTTPError) as error:
-                raise LLMUnavailableError(f"the answer stream from {self.base_url} broke off: {error}") from error
 
     def chat(
         self,

@@ -12,6 +12,9 @@ import pytest
 
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 
+# A scripted status: 200 with a stream that closes before any text or finish reason.
+EMPTY_STREAM = 0
+
 
 class ScriptedServer:
     """Answers chat requests with a scripted list of status codes, then a streamed reply."""
@@ -47,7 +50,7 @@ class ScriptedServer:
                     return
                 outer.requests.append(body)
                 status = outer.statuses.pop(0) if outer.statuses else 200
-                if status != 200:
+                if status not in (200, EMPTY_STREAM):
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.end_headers()
@@ -56,6 +59,9 @@ class ScriptedServer:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                if status == EMPTY_STREAM:  # a 200 that closes at once, as a restarting server may send
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
                 for piece in ("By [1], ", "yes."):
                     chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                              "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}  # fmt: skip
@@ -84,6 +90,21 @@ def scripted() -> Iterator[callable]:
 
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def test_a_stream_closed_before_any_text_is_opened_again(scripted) -> None:
+    server = scripted([EMPTY_STREAM])
+    client = ChatClient(server.url, model="m", retries=1)
+    assert client.chat(MESSAGES) == "By [1], yes."
+    assert len(server.requests) == 2
+
+
+def test_a_stream_that_stays_empty_is_a_clear_error(scripted) -> None:
+    server = scripted([EMPTY_STREAM, EMPTY_STREAM])
+    client = ChatClient(server.url, model="m", retries=1)
+    with pytest.raises(LLMUnavailableError, match="without sending anything"):
+        client.chat(MESSAGES)
+    assert len(server.requests) == 2
 
 
 def test_retries_on_503_and_429_then_streams(scripted) -> None:
