@@ -991,14 +991,12 @@ def build_fusion(
     """
     with MathRAG(_settings(config, index)) as rag:
         update = rag.build_fusion(rebuild=rebuild, show_progress=not as_json)
-        data = {"added": update.added, "removed": update.removed, "statements": update.statements,
-                "seconds": round(update.seconds, 1), "models": rag.index.fusion_encoder().identity,
+        data = {**update.to_dict(), "models": rag.index.fusion_encoder().identity,
                 "bytes": rag.index.fusion_index().bytes_on_disk()}  # fmt: skip
     if as_json:
         typer.echo(json.dumps(data))
     else:
-        typer.echo(f"fusion vectors: {update.added} added, {update.removed} removed, {update.statements} in all "
-                   f"({update.seconds:.0f} s)")  # fmt: skip
+        typer.echo(f"fusion vectors: {update.describe()}")
 
 
 @app.command("build-dense2")
@@ -1012,7 +1010,7 @@ def build_dense2(
 
     Ingestion keeps them in step once built; this catches up an index ingested before the model was
     configured (only statements without vectors are embedded: a rerun resumes). The model is
-    `second_embedding.model` (default packaged:all-mpnet-base-v2; `none` turns the channel off).
+    `second_embedding.model` (off by default; `packaged:all-mpnet-base-v2` is the one that ships).
     """
     with MathRAG(_settings(config, index)) as rag:
         try:
@@ -1022,13 +1020,11 @@ def build_dense2(
             raise typer.Exit(2) from error
         second = rag.second_dense_index()
         model = second.embedder.identity if second is not None else ""
-    data = {"added": update.added, "removed": update.removed, "statements": update.statements,
-            "seconds": round(update.seconds, 1), "model": model}  # fmt: skip
+    data = {**update.to_dict(), "model": model}
     if as_json:
         typer.echo(json.dumps(data))
     else:
-        typer.echo(f"second-model vectors ({model}): {update.added} added, {update.removed} removed, "
-                   f"{update.statements} in all ({update.seconds:.0f} s)")  # fmt: skip
+        typer.echo(f"second-model vectors ({model}): {update.describe()}")
 
 
 @app.command("duplicates")

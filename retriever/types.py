@@ -20,6 +20,14 @@ class VectorUpdate:
     statements: int
     seconds: float
 
+    def to_dict(self) -> dict[str, int | float]:
+        """The JSON shape of `build-fusion --json`, `build-dense2 --json` and the eval's provenance."""
+        return {"added": self.added, "removed": self.removed, "statements": self.statements,
+                "seconds": round(self.seconds, 1)}  # fmt: skip
+
+    def describe(self) -> str:
+        return f"{self.added} added, {self.removed} removed, {self.statements} in all ({self.seconds:.0f} s)"
+
 
 class ScoredId(NamedTuple):
     """A document id with the score one searcher gave it (higher is better)."""

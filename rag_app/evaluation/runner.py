@@ -161,12 +161,9 @@ def run_evaluation(
                     info["corpus_ingest"] = report.summary()
             if FUSION_RETRIEVERS & set(index_specs):  # (`formula` uses the fusion index only where it exists)
                 update = rag.index.build_fusion(show_progress=show_progress)
-                info["fusion_update"] = {"added": update.added, "removed": update.removed,
-                                         "seconds": round(update.seconds, 1)}  # fmt: skip
+                info["fusion_update"] = update.to_dict()
             if uses_second:  # (a ValueError names the setting when the second model is off)
-                second = rag.build_second_dense(show_progress=show_progress)
-                info["second_embedding_update"] = {"added": second.added, "removed": second.removed,
-                                                   "seconds": round(second.seconds, 1)}  # fmt: skip
+                info["second_embedding_update"] = rag.build_second_dense(show_progress=show_progress).to_dict()
             info["index_statements"] = rag.index.count()
             info["index_bytes"] = index_bytes(rag.index)
             info["index_manifest"] = rag.index.manifest()
