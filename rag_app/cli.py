@@ -820,15 +820,24 @@ def train_query_adapter(
     publish: Annotated[
         bool, typer.Option("--publish", help="also ship it in the package (retrieval.query_adapter = packaged)")
     ] = False,
+    second_embedding: Annotated[
+        bool,
+        typer.Option(
+            "--second-embedding",
+            help="train for the second embedding model's vectors (second_embedding.model; built by build-dense2)",
+        ),
+    ] = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Train a query adapter: the dense channel's query vectors tuned to the index's statements (a minute on a CPU).
 
     Use it with `retrieval.query_adapter = "DIR"` (the directory printed), or --publish to make it the packaged one.
+    With --second-embedding it is trained for the second model (`second_embedding.query_adapter = "DIR"`).
     """
     from rag_app.pipeline import make_embedder
     from rag_app.training.train_query_adapter import TrainQueryAdapterJob, publish_query_adapter
+    from retriever.second_dense_index import SecondDenseIndexError
 
     settings = _settings(config, index)
     if epochs is not None:
@@ -836,8 +845,17 @@ def train_query_adapter(
         settings = settings.model_copy(update={"query_adapter_training": training})
     job = TrainQueryAdapterJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
-        report = job.run(make_embedder(settings), show_progress=not as_json, log=_err)
-    except (FileNotFoundError, ValueError) as error:
+        if second_embedding:
+            second = MathRAG(settings).second_dense_index()
+            if second is None:
+                raise ValueError(
+                    "the second embedding model is off: set second_embedding.model (e.g. packaged:all-mpnet-base-v2) "
+                    "and build its vectors with `rag-app build-dense2`"
+                )
+            report = job.run(second.embedder, show_progress=not as_json, log=_err, second=second)
+        else:
+            report = job.run(make_embedder(settings), show_progress=not as_json, log=_err)
+    except (FileNotFoundError, ValueError, SecondDenseIndexError, QueryAdapterError) as error:
         _err(f"error: {error}")
         raise typer.Exit(2) from error
     published = str(publish_query_adapter(report.directory)) if publish else None

@@ -125,7 +125,10 @@ class MathRAG:
                 math_text=embedding.math_text,
             )
             self._second_dense = SecondDenseIndex(
-                self.settings.resolved_index_dir, embedder, self.settings.store.connection()
+                self.settings.resolved_index_dir,
+                embedder,
+                self.settings.store.connection(),
+                query_adapter=QueryAdapter.configured(second.query_adapter, embedder.identity),
             )
         return self._second_dense
 

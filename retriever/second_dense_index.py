@@ -13,6 +13,10 @@ Layout, inside the index directory::
 The index follows the statement store: :meth:`SecondDenseIndex.add` and :meth:`SecondDenseIndex.remove`
 as statements are written and deleted (``StatementIndex`` calls them), :meth:`SecondDenseIndex.update`
 to catch up with the whole store (it embeds only the statements it lacks and forgets deleted ones).
+
+Like the first model's dense channel, its query vectors may go through a query adapter trained for
+its vectors (``rag-app train query-adapter --second-embedding``; ``second_embedding.query_adapter``):
+the statement vectors stay as the model made them.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 from chromadb.api.models.Collection import Collection
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.embedder import Embedder
+from retriever.query_adapter import QueryAdapter
 from retriever.types import ScoredId, VectorUpdate
 
 SECOND_DENSE_DIR = "dense2"
@@ -46,10 +52,16 @@ class SecondDenseIndex:
     name = CHANNEL
 
     def __init__(
-        self, index_directory: Path, embedder: Embedder, connection: ChromaConnection = EMBEDDED, batch: int = 256
+        self,
+        index_directory: Path,
+        embedder: Embedder,
+        connection: ChromaConnection = EMBEDDED,
+        batch: int = 256,
+        query_adapter: QueryAdapter | None = None,
     ) -> None:
         self.directory = index_directory / SECOND_DENSE_DIR
         self.embedder = embedder
+        self.query_adapter = query_adapter
         self.connection = connection
         self.batch = batch
         self._client = connection.client(index_directory / "chroma")
@@ -151,9 +163,21 @@ class SecondDenseIndex:
         if k <= 0 or self.statements() == 0:
             return []
         vector = self.embedder.embed_query(query)
+        if self.query_adapter is not None:
+            vector = self.query_adapter.apply(vector)
         result = self._vectors().query(query_embeddings=[vector], n_results=k, include=["distances"])
         # cosine distance is 1 - cosine similarity
         return [ScoredId(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``ids`` (those present), as ``train query-adapter`` reads them."""
+        found: dict[str, np.ndarray] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 1000):
+            got = self._vectors().get(ids=ids[start : start + 1000], include=["embeddings"])
+            for statement_id, vector in zip(got["ids"], got["embeddings"], strict=True):
+                found[statement_id] = np.asarray(vector, dtype=np.float32)
+        return found
 
     def _vectors(self) -> Collection:
         if self._collection is None:

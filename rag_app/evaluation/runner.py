@@ -164,6 +164,9 @@ def run_evaluation(
                 info["fusion_update"] = update.to_dict()
             if uses_second:  # (a ValueError names the setting when the second model is off)
                 info["second_embedding_update"] = rag.build_second_dense(show_progress=show_progress).to_dict()
+                second = rag.second_dense_index()
+                adapter = second.query_adapter if second is not None else None
+                info["second_embedding_query_adapter"] = adapter.identity if adapter is not None else None
             info["index_statements"] = rag.index.count()
             info["index_bytes"] = index_bytes(rag.index)
             info["index_manifest"] = rag.index.manifest()

@@ -6,7 +6,8 @@ and ``train rerank`` (names, defined terms, label words, MSE titles, formulas, g
 from the training statements of the thesis's split; the loss is the softmax over every training
 statement's stored vector (the exact contrastive loss: a few thousand statements fit in one matrix
 product), with a pull toward the identity so that queries unlike the training ones stay near where
-the base model put them. Held-out statements are scored before and after on the card.
+the base model put them. Held-out statements are scored before and after on the card. The same job
+trains an adapter for the second embedding model's vectors (``--second-embedding``).
 
 I wrote the loop (twenty lines of torch) rather than take llama-index's embedding-adapter fine-tuning:
 that lives in the separate ``llama-index-finetuning`` package, whose dependencies pull in hosted-LLM
@@ -34,6 +35,8 @@ from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
 from retriever.embedder import Embedder
 from retriever.query_adapter import KIND, QueryAdapter, packaged_directory
+from retriever.second_dense_index import CHANNEL as SECOND_CHANNEL
+from retriever.second_dense_index import SecondDenseIndex
 
 
 @dataclass
@@ -90,28 +93,54 @@ class TrainQueryAdapterJob:
         self.settings = settings
         self.training = settings.query_adapter_training
         self.index_dir = index_dir
-        self.out_dir = out_dir or settings.data_dir / "models" / "query-adapters" / self.training.name
+        self.out_dir = out_dir
 
-    def run(self, embedder: Embedder, show_progress: bool = False, log=print) -> QueryAdapterReport:
+    def default_directory(self, second: bool) -> Path:
+        """DATA_DIR/models/query-adapters/NAME, or NAME-dense2 for the second embedding model's adapter."""
+        name = f"{self.training.name}-{SECOND_CHANNEL}" if second else self.training.name
+        return self.settings.data_dir / "models" / "query-adapters" / name
+
+    def run(
+        self,
+        embedder: Embedder,
+        show_progress: bool = False,
+        log=print,
+        second: SecondDenseIndex | None = None,
+    ) -> QueryAdapterReport:
+        """Train for ``embedder``'s vectors: the index's own, or with ``second`` the second embedding
+        model's (``embedder`` is then that model's), whose stored vectors are the targets."""
         started = time.perf_counter()
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
-        if manifest.get("embedder") != embedder.identity:
+        if second is not None:
+            if second.embedder.identity != embedder.identity:
+                built_by = second.embedder.identity
+                raise ValueError(f"the second model's vectors are {built_by!r}'s, not {embedder.identity!r}'s")
+            second.check()  # built, and by this model
+        elif manifest.get("embedder") != embedder.identity:
             built_with = manifest.get("embedder")
             raise ValueError(
                 f"the index in {self.index_dir} was embedded with {built_with!r}, not {embedder.identity!r}; "
                 "train the adapter with the index's embedder"
             )
+        out_dir = self.out_dir or self.default_directory(second is not None)
         records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")
         split = split_of(records, self.settings.training)  # the split `train embed` and `train rerank` use
         train_records = split.training_records(records)
         held_out = [record for record in records if not split.is_training(record)]
-        pairs = self._pairs(train_records, include_questions=True)
+        kinds = self.training.second_pair_kinds if second is not None else self.training.pair_kinds
+        pairs = self._pairs(train_records, kinds, include_questions=True)
         if len(pairs) < 2:
             raise ValueError(f"too few training pairs ({len(pairs)}) in {self.index_dir}; ingest more statements first")
         log(f"{len(records):,} statements; split: {split.summary()}; pairs: {count_by_kind(pairs)}")
-        vectors = store.vectors([record.id for record in records])
+        ids = [record.id for record in records]
+        vectors = store.vectors(ids) if second is None else second.vectors(ids)
+        if len(vectors) < len(ids):
+            raise ValueError(
+                f"{len(ids) - len(vectors)} of {len(ids)} statements in {self.index_dir} have no vector; "
+                + ("catch up with `rag-app build-dense2`" if second is not None else "rebuild with `rag-app reindex`")
+            )
         train_rows = {record.id: row for row, record in enumerate(train_records)}
         statements = np.stack([vectors[record.id] for record in train_records]).astype(np.float32)
         anchors = sorted({pair.anchor for pair in pairs})
@@ -124,6 +153,7 @@ class TrainQueryAdapterJob:
             "kind": KIND,
             "identity": f"{self.training.name}-{time.strftime('%Y%m%d%H%M%S')}",
             "embedder": embedder.identity,
+            "vectors": SECOND_CHANNEL if second is not None else "index",
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
             "training": self.training.model_dump(mode="json"),
@@ -137,29 +167,31 @@ class TrainQueryAdapterJob:
             "losses": losses,
         }
         adapter = QueryAdapter(matrix, bias, card)
-        card["metrics"] = {"held_out": self._held_out_check(adapter, embedder, held_out, records, vectors)}
-        adapter.save(self.out_dir)
-        split.save(self.out_dir / "split.json")
-        return QueryAdapterReport(self.out_dir, adapter, count_by_kind(pairs), round(time.perf_counter() - started, 1))
+        held_out_check = self._held_out_check(adapter, embedder, held_out, kinds, records, vectors)
+        card["metrics"] = {"held_out": held_out_check}
+        adapter.save(out_dir)
+        split.save(out_dir / "split.json")
+        return QueryAdapterReport(out_dir, adapter, count_by_kind(pairs), round(time.perf_counter() - started, 1))
 
-    def _pairs(self, records: list[StatementRecord], include_questions: bool) -> list[TrainingPair]:
+    def _pairs(self, records: list[StatementRecord], kinds: list[str], include_questions: bool) -> list[TrainingPair]:
         embed_training = self.settings.training
         pairs = pairs_without_llm(records, embed_training.per_anchor, embed_training.mse_min_score, self.training.seed)
         if include_questions:
             questions = QuestionFile.load(default_questions_file(self.settings))
             pairs.extend(questions.pairs({record.id for record in records}))
-        return [pair for pair in pairs if pair.kind in self.training.pair_kinds]
+        return [pair for pair in pairs if pair.kind in kinds]
 
     def _held_out_check(
         self,
         adapter: QueryAdapter,
         embedder: Embedder,
         held_out: list[StatementRecord],
+        kinds: list[str],
         records: list[StatementRecord],
         vectors: dict[str, np.ndarray],
     ) -> dict[str, Any]:
         """Hit@10 over the whole index for pairs of statements never trained on, base and adapted, by kind."""
-        pairs = self._pairs(held_out, include_questions=False)
+        pairs = self._pairs(held_out, kinds, include_questions=False)
         if not pairs:
             return {"queries": 0}
         matrix = np.stack([vectors[record.id] for record in records])

@@ -44,6 +44,9 @@ def test_ingestion_embeds_with_both_models(shipped: MathRAG) -> None:
     assert second is not None and second.embedder.identity == MPNET
     assert second.statements() == shipped.index.count() > 0
     assert second.embedder.dimension == 768 and shipped.index.embedder.dimension == 384
+    # `second_embedding.query_adapter = "auto"`: the adapter shipped for its vectors maps its queries
+    assert second.query_adapter is not None and second.query_adapter.embedder == MPNET
+    assert second.query_adapter.matrix.shape == (768, 768)
 
 
 def test_ask_fuses_the_second_model_and_plain_search_does_not(shipped: MathRAG) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from retriever import Embedder, StatementIndex
+from retriever.query_adapter import QueryAdapter
 from retriever.second_dense_index import SecondDenseIndex, SecondDenseIndexError
 from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
 
@@ -75,3 +76,21 @@ def test_vectors_of_another_model_are_refused_and_rebuilt(
     stored = other._vectors().get(ids=[RECORDS[0].id], include=["embeddings"])["embeddings"][0]
     expected = second_embedder.embed_documents([RECORDS[0].search_text()])[0]
     assert np.allclose(stored, expected, atol=1e-5)  # the new model's vectors, not the old ones
+
+
+def test_its_query_adapter_maps_the_query_vector_before_the_search(tmp_path: Path, embedder: Embedder) -> None:
+    second_embedder = Embedder(**SECOND)  # type: ignore[arg-type]
+    second = SecondDenseIndex(tmp_path / "index", second_embedder)
+    StatementIndex(tmp_path / "index", embedder, second_dense=second).add(RECORDS)
+    # A map that negates the query vector turns the nearest statement into the farthest.
+    negate = QueryAdapter(-np.eye(384, dtype=np.float32), np.zeros(384, dtype=np.float32), {"kind": "query-adapter"})
+    adapted = SecondDenseIndex(tmp_path / "index", second_embedder, query_adapter=negate)
+    query = "bounded entire functions are constant"
+    plain, mapped = second.search(query, 3), adapted.search(query, 3)
+    assert [hit.id for hit in mapped] == [hit.id for hit in reversed(plain)]
+    assert np.allclose([hit.score for hit in mapped], [-hit.score for hit in reversed(plain)], atol=1e-5)
+    # The stored vectors are read back as written (what `train query-adapter --second-embedding` trains on).
+    vectors = second.vectors([RECORDS[0].id, "unknown", RECORDS[0].id])
+    assert list(vectors) == [RECORDS[0].id]
+    written = second_embedder.embed_documents([RECORDS[0].search_text()])[0]
+    assert np.allclose(vectors[RECORDS[0].id], written, atol=1e-5)

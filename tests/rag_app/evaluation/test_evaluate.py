@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from rag_app import MathRAG
 from rag_app.cli import app
 from rag_app.evaluation import EvalQuery, Protocol, QuerySet, evaluate, read_run
+from retriever.query_adapter import QueryAdapter
 from tests.conftest import SHARED, make_settings
 
 runner = CliRunner()
@@ -235,6 +236,9 @@ def test_a_retriever_fused_with_the_second_model_is_evaluated_beside_its_first_s
     assert [r["name"] for r in evaluation["retrievers"]] == ["hybrid", "hybrid+dense2", "hybrid+dense2+rerank"]
     (info,) = report["provenance"]["indexes"].values()
     assert info["second_embedding_update"]["added"] == info["index_statements"] > 0  # built before searching
+    # `auto`: the packaged adapter trained for that model's vectors (MiniLM's own here), named in the provenance
+    packaged = QueryAdapter.load("packaged", "packaged:all-MiniLM-L6-v2+unicode-math")
+    assert info["second_embedding_query_adapter"] == packaged.identity
     plain = read_run(out / "runs" / "demo-names.hybrid.trec")
     fused = read_run(out / "runs" / "demo-names.hybrid_dense2.trec")
     assert plain.keys() == fused.keys()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -9,9 +11,12 @@ from typer.testing import CliRunner
 
 from rag_app.cli import app
 from rag_app.pipeline import MathRAG, make_embedder
+from rag_app.settings import Settings
 from rag_app.training.train_query_adapter import TrainQueryAdapterJob
 from retriever.query_adapter import QueryAdapter
 from tests.conftest import make_settings
+
+MINILM = "packaged:all-MiniLM-L6-v2+unicode-math"
 
 
 def test_trained_adapter_ranks_training_queries_higher_and_reports_held_out(
@@ -71,3 +76,38 @@ def test_cli_refuses_an_adapter_of_another_embedder(demo_index_dir: Path, tmp_pa
     assert result.exit_code != 0
     message = str(result.exception) + result.output
     assert "registry:other@v1" in message and "rag-app train query-adapter" in message
+
+
+def test_an_adapter_is_trained_for_the_second_models_vectors(demo_index_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    index_dir = tmp_path / "index"
+    shutil.copytree(demo_index_dir, index_dir)  # the second model's vectors are written into the index
+    monkeypatch.setenv("RAG_APP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RAG_APP_QUERY_ADAPTER_TRAINING__EPOCHS", "30")
+    runner = CliRunner()
+    train = ["train", "query-adapter", "--second-embedding", "--index", str(index_dir), "--json"]
+
+    off = runner.invoke(app, train)  # the second model is opt-in
+    assert off.exit_code == 2 and "second_embedding.model" in off.output
+
+    # MiniLM again as the second model (fast): its vectors are the dense2 collection's, not the index's.
+    monkeypatch.setenv("RAG_APP_SECOND_EMBEDDING__MODEL", "packaged:all-MiniLM-L6-v2")
+    unbuilt = runner.invoke(app, train)
+    assert unbuilt.exit_code == 2 and "rag-app build-dense2" in unbuilt.output
+
+    assert runner.invoke(app, ["build-dense2", "--index", str(index_dir), "--json"]).exit_code == 0
+    result = runner.invoke(app, train)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["directory"] == str(tmp_path / "data" / "models" / "query-adapters" / "math-query-adapter-dense2")
+    assert summary["embedder"] == MINILM and "formula" not in summary["pairs"]
+    adapter = QueryAdapter.load(summary["directory"], MINILM)
+    assert adapter.card["vectors"] == "dense2" and adapter.card["losses"][-1] < adapter.card["losses"][0]
+
+    # Named in the settings, the second model's channel searches with the adapted query vector.
+    monkeypatch.setenv("RAG_APP_SECOND_EMBEDDING__QUERY_ADAPTER", summary["directory"])
+    second = MathRAG(Settings.load()).second_dense_index()
+    assert second is not None and second.query_adapter is not None
+    query = "the closure of a compact set"
+    vector = adapter.apply(second.embedder.embed_query(query))
+    expected = second._vectors().query(query_embeddings=[vector], n_results=5)["ids"][0]
+    assert [hit.id for hit in second.search(query, 5)] == expected
