@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+from chromadb.api.models.Collection import Collection
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
@@ -55,12 +56,7 @@ class ChromaStatementStore:
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (unknown ids are left out)."""
-        found: dict[str, np.ndarray] = {}
-        for batch in _batches(list(dict.fromkeys(ids)), 1000):  # Chroma refuses repeated ids
-            result = self._collection.get(ids=batch, include=["embeddings"])
-            for doc_id, vector in zip(result["ids"], result["embeddings"], strict=True):
-                found[doc_id] = np.asarray(vector, dtype=np.float32)
-        return found
+        return collection_vectors(self._collection, ids)
 
     def count(self) -> int:
         return self._collection.count()
@@ -167,6 +163,16 @@ class StatementSummary(NamedTuple):
     kind: str
     paper_id: str
     metadata: dict[str, Any]
+
+
+def collection_vectors(collection: Collection, ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """The stored vectors of ``ids`` in a Chroma collection (unknown ids are left out)."""
+    found: dict[str, np.ndarray] = {}
+    for batch in _batches(list(dict.fromkeys(ids)), 1000):  # Chroma refuses repeated ids
+        result = collection.get(ids=batch, include=["embeddings"])
+        for doc_id, vector in zip(result["ids"], result["embeddings"], strict=True):
+            found[doc_id] = np.asarray(vector, dtype=np.float32)
+    return found
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

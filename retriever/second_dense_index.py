@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.chroma_store import collection_vectors
 from retriever.embedder import Embedder
 from retriever.query_adapter import QueryAdapter
 from retriever.types import ScoredId, VectorUpdate
@@ -171,13 +172,7 @@ class SecondDenseIndex:
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (those present), as ``train query-adapter`` reads them."""
-        found: dict[str, np.ndarray] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 1000):
-            got = self._vectors().get(ids=ids[start : start + 1000], include=["embeddings"])
-            for statement_id, vector in zip(got["ids"], got["embeddings"], strict=True):
-                found[statement_id] = np.asarray(vector, dtype=np.float32)
-        return found
+        return collection_vectors(self._vectors(), ids)
 
     def _vectors(self) -> Collection:
         if self._collection is None:
