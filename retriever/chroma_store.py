@@ -111,9 +111,7 @@ class ChromaStatementStore:
             return []
         # No count() first: it scans the collection (72 ms at 1M statements), and Chroma returns fewer
         # results when fewer exist.
-        result = self._collection.query(query_embeddings=[embedding], n_results=k, include=["distances"])
-        # Cosine distance is 1 - cosine similarity.
-        return [ScoredId(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+        return collection_nearest(self._collection, embedding, k)
 
     def query_many(self, embeddings: np.ndarray, k: int) -> list[list[ScoredId]]:
         """The ``k`` nearest stored statements of each embedding (one batched query)."""
@@ -163,6 +161,13 @@ class StatementSummary(NamedTuple):
     kind: str
     paper_id: str
     metadata: dict[str, Any]
+
+
+def collection_nearest(collection: Collection, embedding: np.ndarray, k: int) -> list[ScoredId]:
+    """The ``k`` stored vectors of a cosine-space Chroma collection nearest to ``embedding``, by similarity."""
+    result = collection.query(query_embeddings=[embedding], n_results=k, include=["distances"])
+    # Cosine distance is 1 - cosine similarity.
+    return [ScoredId(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
 
 
 def collection_vectors(collection: Collection, ids: Sequence[str]) -> dict[str, np.ndarray]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from retriever.chroma_store import ChromaStatementStore
 from retriever.embedder import Embedder
-from retriever.query_adapter import QueryAdapter
+from retriever.query_adapter import QueryAdapter, query_vector
 from retriever.types import ScoredId
 
 
@@ -19,7 +19,4 @@ class DenseSearcher:
         self.query_adapter = query_adapter
 
     def search(self, query: str, k: int) -> list[ScoredId]:
-        vector = self.embedder.embed_query(query)
-        if self.query_adapter is not None:
-            vector = self.query_adapter.apply(vector)
-        return self.store.query(vector, k)
+        return self.store.query(query_vector(self.embedder, query, self.query_adapter), k)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from retriever.embedder import identity_directory_name
+from retriever.embedder import Embedder, identity_directory_name
 
 PACKAGED_QUERY_ADAPTER_DIR = Path(__file__).parent / "query_adapter_weights"
 CARD = "card.json"
@@ -131,3 +131,9 @@ class QueryAdapter:
         shutil.rmtree(directory, ignore_errors=True)
         os.replace(partial, directory)
         return directory
+
+
+def query_vector(embedder: Embedder, query: str, adapter: QueryAdapter | None) -> np.ndarray:
+    """The vector a dense channel searches with: the query's embedding, mapped by its adapter if any."""
+    vector = embedder.embed_query(query)
+    return adapter.apply(vector) if adapter is not None else vector

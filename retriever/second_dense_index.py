@@ -33,9 +33,9 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
-from retriever.chroma_store import collection_vectors
+from retriever.chroma_store import collection_nearest, collection_vectors
 from retriever.embedder import Embedder
-from retriever.query_adapter import QueryAdapter
+from retriever.query_adapter import QueryAdapter, query_vector
 from retriever.types import ScoredId, VectorUpdate
 
 SECOND_DENSE_DIR = "dense2"
@@ -163,12 +163,7 @@ class SecondDenseIndex:
     def search(self, query: str, k: int) -> list[ScoredId]:
         if k <= 0 or self.statements() == 0:
             return []
-        vector = self.embedder.embed_query(query)
-        if self.query_adapter is not None:
-            vector = self.query_adapter.apply(vector)
-        result = self._vectors().query(query_embeddings=[vector], n_results=k, include=["distances"])
-        # cosine distance is 1 - cosine similarity
-        return [ScoredId(i, 1.0 - float(d)) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+        return collection_nearest(self._vectors(), query_vector(self.embedder, query, self.query_adapter), k)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (those present), as ``train query-adapter`` reads them."""
