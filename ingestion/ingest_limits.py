@@ -12,6 +12,9 @@ class IngestLimits:
     # Macro expansion: expansions per text and the size an expanded text may reach.
     max_macro_expansions: int = 20_000
     max_expanded_chars: int = 200_000
+    # Braces nested deeper than this make a statement refused (real statements nest a few levels:
+    # at most 4 in the Stacks project and the HoTT book); a hostile nest would only be noise.
+    max_brace_depth: int = 100
     max_include_depth: int = 16
     # Archives: members, unpacked bytes in all, and bytes in one file (decompression bombs).
     max_archive_members: int = 10_000

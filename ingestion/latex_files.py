@@ -21,6 +21,42 @@ _PACKAGE = re.compile(
     r"\\(?P<cmd>usepackage|RequirePackage|documentclass|LoadClass)\s*(?:\[[^\]]*\]\s*)?\{(?P<names>[^{}]*)\}"
 )
 
+# Files of the TeX distribution that papers and classes read by name (``\\input{glyphtounicode}``,
+# ``\\input epsf``, a class's ``\\input{fleqn.clo}``): TeX finds them in its own tree, so a paper does
+# not ship them and their absence is nothing for its author to fix.
+_TEX_DISTRIBUTION_FILES = frozenset(
+    {
+        "glyphtounicode",
+        "glyphtounicode-cmr",
+        "epsf",
+        "epsfig",
+        "psfig",
+        "xy",
+        "xypic",
+        "pictex",
+        "prepictex",
+        "postpictex",
+        "pstricks",
+        "texdraw",
+        "amssym",
+        "amstex",
+        "mssymb",
+        "tikz",
+        "pgf",
+        "miniltx",
+        "diagxy",
+    }
+)
+# What only TeX's tree holds: class options, definitions, configuration, font and language files.
+_TEX_DISTRIBUTION_SUFFIXES = (".clo", ".def", ".cfg", ".fd", ".ldf", ".dfu", ".sty", ".cls", ".code.tex")
+
+
+def is_tex_distribution_file(name: str) -> bool:
+    """Whether ``\\input{name}`` reads a file of the TeX distribution, not one of the paper's."""
+    name = name.strip().lower()
+    return name.endswith(_TEX_DISTRIBUTION_SUFFIXES) or name.removesuffix(".tex") in _TEX_DISTRIBUTION_FILES
+
+
 # UTF-32's marks begin with UTF-16's, so they are tried first.
 _BYTE_ORDER_MARKS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -76,8 +112,9 @@ class LatexFlattener:
     file system) is taken, with a warning. ``\\usepackage``/``\\RequirePackage``/``\\documentclass``/
     ``\\LoadClass`` of a ``.sty``/``.cls`` that sits in the paper's directory read that file, recursively,
     into :attr:`FlattenedLatex.packages`: its theorem environments and macros are the paper's. Missing
-    files and files outside the main file's directory are reported as warnings and left out; include
-    cycles and excessive depth are cut.
+    files and files outside the main file's directory are reported as warnings and left out, except
+    the TeX distribution's own files (a class's ``\\input{fleqn.clo}``, ``\\input{glyphtounicode}``),
+    which TeX finds in its tree; include cycles and excessive depth are cut.
     """
 
     def __init__(self, max_depth: int = 16) -> None:
@@ -117,6 +154,9 @@ class LatexFlattener:
                 warn(f"included file unreadable: {error.problem.reason}", match)
                 return None
 
+        def name_of(match: re.Match[str]) -> str:
+            return (match.group("file") if match.group("imp") else match.group("name") or match.group("bare")) or ""
+
         def replace_include(match: re.Match[str]) -> str:
             if match.group("imp"):
                 directory = path.parent / match.group("dir").strip()
@@ -125,6 +165,9 @@ class LatexFlattener:
                 name = (match.group("name") if match.group("cmd") else match.group("bare")) or ""
                 found = resolve_include(name.strip(), [path.parent, root])
             if found is None:
+                # A class or package reads only TeX's own files, and names of TeX's tree are its own.
+                if path.suffix.lower() in (".cls", ".sty") or is_tex_distribution_file(name_of(match)):
+                    return ""
                 return warn(f"included file not found: {match.group(0)}", match)
             if found.case_differs:
                 warn(f"{match.group(0)} matches {found.path.name} only up to letter case; read it", match)

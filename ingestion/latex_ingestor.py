@@ -16,21 +16,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingestion.ingest_limits import IngestLimits
-from ingestion.latex_files import LatexFlattener
-from ingestion.latex_macros import MacroExpansionError, MacroTable
+from ingestion.latex_files import LatexFlattener, read_latex_file
+from ingestion.latex_macros import MacroTable, definition_line
 from ingestion.latex_numbering import number_document
 from ingestion.latex_readable import ReadableLatex
 from ingestion.latex_sources import LatexPaper, PaperFinder, parse_arxiv_name, theorem_like_names
 from ingestion.latex_statements import (
     ExtractedStatement,
+    TheoremEnvironment,
     document_abstract,
     document_authors,
     document_title,
     extract_statements,
+    proof_environments,
     theorem_environments,
 )
-from ingestion.latex_text import extract_formulas, read_group
-from ingestion.problems import IngestProblem, LatexSourceError
+from ingestion.latex_text import brace_depth, extract_formulas, read_group
+from ingestion.problems import IngestProblem, LatexSourceError, Severity
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from ingestion.stacks_tags import read_tags, stacks_url, tags_file_for
 from ingestion.statement_split import split_statement
@@ -86,12 +88,8 @@ class LatexIngestor:
             result.problems.append(error.problem)
             return result
         result.problems.extend(flat.problems)
-        try:
-            self._fill(result, flat.text, paper, definitions="\n".join(flat.packages))
-        except MacroExpansionError as error:
-            result.records = []
-            result.problems.append(IngestProblem(str(paper.main), f"macro expansion failed: {error}"))
-            return result
+        macros = self._fill(result, flat.text, paper, definitions="\n".join(flat.packages))
+        result.problems.extend(_unexpandable_macro_warnings(macros, flat.files, paper.main))
         if not result.records:
             used = theorem_like_names(flat.text)
             reason = (
@@ -107,16 +105,17 @@ class LatexIngestor:
         self._fill(result, document, paper)
         return result.records
 
-    def _fill(self, result: PaperStatements, document: str, paper: LatexPaper, definitions: str = "") -> None:
+    def _fill(self, result: PaperStatements, document: str, paper: LatexPaper, definitions: str = "") -> MacroTable:
         """``definitions``: the paper's own packages and class, whose macros and theorem environments
-        count as if its preamble held them (before it, so that the paper's own definitions win)."""
+        count as if its preamble held them (before it, so that the paper's own definitions win).
+        Returns the paper's macros, with those that could not be expanded."""
         document, definitions = rewrite_theorem_packages(document), rewrite_theorem_packages(definitions)
         preamble = definitions + "\n" + document if definitions else document
         limits = (self.limits.max_macro_expansions, self.limits.max_expanded_chars)
-        macros = MacroTable.from_document(document, *limits)
-        if definitions:
-            macros = macros.merged_over(MacroTable.from_package(definitions, *limits))
-        environments = theorem_environments(_declarations_expanded(preamble, macros), macros)
+        packages = MacroTable.from_package(definitions, *limits) if definitions else None
+        macros = MacroTable.from_document(document, *limits, base=packages)
+        declarations = _declarations_expanded(preamble, macros)
+        environments = theorem_environments(declarations, macros)
         document = _discarded_removed(document, macros)
         numbering = number_document(document, environments)
         readable = ReadableLatex(numbering.labels)
@@ -126,7 +125,8 @@ class LatexIngestor:
 
         begin = document.find("\\begin{document}")
         body_offset = begin if begin >= 0 else 0
-        statements = [s for s in extract_statements(document, environments) if s.offset >= body_offset]
+        proofs = proof_environments(declarations)
+        statements = [s for s in extract_statements(document, environments, proofs) if s.offset >= body_offset]
 
         # Headings and names on one line; a section title is cleaned once, not once per statement in it.
         @functools.cache
@@ -141,19 +141,25 @@ class LatexIngestor:
         url = arxiv_abs_url(paper.paper_id)
         source = Source.ARXIV if url else Source.LOCAL
         seen: Counter[tuple[str, str]] = Counter()
+        kept = 0
         for statement in statements:
+            if brace_depth(statement.text) > self.limits.max_brace_depth:
+                number = numbering.statement_numbers.get(statement.offset, "")
+                result.problems.append(_refused(statement, number, self.limits.max_brace_depth, paper))
+                continue
             text = clean(statement.text)
             if not text:
                 continue
+            kept += 1
             parts = split_statement(text, self.limits.max_statement_chars)
             section = clean_line(statement.section)
             metadata = self._metadata(statement, result, paper, numbering.statement_numbers.get(statement.offset, ""))
             if statement.subsection:
                 metadata["subsection"] = clean_line(statement.subsection)
-            proof = clean(statement.proof)
+            proof = clean(statement.proof) if brace_depth(statement.proof) <= self.limits.max_brace_depth else ""
             name = clean_line(statement.name)
             if statement.kind is StatementKind.DEFINITION:
-                terms = defined_terms(macros.expand(statement.text), clean)
+                terms = defined_terms(macros.expand(statement.text), readable.convert)
                 if terms:
                     metadata["defined_terms"] = "; ".join(terms)
             for index, part in enumerate(parts, start=1):
@@ -181,6 +187,17 @@ class LatexIngestor:
                         metadata=part_metadata,
                     )
                 )
+        # Some statements lost (a paper that yields none has its own error, in ``ingest_paper``).
+        begun = _begins_counted(document[body_offset:], environments)
+        if 0 < kept < begun:
+            result.problems.append(
+                IngestProblem(
+                    str(paper.main),
+                    f"{kept} statements extracted of the {begun} theorem-like environments it begins",
+                    Severity.WARNING,
+                )
+            )
+        return macros
 
     @staticmethod
     def _metadata(
@@ -225,10 +242,7 @@ def _declarations_expanded(document: str, macros: MacroTable) -> str:
         "",
         preamble,
     )
-    try:
-        return subset.expand(calls) + body
-    except MacroExpansionError:
-        return document
+    return subset.expand(calls) + body
 
 
 def _discarded_removed(document: str, macros: MacroTable) -> str:
@@ -238,7 +252,38 @@ def _discarded_removed(document: str, macros: MacroTable) -> str:
     begin = document.find("\\begin{document}")
     if not subset.macros or begin < 0:
         return document
-    try:
-        return document[:begin] + subset.expand(document[begin:])
-    except MacroExpansionError:
-        return document
+    return document[:begin] + subset.expand(document[begin:])
+
+
+def _refused(statement: ExtractedStatement, number: str, max_depth: int, paper: LatexPaper) -> IngestProblem:
+    """Why a statement whose braces nest beyond the bound is left out (the paper's others are kept)."""
+    which = " ".join(filter(None, (statement.kind.value, number, f"({statement.label})" if statement.label else "")))
+    return IngestProblem(
+        str(paper.main), f"{which} refused: its braces nest deeper than {max_depth} levels", Severity.WARNING
+    )
+
+
+def _begins_counted(body: str, environments: dict[str, TheoremEnvironment]) -> int:
+    """How many theorem-like environments ``body`` begins."""
+    if not environments:
+        return 0
+    names = "|".join(re.escape(name) for name in sorted(environments, key=len, reverse=True))
+    return len(re.findall(r"\\begin\{(?:" + names + r")\}", body))
+
+
+def _unexpandable_macro_warnings(macros: MacroTable, files: list[Path], main: Path) -> list[IngestProblem]:
+    """One warning per macro whose expansion passed a bound, at its (last) definition: its calls were
+    left as written, and the paper's statements extracted all the same."""
+    problems = []
+    for name, reason in macros.unexpandable.items():
+        path, line = str(main), None
+        for file in files:  # in the order TeX reads them: the last definition is the one in force
+            try:
+                found = definition_line(read_latex_file(file), name)
+            except LatexSourceError:
+                continue
+            if found is not None:
+                path, line = str(file), found
+        reason = f"macro \\{name} {reason}; its calls are left as written"
+        problems.append(IngestProblem(path, reason, Severity.WARNING, line))
+    return problems

@@ -3,27 +3,43 @@
 Handles ``\\newcommand``/``\\renewcommand``/``\\providecommand`` (starred too, the body braced or a
 single token as in ``\\newcommand\\sheaf\\mathscr``) with arguments and an optional first-argument
 default, xparse's ``\\NewDocumentCommand`` family (``m``, ``o``, ``O{default}`` and ``s`` arguments),
-``\\def`` with undelimited parameters, ``\\DeclareMathOperator(*)`` and ``\\let``. Expansion is bounded
-in the number of expansions and in the size of the result: a macro that expands forever raises
-:class:`MacroExpansionError`, which fails that paper only.
+``\\def`` with undelimited parameters, ``\\DeclareMathOperator(*)`` and ``\\let`` (which copies the
+meaning the macro has at that moment, as TeX's does). Expansion is bounded in the number of
+expansions and in the size of the result: a macro whose expansion passes a bound costs that macro,
+not the text: its calls are left as written and it is listed in :attr:`MacroTable.unexpandable`.
 
 pylatexenc parses LaTeX but does not expand user macros, so this is a small expander of our own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pylatexenc import latex2text, latexwalker
 
-from ingestion.latex_text import read_group, read_optional_argument, skip_spaces
+from ingestion.latex_text import read_group, read_optional_argument, skip_spaces, uncommented
 
 
-class MacroExpansionError(ValueError):
-    """A macro expands without end or beyond the size bound."""
+class _RunawayError(Exception):
+    """An expansion passed a bound; ``culprit`` is the macro expanded most often in it."""
+
+    def __init__(self, culprit: str, reason: str) -> None:
+        super().__init__(f"macro \\{culprit} {reason}")
+        self.culprit = culprit
+        self.reason = reason
+
+
+# A control sequence written out but never to be expanded again: a macro's name inside its own
+# body where TeX does not expand it, or the LaTeX command a ``\let`` copied. It cannot occur in a
+# source (a private-use character) and becomes a backslash when the expansion is done.
+_VERBATIM_ESCAPE = "\ue000"
+# How many different runaway macros one text may cost before it is left as written altogether.
+_MAX_RUNAWAYS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +79,17 @@ _PROTECTED = frozenset({"begin", "end", "label", "ref", "cite", "def", "newcomma
 
 
 class MacroTable:
-    """The macros a document defines, in definition order (later definitions win, as in TeX)."""
+    """The macros a document defines, in definition order (later definitions win, as in TeX).
+
+    ``unexpandable``: the macros whose expansion passed a bound, each with the reason; from then on
+    their calls are left as written (one runaway macro costs one macro, never the paper).
+    """
 
     def __init__(self, max_expansions: int = 20_000, max_length: int = 200_000) -> None:
         self.macros: dict[str, Macro] = {}
         self.max_expansions = max_expansions
         self.max_length = max_length
+        self.unexpandable: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self.macros)
@@ -77,25 +98,49 @@ class MacroTable:
         return name in self.macros
 
     @classmethod
-    def from_document(cls, document: str, max_expansions: int = 20_000, max_length: int = 200_000) -> MacroTable:
-        return cls._collect(document, max_expansions, max_length, lambda _macro, _command: True)
+    def from_document(
+        cls, document: str, max_expansions: int = 20_000, max_length: int = 200_000, base: MacroTable | None = None
+    ) -> MacroTable:
+        """The document's macros; ``base``: what was defined before it (the paper's own packages),
+        which its definitions replace and its ``\\let`` can copy."""
+        return cls._collect(document, max_expansions, max_length, lambda _macro, _command, _table: True, base)
 
     @classmethod
     def _collect(
-        cls, source: str, max_expansions: int, max_length: int, wanted: Callable[[Macro, str], bool]
+        cls,
+        source: str,
+        max_expansions: int,
+        max_length: int,
+        wanted: Callable[[Macro, str, MacroTable], bool],
+        base: MacroTable | None = None,
     ) -> MacroTable:
-        """The definitions in ``source`` that ``wanted`` accepts (given the defining command), as TeX
-        would keep them: later definitions win, ``\\providecommand`` does not replace."""
+        """The definitions in ``source`` that ``wanted`` accepts (given the defining command and the
+        table so far), as TeX would keep them: later definitions win, ``\\providecommand`` does not
+        replace, ``\\let`` copies the meaning of the moment."""
         table = cls(max_expansions, max_length)
+        if base is not None:
+            table.macros = dict(base.macros)
         for macro, replace, command in _definitions(source):
-            if not wanted(macro, command):
+            if not wanted(macro, command, table):
                 continue
+            if command == "let":
+                macro = table._meaning_copied(macro)
             if macro.name in _PROTECTED or _PROGRAMMING.search(macro.body):
                 table.macros.pop(macro.name, None) if replace else None
                 continue
             if replace or macro.name not in table.macros:
                 table.macros[macro.name] = macro
         return table
+
+    def _meaning_copied(self, let: Macro) -> Macro:
+        """``\\let\\new\\old`` (``let.body`` is ``\\old``): a copy of what ``\\old`` means now. A
+        command this table does not define is LaTeX's own; ``\\new`` prints it, and a later
+        redefinition of ``\\old`` does not change it (so ``\\def\\old{..\\new..}`` does not loop)."""
+        target = let.body[1:]
+        meaning = self.macros.get(target)
+        if meaning is not None:
+            return dataclasses.replace(meaning, name=let.name)
+        return dataclasses.replace(let, body=_VERBATIM_ESCAPE + target)
 
     def only(self, keep: Callable[[Macro], bool], min_length: int = 0) -> MacroTable:
         """A table of the macros ``keep`` accepts, its size bound at least ``min_length``."""
@@ -114,46 +159,61 @@ class MacroTable:
         """
         known = standard_command_names()
 
-        def authors_notation(macro: Macro, command: str) -> bool:
-            return not command.startswith(("renew", "Renew")) and "@" not in macro.name and macro.name not in known
+        def authors_notation(macro: Macro, command: str, table: MacroTable) -> bool:
+            if "@" in macro.name:
+                return False
+            if command.startswith(("renew", "Renew")):  # only the notation an earlier package gave
+                return macro.name in table.macros
+            return macro.name not in known
 
         return cls._collect(package, max_expansions, max_length, authors_notation)
 
-    def merged_over(self, base: MacroTable) -> MacroTable:
-        """A table with ``base``'s macros and this one's, this one's winning (a paper's own
-        definitions over its packages')."""
-        table = MacroTable(self.max_expansions, self.max_length)
-        table.macros = {**base.macros, **self.macros}
-        return table
-
     def expand(self, text: str) -> str:
-        """``text`` with every known macro expanded, recursively and within the bounds."""
+        """``text`` with every known macro expanded, recursively and within the bounds.
+
+        When an expansion passes a bound, the macro expanded most often in it is the runaway: it is
+        added to :attr:`unexpandable` and the text expanded again without it, its calls left as
+        written. So a ``\\def\\a{\\a\\a}`` bomb costs one bounded attempt and the macro ``\\a``.
+        """
         if not self.macros or "\\" not in text:
             return text
+        for _ in range(_MAX_RUNAWAYS):
+            try:
+                return self._expand(text).replace(_VERBATIM_ESCAPE, "\\")
+            except _RunawayError as runaway:
+                self.unexpandable[runaway.culprit] = runaway.reason
+        return text
+
+    def _expand(self, text: str) -> str:
         out: list[str] = []
+        out_length = 0
         rest = text
         pos = 0
         expansions = 0
+        expanded: Counter[str] = Counter()  # per macro, to name the runaway
         while True:
             match = _CONTROL_WORD.search(rest, pos)
             if match is None:
                 out.append(rest[pos:])
                 break
             out.append(rest[pos : match.start()])
+            out_length += match.start() - pos
             name = match.group(1)
-            macro = self.macros.get(name) if name else None
+            macro = self.macros.get(name) if name and name not in self.unexpandable else None
             if macro is None:
                 out.append(match.group(0))
+                out_length += len(match.group(0))
                 pos = match.end()
                 continue
+            expanded[name] += 1
             expansions += 1
             if expansions > self.max_expansions:
-                raise MacroExpansionError(f"macro \\{name} expands more than {self.max_expansions} times")
+                raise _RunawayError(_most_expanded(expanded), f"expands more than {self.max_expansions} times")
             replacement, end = self._apply(macro, rest, match.end())
             rest = replacement + rest[end:]
             pos = 0
-            if len(rest) + sum(map(len, out)) > self.max_length:
-                raise MacroExpansionError(f"macro \\{name} expands beyond {self.max_length} characters")
+            if len(rest) + out_length > self.max_length:
+                raise _RunawayError(_most_expanded(expanded), f"expands beyond {self.max_length} characters")
         return "".join(out)
 
     @staticmethod
@@ -172,13 +232,43 @@ class MacroTable:
             else:
                 argument, pos = _read_argument(text, pos)
                 arguments.append(argument)
-        body = macro.body
+        body = _own_name_kept(macro) if "\\" + macro.name in macro.body else macro.body
         if arguments:
             body = re.sub(r"#([1-9])", lambda m: _argument(arguments, int(m.group(1))), body)
         # A control word directly followed by a letter would merge with it: keep them apart.
         if macro.body and re.search(r"\\[A-Za-z@]+$", body) and pos < len(text) and text[pos].isalpha():
             body += " "
         return body, pos
+
+
+def _most_expanded(expanded: Counter[str]) -> str:
+    """The macro expanded most often (the first expanded, among equals): the one that runs away."""
+    return max(expanded, key=lambda name: expanded[name])
+
+
+_OPTIONAL_ARGUMENT_START = re.compile(r"\\[A-Za-z@]+\*?\s*(?=\[)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_name_kept(macro: Macro) -> str:
+    """The macro's body with its own name, where it stands in an optional argument, kept as written.
+
+    TeX does not expand a key (``\\kl[\\height]{...}``, the knowledge package's idiom for linking a
+    notation to its definition), so a macro can name itself there and still expand once; expanded
+    again, it would grow without end.
+    """
+    own = re.compile(r"\\" + re.escape(macro.name) + r"(?![A-Za-z@])")
+    pieces: list[str] = []
+    done = 0
+    for match in _OPTIONAL_ARGUMENT_START.finditer(macro.body):
+        if match.start() < done:
+            continue
+        _, end = read_optional_argument(macro.body, match.end())
+        pieces.append(macro.body[done : match.end()])
+        pieces.append(own.sub(lambda _: _VERBATIM_ESCAPE + macro.name, macro.body[match.end() : end]))
+        done = end
+    pieces.append(macro.body[done:])
+    return "".join(pieces)
 
 
 def _argument(arguments: list[str], number: int) -> str:
@@ -358,3 +448,13 @@ def _parse_document_command(document: str, pos: int) -> Macro | None:
     if len(signature) > 9:
         return None
     return Macro(name, body, len(signature), signature=tuple(signature))
+
+
+def definition_line(source: str, name: str) -> int | None:
+    """The line (1-based) of the last definition of ``\\name`` in ``source``, comments ignored."""
+    defining = re.compile(_DEFINING.pattern + r"\s*\{?\s*\\" + re.escape(name) + r"(?![A-Za-z@])")
+    found = None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if defining.search(uncommented(line)):
+            found = number
+    return found

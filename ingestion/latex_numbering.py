@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from ingestion.latex_statements import TheoremEnvironment
 
 _SECTIONING = ("part", "chapter", "section", "subsection", "subsubsection")
+_COUNTER_WITHIN = re.compile(
+    r"\\newcounter\s*\{([^{}]+)\}\s*\[([^\]]+)\]|\\(?:numberwithin|counterwithin\*?)\s*\{([^{}]+)\}\s*\{([^{}]+)\}"
+)
 _NUMBERED_DISPLAYS = ("equation", "align", "gather", "multline", "eqnarray", "flalign", "alignat")
 
 
@@ -64,6 +67,10 @@ def number_document(document: str, environments: dict[str, TheoremEnvironment]) 
         if env.within and counter_of(env) not in within_of:
             within_of[counter_of(env)] = env.within
     within_of.setdefault("equation", equation_within)
+    # Counters of the document's own (a heading macro's ``\\refstepcounter{thm}``), reset within a unit.
+    for match in _COUNTER_WITHIN.finditer(document):
+        counter, unit = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        within_of.setdefault(counter.strip(), unit.strip())
 
     counters: dict[str, int] = dict.fromkeys(_SECTIONING, 0)
     has_chapters = "\\chapter" in document

@@ -19,7 +19,7 @@ from pylatexenc.latex2text import get_default_latex_context_db as text_context_d
 from pylatexenc.macrospec import EnvironmentSpec, MacroSpec
 
 from ingestion.latex_numbering import Reference
-from ingestion.latex_text import normalize_whitespace, read_group
+from ingestion.latex_text import normalize_whitespace, read_group, read_optional_argument
 
 # Display environments and what each becomes inside $$...$$ (None: its body alone).
 _DISPLAY_ENVIRONMENTS: dict[str, str | None] = {
@@ -92,7 +92,8 @@ def split_math(text: str) -> tuple[str, list[MathSpan]]:
             i += 1
             continue
         body, display, end = found
-        body = normalize_whitespace(_DROPPED_IN_MATH.sub("", body)).replace("\n", " ").strip()
+        body = normalize_whitespace(_DROPPED_IN_MATH.sub("", _knowledge_links_unwrapped(body)))
+        body = body.replace("\n", " ").strip()
         out.append(text[start:i])
         if body:
             out.append(_PLACEHOLDER.format(len(spans)))
@@ -100,6 +101,27 @@ def split_math(text: str) -> tuple[str, list[MathSpan]]:
         start = i = end
     out.append(text[start:])
     return "".join(out), spans
+
+
+# The knowledge package links a notation to its definition: ``\\kl[key]{X}`` prints X.
+_KNOWLEDGE_MACROS = ("kl", "intro", "reintro")
+_KNOWLEDGE_LINK = re.compile(r"\\(?:" + "|".join(_KNOWLEDGE_MACROS) + r")\*?\s*(?=[\[{])")
+
+
+def _knowledge_links_unwrapped(body: str) -> str:
+    """A formula's ``\\kl[\\height]{\\mathfrak{h}}`` as what it prints, ``{\\mathfrak{h}}``."""
+    if "\\kl" not in body and "intro" not in body:
+        return body
+    pieces: list[str] = []
+    done = 0
+    for match in _KNOWLEDGE_LINK.finditer(body):
+        if match.start() < done:
+            continue
+        _, after = read_optional_argument(body, match.end())
+        pieces.append(body[done : match.start()])
+        done = after
+    pieces.append(body[done:])
+    return "".join(pieces)
 
 
 def _find_unescaped(text: str, needle: str, pos: int) -> int:
@@ -170,6 +192,7 @@ class ReadableLatex:
             macros=[MacroSpec(name, "*[[{") for name in self._CITE_MACROS]
             + [MacroSpec(name, "*{") for name in (*self._NAMED_REF_MACROS, "ref", "eqref", "pageref")]
             + [MacroSpec("href", "{{")]
+            + [MacroSpec(name, "*[{") for name in _KNOWLEDGE_MACROS]
             + [MacroSpec(name, "{") for name in ("label", "index")],
             # Layout environments whose arguments are not text (``\\begin{multicols}{2}`` is not "2").
             environments=[
@@ -191,6 +214,7 @@ class ReadableLatex:
                 MacroTextSpec("eqref", simplify_repl=self._eqref),
                 MacroTextSpec("pageref", simplify_repl=""),
                 MacroTextSpec("href", simplify_repl="%(2)s"),
+                *(MacroTextSpec(name, simplify_repl="%(3)s") for name in _KNOWLEDGE_MACROS),
                 MacroTextSpec("label", simplify_repl=""),
                 MacroTextSpec("index", simplify_repl=""),
                 MacroTextSpec("footnote", simplify_repl=" [%(2)s]"),

@@ -10,6 +10,8 @@ A *paper* is one main file with the files it includes. Layouts understood:
 - a directory tree: each standalone document (``\\documentclass`` and ``\\begin{document}``) is a
   paper; drivers that include the same chapters (the HoTT book's ``hott-online.tex`` and its
   siblings) are one paper, read through the file that includes the others or else the largest.
+  Documents that compile on their own but belong to a paper are not papers: a TikZ figure in the
+  ``standalone`` class, a ``subfiles`` part whose main document is in the tree.
 
 Archives are unpacked safely (:mod:`ingestion.safe_archive`) into a working directory.
 """
@@ -45,6 +47,7 @@ LATEX_SUFFIXES = (".tex", ".ltx", ".latex")
 _NEW_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5})(?P<version>v\d+)?$")
 _OLD_ID = re.compile(r"^(?P<archive>[a-z\-]+(?:\.[A-Z]{2})?)/?(?P<number>\d{7})(?P<version>v\d+)?$")
 _BULK_TAR = re.compile(r"^arXiv_src_\d{4}_\d{3}\.tar$")
+_DOCUMENT_CLASS = re.compile(r"\\documentclass\s*(?:\[(?P<options>[^\]]*)\])?\s*\{(?P<name>[^{}]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +268,7 @@ class IncludeGraph:
             targets.discard(file)
             self.includes[file] = targets
         self._closure: dict[Path, set[Path]] = {}
+        self._classes: dict[Path, tuple[str, str]] = {}
         self._papers: list[Path] | None = None
         self._document_lists: tuple[list[Path], list[Path]] | None = None
 
@@ -290,11 +294,32 @@ class IncludeGraph:
         return self._closure[file]
 
     def is_standalone(self, file: Path) -> bool:
-        """Has ``\\begin{document}`` and ``\\documentclass`` (itself or in what it includes)."""
+        """Has ``\\begin{document}`` and ``\\documentclass`` (itself or in what it includes), and is not
+        a piece of a paper that compiles on its own (:meth:`is_figure`, :meth:`is_subfile_part`)."""
         text = self.texts[file]
-        if "\\begin{document}" not in text:
+        if "\\begin{document}" not in text or self.is_figure(file) or self.is_subfile_part(file):
             return False
         return "\\documentclass" in text or any("\\documentclass" in self.texts[f] for f in self.closure(file))
+
+    def is_figure(self, file: Path) -> bool:
+        """A picture in the ``standalone`` class (a TikZ figure the paper reads with
+        ``\\includestandalone``), with no statements of its own."""
+        name, _ = self._document_class(file)
+        return name == "standalone" and not _has_theorem_like(self.texts[file])
+
+    def is_subfile_part(self, file: Path) -> bool:
+        """A ``subfiles`` part (``\\documentclass[../main.tex]{subfiles}``) whose main document is in the
+        tree: a part of that paper, compiled on its own only while it is written."""
+        name, options = self._document_class(file)
+        return name == "subfiles" and bool(options) and self._resolve(file, options) is not None
+
+    def _document_class(self, file: Path) -> tuple[str, str]:
+        """The class ``file`` declares and its options, or empty strings."""
+        if file not in self._classes:
+            found = _DOCUMENT_CLASS.search(self.texts[file])
+            name, options = (found.group("name"), found.group("options") or "") if found else ("", "")
+            self._classes[file] = (name.strip(), options.strip())
+        return self._classes[file]
 
     def size(self, file: Path) -> int:
         return len(self.texts[file]) + sum(len(self.texts[f]) for f in self.closure(file))
@@ -337,7 +362,8 @@ class IncludeGraph:
         loose = [
             f
             for f in self._loose()
-            if "\\documentclass" not in self.texts[f] and not (self.closure(f) & set(standalone))
+            if ("\\documentclass" not in self.texts[f] or self.is_subfile_part(f))
+            and not (self.closure(f) & set(standalone))
         ]
         found = {file: self._paper_around(file, mains) for file in loose}
         return {file: main for file, main in sorted(found.items()) if main is not None}

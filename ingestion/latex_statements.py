@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pylatexenc.latex2text import LatexNodes2Text
 
-from ingestion.latex_macros import MacroExpansionError, MacroTable
+from ingestion.latex_macros import MacroTable
 from ingestion.latex_text import (
     normalize_whitespace,
     read_group,
@@ -155,6 +155,25 @@ def kind_for(env_name: str, title: str = "") -> StatementKind | None:
     return StatementKind.OTHER if title else None
 
 
+# Proofs hold no statement, whatever command declares them (llncs's ``\\spnewtheorem*{proof}``,
+# ntheorem's ``\\newtheorem*{proof}{Proof}``): by name, or by a printed title that says proof.
+_PROOF_NAMES = frozenset(
+    {"proof", "pf", "prf", "demo", "dem", "preuve", "beweis", "bew", "demostracion", "dimostrazione", "prova"}
+)
+_PROOF_TITLE_WORDS = frozenset({"proof", "preuve", "beweis", "demonstration", "demostracion", "dimostrazione"})
+
+
+def is_proof_environment(name: str, title: str = "") -> bool:
+    """``proof``, ``proof*``, ``pf``, ``Proof``, or an environment whose title is "Proof of ..." and
+    names no statement kind."""
+    if name.rstrip("*").lower() in _PROOF_NAMES:
+        return True
+    words = re.findall(r"[a-z]+", _without_accents(title).lower()) if title else []
+    if words and words[0] in _PROOF_TITLE_WORDS:  # "Proof of the main theorem"
+        return True
+    return title_kind(title) is None and bool(_PROOF_TITLE_WORDS & set(words))
+
+
 @dataclass(frozen=True, slots=True)
 class TheoremEnvironment:
     """A theorem-like environment the document can use, with how it is numbered."""
@@ -177,6 +196,7 @@ _DECLARETHEOREM = re.compile(
 _OPTION = re.compile(r"(?:^|,)\s*(?P<key>[A-Za-z]+)\s*=\s*\{?(?P<value>[^,}]+)\}?")
 _NEWENVIRONMENT = re.compile(r"\\(?:re)?newenvironment\*?\s*\{(?P<name>[^{}#\\]+)\}")
 _BEGIN_CODE_MACRO = re.compile(r"\s*\\(?P<macro>[A-Za-z@]+)\s*$")
+_STEPPED_COUNTER = re.compile(r"\\(?:refstepcounter|stepcounter)\s*\{(?P<counter>[^{}]+)\}")
 
 
 def title_kind(title: str) -> StatementKind | None:
@@ -205,10 +225,7 @@ def _title_macros_resolved(title: str, macros: Callable[[], MacroTable]) -> str:
     """``\\protect\\lemmaname`` (LyX, babel) to what the document defines it as ("Lemme")."""
     if "\\" not in title:
         return title
-    try:
-        return macros().expand(re.sub(r"\\protect\b\s*", "", title))
-    except MacroExpansionError:
-        return title
+    return macros().expand(re.sub(r"\\protect\b\s*", "", title))
 
 
 def _is_bare_heading(title: str) -> bool:
@@ -230,7 +247,7 @@ def _wrapper_environments(
         count, pos = read_optional_argument(document, match.end())
         default, pos = read_optional_argument(document, pos)
         begin_code, _ = read_required_argument(document, pos)
-        if begin_code is None or name.rstrip("*").lower() == "proof":
+        if begin_code is None or is_proof_environment(name):
             continue
         arguments = int(count) if count and count.strip().isdigit() else 0
         wrapped = re.search(r"\\begin\s*\{([^{}]+)\}", begin_code)
@@ -248,20 +265,19 @@ def _wrapper_environments(
         if kind is None:
             continue
         only_macro = _BEGIN_CODE_MACRO.match(begin_code)
+        heading_macro = macros().macros.get(only_macro.group("macro")) if only_macro else None
         prints_argument = (arguments > 0 and default is None and "#1" in begin_code) or (
-            only_macro is not None and arguments == 0 and _arguments_of(macros(), only_macro.group("macro")) > 0
+            heading_macro is not None and arguments == 0 and heading_macro.arguments > 0
         )
-        # A heading printed by the begin code carries no number of LaTeX's.
-        numbered = not name.endswith("*") and not prints_argument
+        # A heading printed by the begin code carries a number only where that code steps a counter
+        # (``\\def\\claim#1{\\refstepcounter{thm}\\textbf{\\thethm. #1.}}``).
+        stepped = _STEPPED_COUNTER.search(begin_code + (heading_macro.body if heading_macro else ""))
+        numbered = not name.endswith("*") and (not prints_argument or stepped is not None)
+        counter = stepped.group("counter").strip() if stepped else name.rstrip("*")
         found[name] = TheoremEnvironment(
-            name, kind.title, kind, name.rstrip("*"), "", numbered, "title" if prints_argument else ""
+            name, kind.title, kind, counter, "", numbered, "title" if prints_argument else ""
         )
     return found
-
-
-def _arguments_of(macros: MacroTable, name: str) -> int:
-    macro = macros.macros.get(name)
-    return macro.arguments if macro else 0
 
 
 def theorem_environments(document: str, macros: MacroTable | None = None) -> dict[str, TheoremEnvironment]:
@@ -283,6 +299,8 @@ def theorem_environments(document: str, macros: MacroTable | None = None) -> dic
         title, pos = read_required_argument(document, pos)
         within, _ = read_optional_argument(document, pos) if shared is None else (None, pos)
         title = normalize_whitespace(_title_macros_resolved(title or name, table))
+        if is_proof_environment(name, title):
+            continue
         kind = kind_for(name, title) or StatementKind.OTHER
         numbered = not match.group("star")
         counter = (shared or name).strip()
@@ -297,6 +315,8 @@ def theorem_environments(document: str, macros: MacroTable | None = None) -> dic
             for m in _OPTION.finditer(",".join(filter(None, (match.group("opts"), match.group("after")))))
         }
         title = options.get("name") or options.get("title") or name.capitalize()
+        if is_proof_environment(name, title):
+            continue
         kind = kind_for(name, title) or StatementKind.OTHER
         numbered = options.get("numbered", "yes").lower() != "no"
         counter = options.get("sibling") or options.get("sharenumber") or options.get("sharecounter") or name
@@ -305,13 +325,26 @@ def theorem_environments(document: str, macros: MacroTable | None = None) -> dic
         environments[name + "*"] = TheoremEnvironment(name + "*", title, kind, counter, within, False)
     environments.update(_wrapper_environments(document, environments, table))
     for name in set(re.findall(r"\\begin\{([A-Za-z]+\*?)\}", document)):
-        if name not in environments and name.rstrip("*").lower() != "proof":
+        if name not in environments and not is_proof_environment(name):
             kind = kind_for(name)
             if kind is not None:
                 environments[name] = TheoremEnvironment(
                     name, kind.title, kind, name.rstrip("*"), "", not name.endswith("*")
                 )
     return environments
+
+
+def proof_environments(document: str) -> frozenset[str]:
+    """The environments that hold proofs in ``document``: ``proof`` and ``proof*``, any used one of a
+    proof's name (``pf``), and any declared one whose title says proof (``\\newtheorem{Proof}{Proof of
+    the main theorem}``)."""
+    names = {"proof", "proof*"}
+    for match in _NEWTHEOREM.finditer(document):
+        title, _ = read_required_argument(document, read_optional_argument(document, match.end())[1])
+        if is_proof_environment(match.group("name").strip(), title or ""):
+            names.add(match.group("name").strip())
+    names.update(name for name in re.findall(r"\\begin\{([A-Za-z]+\*?)\}", document) if is_proof_environment(name))
+    return frozenset(names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,8 +437,11 @@ def _braced_annotation(document: str, start: int, end: int) -> tuple[str | None,
     return None, start
 
 
-def extract_statements(document: str, environments: dict[str, TheoremEnvironment]) -> list[ExtractedStatement]:
-    """Every theorem-like environment in ``document``, with its name, label and proof."""
+def extract_statements(
+    document: str, environments: dict[str, TheoremEnvironment], proofs: frozenset[str] = frozenset({"proof"})
+) -> list[ExtractedStatement]:
+    """Every theorem-like environment in ``document``, with its name, label and proof (the first
+    environment of a name in ``proofs`` inside it, or the one right after it)."""
     if not environments:
         return []
     names = sorted(environments, key=len, reverse=True)
@@ -429,7 +465,7 @@ def extract_statements(document: str, environments: dict[str, TheoremEnvironment
             if name is None:
                 name, body_start = _braced_annotation(document, body_start, body_end)
         body = document[body_start:body_end]
-        body, inner_proof = _split_inner_proof(body)
+        body, inner_proof = _split_inner_proof(body, proofs)
         labels, text = split_labels(body)
         if not text:
             continue
@@ -442,7 +478,7 @@ def extract_statements(document: str, environments: dict[str, TheoremEnvironment
                 label=labels[0] if labels else "",
                 labels=labels,
                 text=text,
-                proof=inner_proof or _following_proof(document, after),
+                proof=inner_proof or _following_proof(document, after, proofs),
                 section=section,
                 subsection=subsection,
                 offset=match.start(),
@@ -463,28 +499,33 @@ def _matching_end(document: str, env_name: str, start: int) -> tuple[int, int]:
     return len(document), len(document)
 
 
-def _split_inner_proof(body: str) -> tuple[str, str]:
+@functools.lru_cache(maxsize=64)
+def _proof_begin(proofs: frozenset[str]) -> re.Pattern[str]:
+    names = "|".join(re.escape(name) for name in sorted(proofs, key=len, reverse=True))
+    return re.compile(r"\\begin\{(" + names + r")\}")
+
+
+def _split_inner_proof(body: str, proofs: frozenset[str]) -> tuple[str, str]:
     """A proof written inside the statement's environment is the proof, not the statement."""
-    start = body.find("\\begin{proof}")
-    if start < 0:
+    match = _proof_begin(proofs).search(body)
+    if match is None:
         return body, ""
-    inner = start + len("\\begin{proof}")
-    end, after = _matching_end(body, "proof", inner)
-    _, inner = read_optional_argument(body, inner)
-    return body[:start] + body[after:], normalize_whitespace(_LABEL.sub("", body[inner:end]))
+    end, after = _matching_end(body, match.group(1), match.end())
+    _, inner = read_optional_argument(body, match.end())
+    return body[: match.start()] + body[after:], normalize_whitespace(_LABEL.sub("", body[inner:end]))
 
 
 _PROOF_PREFIX = re.compile(r"(?:\\noindent\b|\\medskip\b|\\smallskip\b|\\bigskip\b|\\par\b|\s)*")
 
 
-def _following_proof(document: str, pos: int) -> str:
+def _following_proof(document: str, pos: int, proofs: frozenset[str]) -> str:
     """The proof environment directly after a statement, if there is one."""
     pos = _PROOF_PREFIX.match(document, pos).end()
-    if not document.startswith("\\begin{proof}", pos):
+    match = _proof_begin(proofs).match(document, pos)
+    if match is None:
         return ""
-    start = pos + len("\\begin{proof}")
-    end, _ = _matching_end(document, "proof", start)
-    _, start = read_optional_argument(document, start)
+    end, _ = _matching_end(document, match.group(1), match.end())
+    _, start = read_optional_argument(document, match.end())
     return normalize_whitespace(_LABEL.sub("", document[start:end]))
 
 

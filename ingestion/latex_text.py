@@ -32,6 +32,30 @@ def strip_comments(source: str) -> str:
     return _IFFALSE.sub("", text)
 
 
+_BRACE_OR_ESCAPE = re.compile(r"\\.|[{}]", re.DOTALL)
+
+
+def brace_depth(text: str) -> int:
+    """How deep groups nest in ``text`` (``\\{`` and ``\\}`` are characters, not groups)."""
+    if text.count("{") < 2:
+        return text.count("{")
+    depth = deepest = 0
+    for match in _BRACE_OR_ESCAPE.finditer(text):
+        brace = match.group(0)
+        if brace == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif brace == "}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def uncommented(line: str) -> str:
+    """One source line without its ``%`` comment."""
+    cut = _comment_start(line)
+    return line if cut is None else line[:cut]
+
+
 def _comment_start(line: str) -> int | None:
     start = 0
     while True:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
+import time
 from pathlib import Path
+
+import pytest
 
 from ingestion import LatexIngestor, Severity, Source, StatementKind
 from rag_app.pipeline import demo_corpus_path
@@ -289,3 +292,117 @@ def test_statements_inside_a_macro_that_discards_its_argument_are_not_extracted(
     [result] = list(LatexIngestor().ingest([paper]))
     assert [r.text for r in result.records] == ["Kept."]
     assert result.records[0].metadata["number"] == "1"
+
+
+STYLES = Path(__file__).resolve().parents[1] / "fixtures" / "latex_styles"
+
+
+def test_the_issue_38_knowledge_paper_keeps_both_theorems_and_expands_its_notation_once(tmp_path: Path) -> None:
+    # Issue 38, point 1: today's reproduction lost the whole paper ("\height expands beyond 200000").
+    paper = tmp_path / "kl.tex"
+    paper.write_text(
+        "\\documentclass{article}\\usepackage{amsthm}\\usepackage{knowledge}\n\\newtheorem{theorem}{Theorem}\n"
+        "\\NewDocumentCommand{\\height}{m}{\\kl[\\height]{\\mathfrak{h}}(#1)}\n\\begin{document}\n"
+        "\\begin{theorem}\\label{thm:tree}Every finite tree $T$ has $\\height{T}<\\omega$.\\end{theorem}\n"
+        "\\begin{theorem}\\label{thm:plain}Any two bases of a vector space have the same size.\\end{theorem}\n"
+        "\\end{document}"
+    )
+    [result] = list(LatexIngestor().ingest([paper]))
+    assert result.problems == []
+    assert [r.text for r in result.records] == [
+        "Every finite tree $T$ has ${\\mathfrak{h}}(T)<\\omega$.",
+        "Any two bases of a vector space have the same size.",
+    ]
+
+
+def test_a_runaway_macro_is_warned_once_at_its_definition_in_the_papers_own_package(tmp_path: Path) -> None:
+    write_files(
+        tmp_path / "paper",
+        {
+            "main.tex": "\\documentclass{article}\n\\usepackage{spins}\n\\newtheorem{lemma}{Lemma}\n\\begin{document}\n"
+            "\\begin{lemma}\\label{a}First $\\spin$.\\end{lemma}\n\\begin{lemma}\\label{b}Plain.\\end{lemma}\n"
+            "\\begin{lemma}\\label{c}Again $\\spin + \\spin$.\\end{lemma}\n\\end{document}",
+            "spins.sty": "\\ProvidesPackage{spins}\n% a comment\n\\newcommand{\\spin}{\\spin\\spin}\n",
+        },
+    )
+    [paper], problems = ingest_directory(tmp_path / "paper")
+    assert [r.label for r in paper.records] == ["a", "b", "c"]
+    assert paper.records[2].text == "Again $\\spin + \\spin$."
+    [warning] = problems
+    assert warning.severity is Severity.WARNING
+    assert (Path(warning.path).name, warning.line) == ("spins.sty", 3)
+    assert warning.reason == "macro \\spin expands more than 20000 times; its calls are left as written"
+
+
+def test_a_paper_that_loses_some_statements_says_how_many_of_how_many(tmp_path: Path) -> None:
+    paper = tmp_path / "lossy.tex"
+    paper.write_text(
+        "\\documentclass{article}\\newtheorem{lemma}{Lemma}\\begin{document}\n"
+        "\\begin{lemma}Kept.\\end{lemma}\n\\begin{lemma}\\label{empty}\\end{lemma}\n"
+        "\\begin{lemma}Also kept.\\end{lemma}\n\\end{document}"
+    )
+    [result] = list(LatexIngestor().ingest([paper]))
+    assert [r.text for r in result.records] == ["Kept.", "Also kept."]
+    [warning] = result.problems
+    assert warning.severity is Severity.WARNING and warning.path == str(paper)
+    assert warning.reason == "2 statements extracted of the 3 theorem-like environments it begins"
+
+
+@pytest.mark.parametrize("hostile", ["{" * 200_000 + "x" + "}" * 200_000, "{" * 200_000])
+def test_a_brace_nest_is_refused_fast_with_its_reason_and_the_rest_is_kept(tmp_path: Path, hostile: str) -> None:
+    paper = tmp_path / "nest.tex"
+    paper.write_text(
+        "\\documentclass{article}\\newtheorem{lemma}{Lemma}\\begin{document}\n\\begin{lemma}Before.\\end{lemma}\n"
+        f"\\begin{{lemma}}\\label{{lem:nest}}{hostile}\\end{{lemma}}\n\\begin{{lemma}}After.\\end{{lemma}}\n\\end{{document}}"
+    )
+    started = time.perf_counter()
+    [result] = list(LatexIngestor().ingest([paper]))
+    assert time.perf_counter() - started < 1.0
+    assert [r.text for r in result.records] == ["Before.", "After."]
+    refused, counted = result.problems
+    assert refused.reason == "lemma 2 (lem:nest) refused: its braces nest deeper than 100 levels"
+    assert counted.reason == "2 statements extracted of the 3 theorem-like environments it begins"
+
+
+@pytest.mark.parametrize("style", ["class-proof", "ntheorem-proof"])
+def test_proofs_declared_like_theorems_stay_proofs_of_their_statements(style: str) -> None:
+    # Issue 38, point 3: llncs's \spnewtheorem*{proof} and ntheorem's \newtheorem*{proof}, pf, Proof.
+    [result] = list(LatexIngestor().ingest([STYLES / style]))
+    assert StatementKind.OTHER not in {r.kind for r in result.records}
+    proved = {r.label: r.proof for r in result.records if r.proof}
+    expected = {
+        "class-proof": {
+            "thm:hall": "Hall's condition holds: a set $S$ of vertices meets $k|S|$ edges.",
+            "lem:count": "Count the edges from either side.",
+        },
+        "ntheorem-proof": {
+            "thm:inf": "Any finite list $p_1, \\dots, p_n$ misses the prime factors of $p_1 \\cdots p_n + 1$.",
+            "cor:div": "Euler's product for $\\zeta(s)$ as $s \\to 1$.",
+            "thm:dir": "Dirichlet characters and $L(1, \\chi) \\neq 0$.",
+        },
+    }[style]
+    assert proved == expected
+
+
+def test_tex_distribution_inputs_figures_and_subfile_parts_raise_no_warning(tmp_path: Path) -> None:
+    # Issue 38, point 5: only warnings a researcher can act on.
+    write_files(
+        tmp_path / "paper",
+        {
+            "main.tex": "\\documentclass{ours}\n\\input{glyphtounicode}\n\\input epsf\n\\input{missing-section}\n"
+            "\\begin{document}\n\\subfile{parts/one}\n\\includestandalone{fig/pic}\n\\end{document}",
+            "ours.cls": "\\LoadClass{article}\n\\input{fleqn.clo}\n\\input{size11}\n\\newtheorem{lemma}{Lemma}",
+            "parts/one.tex": "\\documentclass[../main.tex]{subfiles}\n\\begin{document}\n\\input{../lib/defs}\n"
+            "\\begin{lemma}Uses $\\D$.\\end{lemma}\n\\end{document}",
+            "parts/two.tex": "\\documentclass[../main]{subfiles}\n\\begin{document}\nNo statements.\n\\end{document}",
+            "lib/defs.tex": "\\newcommand{\\D}{\\mathbb{D}}",
+            "fig/pic.tex": "\\documentclass[tikz]{standalone}\\begin{document}\\tikz\\draw (0,0) circle (1);"
+            "\\end{document}",
+        },
+    )
+    papers, problems = ingest_directory(tmp_path / "paper")
+    assert [[r.text for r in p.records] for p in papers] == [["Uses $\\mathbb{D}$."]]
+    assert sorted((Path(p.path).name, p.line, p.reason) for p in problems) == [
+        ("main.tex", 4, "included file not found: \\input{missing-section}"),
+        ("two.tex", None, "not included by main.tex (the main document of its directory): fragment skipped"),
+    ]

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from ingestion.latex_macros import MacroExpansionError, MacroTable
+from ingestion.latex_macros import MacroTable, definition_line
 
 PREAMBLE = r"""
 \newcommand{\R}{\mathbb{R}}
@@ -47,13 +49,74 @@ def test_programming_macros_are_left_alone() -> None:
 
 
 @pytest.mark.parametrize(
-    "definition",
-    [r"\def\again{\again x}", r"\newcommand{\a}{\b}\newcommand{\b}{\a}", r"\newcommand{\grow}{\grow\grow}"],
+    ("definition", "runaway"),
+    [
+        (r"\def\again{\again x}", "again"),
+        (r"\newcommand{\a}{\b}\newcommand{\b}{\a}", "a"),
+        (r"\newcommand{\grow}{\grow\grow}", "grow"),
+    ],
 )
-def test_runaway_expansion_is_an_error(definition: str) -> None:
-    table = MacroTable.from_document(definition, max_expansions=500, max_length=10_000)
-    with pytest.raises(MacroExpansionError, match="expands"):
-        table.expand(r"$\again \a \grow$")
+def test_a_runaway_macro_is_left_as_written_and_the_rest_still_expands(definition: str, runaway: str) -> None:
+    # Issue 38, point 1: one macro that cannot be expanded costs that macro, never the text.
+    table = MacroTable.from_document(definition + r"\newcommand{\R}{\mathbb{R}}", max_expansions=500, max_length=10_000)
+    assert table.expand(rf"$\{runaway} \in \R$") == rf"$\{runaway} \in \mathbb{{R}}$"
+    assert set(table.unexpandable) == {runaway} and "expands" in table.unexpandable[runaway]
+    # Known to run away, it is not tried again.
+    assert table.expand(rf"$\{runaway}$, $\R$") == rf"$\{runaway}$, $\mathbb{{R}}$"
+
+
+def test_a_macro_bomb_is_stopped_fast_at_the_default_bounds() -> None:
+    table = MacroTable.from_document(r"\def\a{\a\a}\def\b{xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\b}")
+    started = time.perf_counter()
+    assert table.expand(r"$\a + \b$") == r"$\a + \b$"
+    assert time.perf_counter() - started < 1.0
+    assert table.unexpandable == {"a": "expands more than 20000 times", "b": "expands beyond 200000 characters"}
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [
+        r"\NewDocumentCommand{\height}{m}{\kl[\height]{\mathfrak{h}}(#1)}",
+        r"\newcommand{\height}[1]{\kl[\height]{\mathfrak{h}}(#1)}",
+    ],
+)
+def test_a_macro_naming_itself_where_tex_never_expands_expands_once(definition: str) -> None:
+    # The knowledge package's \kl[key]{notation}: the key is a name, never expanded by TeX.
+    table = MacroTable.from_document(definition)
+    assert table.expand(r"$\height{T} < \omega$") == r"$\kl[\height]{\mathfrak{h}}(T) < \omega$"
+    assert table.unexpandable == {}
+
+
+def test_let_copies_the_meaning_of_that_moment() -> None:
+    # Issue 38, point 2: a later redefinition of the original does not change the copy.
+    table = MacroTable.from_document(
+        r"""
+\newcommand{\emb}{\hookrightarrow}
+\newcommand*{\tight}[1]{#1\nobreak}
+\let\oldemb\emb
+\def\emb{\tight\oldemb}
+\let\oldsum=\sum
+\renewcommand{\sum}{\oldsum\limits}
+"""
+    )
+    assert table.expand(r"$H \emb G$") == r"$H \hookrightarrow\nobreak G$"
+    assert table.expand(r"$\oldemb$") == r"$\hookrightarrow$"
+    # A copy of LaTeX's own command prints that command, even once the original is redefined.
+    assert table.expand(r"$\sum_i$") == r"$\sum\limits_i$"
+    assert table.unexpandable == {}
+
+
+def test_let_in_a_paper_copies_its_package_macro() -> None:
+    packages = MacroTable.from_package(r"\newcommand{\into}{\hookrightarrow}")
+    table = MacroTable.from_document(r"\let\oldinto\into \renewcommand{\into}{\oldinto\nobreak}", base=packages)
+    assert table.expand(r"$A \into B$") == r"$A \hookrightarrow\nobreak B$"
+
+
+def test_definition_line_names_the_last_definition_outside_comments() -> None:
+    source = "\\newcommand{\\h}{1}\n% \\renewcommand{\\h}{2}\n\\NewDocumentCommand\\h{m}{3}\n\\newcommand{\\hh}{4}\n"
+    assert definition_line(source, "h") == 3
+    assert definition_line(source, "hh") == 4
+    assert definition_line(source, "x") is None
 
 
 def test_newcommand_with_an_unbraced_one_token_body() -> None:

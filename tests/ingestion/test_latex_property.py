@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -10,7 +9,7 @@ from hypothesis import strategies as st
 
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_ingestor import LatexIngestor
-from ingestion.latex_macros import MacroExpansionError, MacroTable
+from ingestion.latex_macros import MacroTable
 from ingestion.latex_readable import ReadableLatex, split_math
 from ingestion.latex_sources import LatexPaper
 
@@ -77,8 +76,8 @@ def test_readable_conversion_never_raises(text: str) -> None:
 @given(latex)
 def test_macro_expansion_terminates(text: str) -> None:
     table = MacroTable.from_document(text, max_expansions=200, max_length=20_000)
-    with contextlib.suppress(MacroExpansionError):
-        assert len(table.expand(text)) <= 20_000 + len(text)
+    # A runaway macro is left as written, never an exception: the bound holds for what comes back.
+    assert len(table.expand(text)) <= 20_000 + len(text)
 
 
 @settings(max_examples=100, deadline=3000, suppress_health_check=[HealthCheck.too_slow])
@@ -87,9 +86,5 @@ def test_whole_documents_never_crash(text: str) -> None:
     document = "\\documentclass{article}\\newtheorem{theorem}{Theorem}\\begin{document}" + text + "\\end{document}"
     ingestor = LatexIngestor(IngestLimits(max_macro_expansions=200, max_expanded_chars=20_000, max_statement_chars=200))
     paper = LatexPaper("random", Path("random.tex"), "random.tex")
-    try:
-        records = ingestor.records_from_document(document, paper)
-    except MacroExpansionError:
-        return
-    for record in records:
+    for record in ingestor.records_from_document(document, paper):
         assert record.text.strip()
