@@ -26,11 +26,11 @@ from ingestion.latex_text import read_group, read_optional_argument, skip_spaces
 
 
 class _RunawayError(Exception):
-    """An expansion passed a bound; ``culprit`` is the macro expanded most often in it."""
+    """An expansion passed a bound; ``expanded`` counts each macro's expansions in it."""
 
-    def __init__(self, culprit: str, reason: str) -> None:
-        super().__init__(f"macro \\{culprit} {reason}")
-        self.culprit = culprit
+    def __init__(self, expanded: Counter[str], reason: str) -> None:
+        super().__init__(reason)
+        self.expanded = expanded
         self.reason = reason
 
 
@@ -62,6 +62,8 @@ class Macro:
 
 
 _CONTROL_WORD = re.compile(r"\\([A-Za-z@]+)|\\(.)", re.DOTALL)
+# Text ending in a control word, which a letter written right after would lengthen (``\\circ`` + ``c``).
+_ENDS_IN_CONTROL_WORD = re.compile(r"\\[A-Za-z@]+$")
 _DEFINING = re.compile(
     r"\\(?P<cmd>newcommand|renewcommand|providecommand|DeclareRobustCommand|DeclareMathOperator"
     r"|NewDocumentCommand|RenewDocumentCommand|ProvideDocumentCommand|DeclareDocumentCommand"
@@ -72,7 +74,9 @@ _DEFINING = re.compile(
 _PROGRAMMING = re.compile(
     r"\\(?:@ifnextchar|@ifstar|@ifundefined|futurelet|expandafter|csname|ifx|ifdefined|ifthenelse|ifcase"
     r"|if@|ifmmode|ifnum|ifdim|mathchoice|aftergroup|noexpand|afterassignment|edef|xdef|@tfor|@for|loop"
-    r"|NewDocumentCommand|DeclareDocumentCommand|peek_|IfNoValue|IfBooleanTF)"
+    r"|NewDocumentCommand|DeclareDocumentCommand|peek_|IfNoValue|IfBooleanTF"
+    # Boxes measured or built at run time (the common ``\\DHLhksqrt`` redefinition of ``\\sqrt``).
+    r"|mathpalette|setbox|sbox|savebox)"
 )
 # Commands TeX itself must see; a user "redefinition" of these is not ours to expand.
 _PROTECTED = frozenset({"begin", "end", "label", "ref", "cite", "def", "newcommand", "renewcommand", "section"})
@@ -171,9 +175,9 @@ class MacroTable:
     def expand(self, text: str) -> str:
         """``text`` with every known macro expanded, recursively and within the bounds.
 
-        When an expansion passes a bound, the macro expanded most often in it is the runaway: it is
-        added to :attr:`unexpandable` and the text expanded again without it, its calls left as
-        written. So a ``\\def\\a{\\a\\a}`` bomb costs one bounded attempt and the macro ``\\a``.
+        When an expansion passes a bound, the runaway macro (:meth:`_culprit`) is added to
+        :attr:`unexpandable` and the text expanded again without it, its calls left as written. So a
+        ``\\def\\a{\\a\\a}`` bomb costs one bounded attempt and the macro ``\\a``.
         """
         if not self.macros or "\\" not in text:
             return text
@@ -181,8 +185,31 @@ class MacroTable:
             try:
                 return self._expand(text).replace(_VERBATIM_ESCAPE, "\\")
             except _RunawayError as runaway:
-                self.unexpandable[runaway.culprit] = runaway.reason
+                self.unexpandable[self._culprit(runaway.expanded)] = runaway.reason
         return text
+
+    def _culprit(self, expanded: Counter[str]) -> str:
+        """The macro to blame for a runaway expansion: of those that call themselves (directly or
+        through others), the one expanded most often; a macro merely called by it (``\\R`` in
+        ``\\def\\a{\\R\\R\\a}``) is innocent. Failing that (a non-recursive blow-up), the most expanded."""
+        recursive = [name for name in expanded if self._calls_itself(name)]
+        return max(recursive or expanded, key=lambda name: expanded[name])
+
+    def _calls_itself(self, name: str) -> bool:
+        """Whether ``\\name``'s body leads back to ``\\name`` through the macros of this table."""
+        seen: set[str] = set()
+        frontier = [name]
+        while frontier:
+            macro = self.macros.get(frontier.pop())
+            if macro is None:
+                continue
+            for call in _called_names(macro):
+                if call == name:
+                    return True
+                if call not in seen and call not in self.unexpandable:
+                    seen.add(call)
+                    frontier.append(call)
+        return False
 
     def _expand(self, text: str) -> str:
         out: list[str] = []
@@ -196,8 +223,9 @@ class MacroTable:
             if match is None:
                 out.append(rest[pos:])
                 break
-            out.append(rest[pos : match.start()])
-            out_length += match.start() - pos
+            if match.start() > pos:
+                out.append(rest[pos : match.start()])
+                out_length += match.start() - pos
             name = match.group(1)
             macro = self.macros.get(name) if name and name not in self.unexpandable else None
             if macro is None:
@@ -208,12 +236,14 @@ class MacroTable:
             expanded[name] += 1
             expansions += 1
             if expansions > self.max_expansions:
-                raise _RunawayError(_most_expanded(expanded), f"expands more than {self.max_expansions} times")
+                raise _RunawayError(expanded, f"expands more than {self.max_expansions} times")
             replacement, end = self._apply(macro, rest, match.end())
+            if replacement[:1].isalpha() and out and _ENDS_IN_CONTROL_WORD.search(out[-1]):
+                replacement = " " + replacement  # ``\\mapsto\\compose{t}``: ``\\mapsto t``, not ``\\mapstot``
             rest = replacement + rest[end:]
             pos = 0
             if len(rest) + out_length > self.max_length:
-                raise _RunawayError(_most_expanded(expanded), f"expands beyond {self.max_length} characters")
+                raise _RunawayError(expanded, f"expands beyond {self.max_length} characters")
         return "".join(out)
 
     @staticmethod
@@ -232,18 +262,23 @@ class MacroTable:
             else:
                 argument, pos = _read_argument(text, pos)
                 arguments.append(argument)
-        body = _own_name_kept(macro) if "\\" + macro.name in macro.body else macro.body
+        body = _expandable_body(macro)
         if arguments:
-            body = re.sub(r"#([1-9])", lambda m: _argument(arguments, int(m.group(1))), body)
+            body = _PARAMETER.sub(lambda m: _substituted(m, arguments), body)
         # A control word directly followed by a letter would merge with it: keep them apart.
-        if macro.body and re.search(r"\\[A-Za-z@]+$", body) and pos < len(text) and text[pos].isalpha():
+        if macro.body and _ENDS_IN_CONTROL_WORD.search(body) and pos < len(text) and text[pos].isalpha():
             body += " "
         return body, pos
 
 
-def _most_expanded(expanded: Counter[str]) -> str:
-    """The macro expanded most often (the first expanded, among equals): the one that runs away."""
-    return max(expanded, key=lambda name: expanded[name])
+def _called_names(macro: Macro) -> set[str]:
+    """The control words a macro's body calls (its own name where TeX never expands it excluded)."""
+    return {match.group(1) for match in _CONTROL_WORD.finditer(_expandable_body(macro)) if match.group(1)}
+
+
+def _expandable_body(macro: Macro) -> str:
+    """The body to expand: as written, or with its own name kept where TeX never expands it."""
+    return _own_name_kept(macro) if "\\" + macro.name in macro.body else macro.body
 
 
 _OPTIONAL_ARGUMENT_START = re.compile(r"\\[A-Za-z@]+\*?\s*(?=\[)")
@@ -273,6 +308,22 @@ def _own_name_kept(macro: Macro) -> str:
 
 def _argument(arguments: list[str], number: int) -> str:
     return arguments[number - 1] if number <= len(arguments) else ""
+
+
+# A parameter with the control word before it and the letter after it, if any.
+_PARAMETER = re.compile(r"(\\[A-Za-z@]+)?#([1-9])(?=([A-Za-z@]?))")
+
+
+def _substituted(parameter: re.Match[str], arguments: list[str]) -> str:
+    """An argument in place of its parameter, kept apart from a control word beside it: TeX reads
+    the body as tokens, so ``\\lVert#1`` with ``v`` is ``\\lVert v``, never ``\\lVertv``."""
+    command = parameter.group(1) or ""
+    argument = _argument(arguments, int(parameter.group(2)))
+    if command and argument[:1].isalpha():
+        command += " "
+    if parameter.group(3) and _ENDS_IN_CONTROL_WORD.search(argument):
+        argument += " "
+    return command + argument
 
 
 def _read_argument(text: str, pos: int) -> tuple[str, int]:

@@ -43,9 +43,26 @@ def test_nested_macros_and_word_boundaries() -> None:
     assert table.expand(r"$a\arr b$") == r"$a\to b$"
 
 
+def test_an_argument_or_expansion_never_fuses_with_a_control_word_beside_it() -> None:
+    # TeX reads a body as tokens: \lVert#1 with "v" is \lVert v; text substitution must keep them apart.
+    table = MacroTable.from_document(
+        r"\newcommand{\norm}[1]{\lVert#1\rVert}\newcommand{\sub}[1]{#1x}\newcommand{\cc}[2]{#1\circ#2}"
+    )
+    assert table.expand(r"$\norm{v} \norm{\alpha}$") == r"$\lVert v\rVert \lVert\alpha\rVert$"
+    assert table.expand(r"$\sub{\alpha} \sub{y}$") == r"$\alpha x yx$"
+    # The HoTT book's $t\mapsto\composecocone{t}c$: \mapsto t, never \mapstot.
+    assert table.expand(r"$t\mapsto\cc{t}c$, $\mapsto{}\cc{t}c$") == r"$t\mapsto t\circ c$, $\mapsto{}t\circ c$"
+
+
 def test_programming_macros_are_left_alone() -> None:
     table = MacroTable.from_document(r"\def\prd#1{\@ifnextchar\bgroup{\prd{#1}}{\prod_{#1}}}")
     assert table.expand(r"$\prd{x:A} B$") == r"$\prd{x:A} B$"
+    # The common \DHLhksqrt redefinition of \sqrt builds boxes: left as written, not expanded wrongly.
+    table = MacroTable.from_document(
+        r"\let\oldsqrt\sqrt\def\sqrt{\mathpalette\DHLhksqrt}"
+        r"\def\DHLhksqrt#1#2{\setbox0=\hbox{$#1\oldsqrt{#2\,}$}}\newcommand{\N}{\mathbb{N}}"
+    )
+    assert table.expand(r"$\sqrt{2} \in \N$") == r"$\sqrt{2} \in \mathbb{N}$"
 
 
 @pytest.mark.parametrize(
@@ -63,6 +80,15 @@ def test_a_runaway_macro_is_left_as_written_and_the_rest_still_expands(definitio
     assert set(table.unexpandable) == {runaway} and "expands" in table.unexpandable[runaway]
     # Known to run away, it is not tried again.
     assert table.expand(rf"$\{runaway}$, $\R$") == rf"$\{runaway}$, $\mathbb{{R}}$"
+
+
+def test_the_runaway_is_the_macro_that_calls_itself_not_one_it_calls_more_often() -> None:
+    table = MacroTable.from_document(r"\newcommand{\R}{\mathbb{R}}\def\a{\R\R\a}", max_expansions=500)
+    assert table.expand(r"$\a$ and $\R$") == r"$\a$ and $\mathbb{R}$"
+    assert set(table.unexpandable) == {"a"}
+    # No macro calls itself: the one expanded most often is blamed (a deep blow-up, TeX would finish it).
+    table = MacroTable.from_document(r"\def\b{\c\c\c\c}\def\c{\d\d\d\d}\def\d{xyz}", max_expansions=10)
+    assert table.expand(r"$\b$") == "$" + r"\d" * 16 + "$" and set(table.unexpandable) == {"d"}
 
 
 def test_a_macro_bomb_is_stopped_fast_at_the_default_bounds() -> None:
