@@ -4,9 +4,9 @@ The base index is the Stacks project (about 17k statements, ingested once and ca
 ``--work``). Larger indexes repeat its statements with new ids and papers, each copy's vector moved by
 a little noise (so that HNSW sees distinct points): the vocabulary, formula and length distributions
 stay those of real statements. Each copy's text ends in two words of its own, so that copies are not
-duplicates of each other (README "Duplicate statements"), except for 2% of the statements, whose odd
-copies repeat the even copy before them: about the share of statements in duplicate groups on the
-development corpus (1.7%). Duplicate detection and collapsing run as configured by default (on).
+duplicates of each other (docs/retrieval-and-evaluation.md, "Duplicate statements"), except for 2% of
+the statements, whose odd copies repeat the even copy before them: about the share of statements in
+duplicate groups on the development corpus (1.7%). Duplicate detection and collapsing run as configured by default (on).
 For each size the benchmark records
 
 - build: writing the statements (Chroma, BM25, the formula index and the duplicate groups,

@@ -45,8 +45,8 @@ class EmbeddingSettings(BaseModel):
     device: str = Field("cpu", description='"cpu", "cuda", "cuda:1", or "auto" (the GPU when there is one)')
     batch_size: int = 64
     max_seq_length: int | None = 256
-    # Unicode beat LaTeX on 6 of the 8 development sets, slogans and formulas included (README
-    # "Mathematics as the embedder reads it"); changing it re-embeds the index.
+    # Unicode beat LaTeX on 6 of the 8 development sets, slogans and formulas included
+    # (docs/retrieval-and-evaluation.md, "Mathematics as the embedder reads it"); changing it re-embeds the index.
     math_text: Literal["unicode", "latex"] = Field(
         "unicode", description='"unicode": statements and queries embedded with their LaTeX rendered as Unicode'
     )
@@ -133,7 +133,7 @@ class RetrievalSettings(BaseModel):
     dense_weight: float = 1.0
     bm25_weight: float = 1.0
     formula_weight: float = Field(1.0, description="weight of the lexical formula channel in fusion")
-    # `auto` beat the base vectors on every development set but formulas (README "Query adapter").
+    # `auto` beat the base vectors on every development set but formulas (docs/models-and-training.md, "Query adapter").
     query_adapter: str | None = Field(
         "auto",
         description="the dense channel's query adapter: `auto` (the packaged one, if trained for this embedder), "
@@ -214,18 +214,18 @@ class RerankSettings(BaseModel):
         False, description="on a CPU, int8 linear layers (dynamic quantization); opt-in: unmeasured on a trained model"
     )
     search: bool = Field(False, description="`rag-app search` and MathRAG.search rerank (also: search --rerank)")
-    # Off until a trained reranker that beats fusion ships in the package (see the README's "Reranking").
+    # Off until a trained reranker that beats fusion ships in the package (docs/models-and-training.md).
     ask: bool = Field(False, description="`rag-app ask` and MathRAG.ask rerank their sources")
     chat: bool = Field(False, description="the Streamlit chat reranks its sources")
     training: RerankTrainingSettings = Field(default_factory=RerankTrainingSettings)
 
 
 class SecondEmbeddingSettings(BaseModel):
-    """A second embedding model fused with the first as one more channel (README "Second embedding model")."""
+    """A second embedding model fused with the first as one more channel (docs/retrieval-and-evaluation.md)."""
 
     # Opt-in: with its query adapter it lifts the typed paraphrases (slogans MRR@10 0.451 -> 0.510, p 0.0002)
     # and no development set is worse, but ingestion embeds with it too (about 4.5 statements/s on 2 CPUs
-    # against MiniLM's 19). README "Second embedding model".
+    # against MiniLM's 19). docs/retrieval-and-evaluation.md.
     model: str | None = Field(
         None,
         description="embedder spec of the second model, e.g. packaged:all-mpnet-base-v2; unset or `none`: off",
@@ -238,7 +238,7 @@ class SecondEmbeddingSettings(BaseModel):
     )
     candidates: int = Field(50, ge=1, description="results of each list before fusion")
     # With its packaged adapter no development set is worse than the first stage alone (names were,
-    # 0.577 -> 0.545, with the base vectors). README "Second embedding model".
+    # 0.577 -> 0.545, with the base vectors). docs/retrieval-and-evaluation.md.
     query_adapter: str | None = Field(
         "auto",
         description="the second model's query adapter: `auto` (the packaged one, if trained for this model), "
@@ -275,7 +275,7 @@ class DuplicateSettings(BaseModel):
 
 
 class VLLMSettings(BaseModel):
-    """How ``rag-app llm serve`` starts vLLM (``llm.server = "vllm"``); see the README's serving section."""
+    """How ``rag-app llm serve`` starts vLLM (``llm.server = "vllm"``); see docs/scale-and-serving.md."""
 
     model: str | None = Field(
         None, description="a Hugging Face model directory or cached hub id, e.g. Qwen/Qwen2.5-7B-Instruct"

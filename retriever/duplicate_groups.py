@@ -7,8 +7,8 @@ Two statements of different papers (MSE: different threads) are duplicates when
   outside formulas such as "Lemma 29.2" against "Lemma 13.2", and final punctuation do not count), or
 - their formulas are equal (as a multiset, spacing ignored), their embeddings' cosine is at least
   ``threshold`` and their words outside formulas differ by at most ``max_word_difference`` (calibrated
-  on the development corpus, README "Duplicate statements": the word check keeps "a proper scheme"
-  and "a proper algebraic space", which embed almost alike, apart).
+  on the development corpus, docs/retrieval-and-evaluation.md, "Duplicate statements": the word check
+  keeps "a proper scheme" and "a proper algebraic space", which embed almost alike, apart).
 
 Every statement stays in the index; searches show one result per group (see
 :mod:`retriever.duplicate_collapsing_searcher`). Groups live in a small SQLite table in the index

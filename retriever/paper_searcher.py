@@ -5,8 +5,8 @@ for a deep list of statements, groups them by paper and ranks the papers by an a
 statements' scores. An MSE thread counts as one paper: the question with its answers.
 
 The aggregation was chosen by measurement on the development sets' paper-level judgments
-(README, "Paper search"): the best statement's score (``max``) ranked papers as well as or better
-than sums, which favour long documents (a Stacks chapter has thousands of statements).
+(docs/retrieval-and-evaluation.md, "Paper search"): the best statement's score (``max``) ranked papers
+as well as or better than sums, which favour long documents (a Stacks chapter has thousands of statements).
 """
 
 from __future__ import annotations

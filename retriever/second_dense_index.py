@@ -2,8 +2,9 @@
 
 Two embedding models of different sizes and training err on different questions: fused, they rank
 the right statement higher than either alone (all-mpnet-base-v2 beside the served MiniLM; the
-README's "Second embedding model" has the measurements). The second model's vectors live in their own
-Chroma collection of the index's store; the statement texts stay in the main collection only.
+docs/retrieval-and-evaluation.md, "Second embedding model", has the measurements). The second
+model's vectors live in their own Chroma collection of the index's store; the statement texts stay
+in the main collection only.
 
 Layout, inside the index directory::
 
