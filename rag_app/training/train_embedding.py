@@ -16,19 +16,16 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ingestion import StatementRecord
 from rag_app.settings import Settings
 from rag_app.training.checkpoints import saved_data_fits
 from rag_app.training.embedding_trainer import EmbeddingTrainer, TrainingRun
 from rag_app.training.hard_negatives import HardNegativeMiner
+from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import split_of
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
-from retriever.chroma_connection import EMBEDDED, ChromaConnection
-from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.embedding_registry import EmbeddingRegistry, RegisteredEmbedder
-from retriever.statement_index import MANIFEST
 
 SPLIT_FILE = "split.json"
 PAIRS_FILE = "pairs.jsonl"
@@ -42,18 +39,6 @@ class TrainEmbedReport:
     split: dict[str, int]
     questions: dict[str, int] = field(default_factory=dict)
     reused_pairs: bool = False
-
-
-def open_index_store(
-    index_dir: Path, connection: ChromaConnection = EMBEDDED
-) -> tuple[ChromaStatementStore, dict[str, Any]]:
-    """The live Chroma collection of an index, and its manifest (which embedder built it)."""
-    manifest_path = index_dir / MANIFEST
-    if not manifest_path.exists():
-        raise FileNotFoundError(f"no index in {index_dir}: ingest a corpus first (rag-app ingest ...)")
-    manifest = json.loads(manifest_path.read_text())
-    collection = str(manifest.get("collection", COLLECTION))
-    return ChromaStatementStore(index_dir / "chroma", collection, connection), manifest
 
 
 class TrainEmbedJob:

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_app.settings import Settings
+from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import ExtendReport, QuestionFile, extend_questions
 from rag_app.training.question_generator import QuestionCache, QuestionGenerator
-from rag_app.training.train_embedding import open_index_store
 
 DEFAULT_LICENSE = "that of the statements they paraphrase (see each source's license)"
 

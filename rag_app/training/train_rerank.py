@@ -27,6 +27,7 @@ from tqdm import tqdm
 from ingestion import StatementRecord
 from rag_app.settings import Settings
 from rag_app.training.checkpoints import saved_data_fits
+from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import PaperSplit, split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.reranker_trainer import (
@@ -38,7 +39,6 @@ from rag_app.training.reranker_trainer import (
     read_examples,
     write_examples,
 )
-from rag_app.training.train_embedding import open_index_store
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
 from retriever.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERANKER_DIR

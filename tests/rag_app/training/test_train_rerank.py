@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from rag_app.settings import RerankTrainingSettings
-from rag_app.training.train_embedding import open_index_store
+from rag_app.training.index_store import open_index_store
 from rag_app.training.train_rerank import EXAMPLES_FILE, TrainRerankJob, publish_reranker
 from retriever.cross_encoder_reranker import CARD, CrossEncoderReranker
 from tests.conftest import make_settings
