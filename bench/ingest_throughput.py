@@ -39,7 +39,7 @@ from ingestion.latex_ingestor import LatexIngestor
 from ingestion.latex_sources import LatexPaper, PaperFinder
 from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
-from rag_app.pipeline import make_embedder
+from rag_app.embedder_factory import make_embedder
 from retriever import StatementIndex
 from retriever.chroma_store import ChromaStatementStore
 from retriever.embedder import Embedder

@@ -9,6 +9,7 @@ exactly the papers without an entry and ends with the store an uninterrupted run
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -30,6 +31,7 @@ from ingestion.paper_worker import parse_eprint
 from ingestion.problems import IngestProblem, Severity
 from ingestion.records import Source, StatementRecord
 from rag_app.dask_ingest import DaskEprintParser
+from rag_app.settings import Settings
 from retriever.paper_manifest import PaperEntry, PaperManifest
 from retriever.statement_index import StatementIndex
 
@@ -281,3 +283,35 @@ class ArxivMonthIngest:
             report.removed += removed
         manifest.record(p.entry for p in pending.values())
         pending.clear()
+
+
+@contextlib.contextmanager
+def month_ingest(
+    index: StatementIndex,
+    settings: Settings,
+    metadata_file: Path | None = None,
+    on_cluster: Callable[[str], None] | None = None,
+) -> Iterator[ArxivMonthIngest]:
+    """The month ingest ``settings.ingestion`` describes: local parser processes, or a Dask cluster
+    (``ingestion.dask.enabled``) entered here and closed on leaving, so that several months share it.
+    ``on_cluster`` hears where the cluster runs (its dashboard). A cluster that cannot start raises
+    :class:`rag_app.dask_ingest.ClusterError`."""
+    ingestion = settings.ingestion
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if ingestion.dask.enabled:
+            cluster = DaskEprintParser(
+                index.embedder,
+                ingestion.limits,
+                ingestion.dask.scheduler,
+                ingestion.dask.workers,
+                ingestion.dask.chunk_papers,
+                settings.embedding.device,
+            )
+            stack.enter_context(cluster)
+            if on_cluster is not None:
+                where = ingestion.dask.scheduler or f"a local cluster of {ingestion.dask.workers} workers"
+                on_cluster(f"parsing and embedding on Dask: {where} (dashboard {cluster.dashboard or 'off'})")
+        yield ArxivMonthIngest(
+            index, ingestion.limits, ingestion.workers, metadata_file, ingestion.batch_statements, cluster
+        )

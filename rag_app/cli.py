@@ -5,7 +5,6 @@ Command names, flags and JSON fields here are contracts that scripts rely on: ad
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -20,17 +19,14 @@ from typing import Annotated, Optional
 import typer
 
 from ingestion import LatexIngestor, ingest_sources
-from ingestion.arxiv_download import ArxivDownloader
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
 from rag_app.answer import AnswerStatus
-from rag_app.arxiv_month import ArxivMonthIngest
-from rag_app.dask_ingest import ClusterError, DaskEprintParser
+from rag_app.dask_ingest import ClusterError
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
 from rag_app.llm_server import STATE_FILE, LLMServerError, running_server_url, server_from_settings
-from rag_app.mse_ingest import MseIngest
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
@@ -205,9 +201,8 @@ def _ingest_mse(
     wanted = frozenset(tag.strip() for value in tags or [] for tag in value.split(",") if tag.strip())
     filters = MseFilters(min_score=min_score, until=until, tags=wanted)
     rag = MathRAG(settings)
-    run = MseIngest(rag.index, settings.ingestion.batch_statements)
     for dump in dumps:
-        report = run.run(dump, filters, show_progress=not as_json)
+        report = rag.ingest_mse(dump, filters, show_progress=not as_json)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
             continue
@@ -234,58 +229,22 @@ def _ingest_arxiv_month(
             month_prefix(month)
         except ValueError as error:
             raise typer.BadParameter(str(error)) from error
+    rag = MathRAG(settings)
     if download:
-        arxiv = settings.arxiv
-        downloader = ArxivDownloader(
-            arxiv.oai_url,
-            arxiv.eprint_url,
-            arxiv.set_spec,
-            arxiv.request_interval_s,
-            arxiv.timeout_s,
-            arxiv.retries,
-            arxiv.user_agent,
-        )
-        try:
-            for month in months:
-                fetched = downloader.download_month(month, source)
-                _err(
-                    f"{month}: downloaded {fetched.downloaded} e-prints ({fetched.already_present} already present, "
-                    f"{len(fetched.failed)} failed) of {fetched.listed} listed in {fetched.seconds:.1f} s"
-                )
-                for arxiv_id, reason in fetched.failed:
-                    _err(f"error: {arxiv_id}: download failed: {reason}")
-        finally:
-            downloader.close()
+        for month, fetched in zip(months, rag.download_arxiv_months(months, source), strict=True):
+            _err(
+                f"{month}: downloaded {fetched.downloaded} e-prints ({fetched.already_present} already present, "
+                f"{len(fetched.failed)} failed) of {fetched.listed} listed in {fetched.seconds:.1f} s"
+            )
+            for arxiv_id, reason in fetched.failed:
+                _err(f"error: {arxiv_id}: download failed: {reason}")
         metadata = metadata or source / "metadata.jsonl"
     if not source.is_dir():
         raise typer.BadParameter(f"--source {source}: not a directory")
     if metadata is not None and not metadata.is_file():
         raise typer.BadParameter(f"--metadata {metadata}: no such file")
-    rag = MathRAG(settings)
-    ingestion = settings.ingestion
-    with contextlib.ExitStack() as stack:
-        cluster = None
-        if ingestion.dask.enabled:
-            cluster = DaskEprintParser(
-                rag.index.embedder,
-                ingestion.limits,
-                ingestion.dask.scheduler,
-                ingestion.dask.workers,
-                ingestion.dask.chunk_papers,
-                settings.embedding.device,
-            )
-            try:
-                stack.enter_context(cluster)
-            except ClusterError as error:
-                _err(f"error: {error}")
-                raise typer.Exit(1) from error
-            where = ingestion.dask.scheduler or f"a local cluster of {ingestion.dask.workers} workers"
-            _err(f"parsing and embedding on Dask: {where} (dashboard {cluster.dashboard or 'off'})")
-        run = ArxivMonthIngest(
-            rag.index, ingestion.limits, ingestion.workers, metadata, ingestion.batch_statements, cluster
-        )
-        for month in months:
-            report = run.run(month, source, show_progress=not as_json)
+    try:
+        for report in rag.ingest_arxiv_months(months, source, metadata, show_progress=not as_json, on_cluster=_err):
             if as_json:  # one JSON object per month, one per line
                 typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
                 continue
@@ -294,6 +253,9 @@ def _ingest_arxiv_month(
             for paper, reason in report.failed:
                 _err(f"failed: {paper}: {reason}")
             typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
+    except ClusterError as error:
+        _err(f"error: {error}")
+        raise typer.Exit(1) from error
 
 
 def _print_hits(hits: list[SearchHit]) -> None:
@@ -461,7 +423,7 @@ def status(index: IndexOption = None, config: ConfigOption = None) -> None:
 
 def _reembed_if_the_default_changed(settings: Settings) -> None:
     """The quick start keeps working when a new release ships another default embedder."""
-    from rag_app.pipeline import make_embedder
+    from rag_app.embedder_factory import make_embedder
     from retriever.statement_index import reindex as reindex_statements
 
     try:
@@ -835,7 +797,7 @@ def train_query_adapter(
     Use it with `retrieval.query_adapter = "DIR"` (the directory printed), or --publish to make it the packaged one.
     With --second-embedding it is trained for the second model (`second_embedding.query_adapter = "DIR"`).
     """
-    from rag_app.pipeline import make_embedder
+    from rag_app.embedder_factory import make_embedder
     from rag_app.training.train_query_adapter import TrainQueryAdapterJob, publish_query_adapter
     from retriever.second_dense_index import SecondDenseIndexError
 
@@ -968,7 +930,7 @@ def reindex(
     config: ConfigOption = None,
 ) -> None:
     """Re-embed every statement of an index with the configured embedder (resumable; BM25 unchanged)."""
-    from rag_app.pipeline import make_embedder
+    from rag_app.embedder_factory import make_embedder
     from retriever.statement_index import reindex as reindex_statements
 
     settings = _settings(config, index)

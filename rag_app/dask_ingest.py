@@ -79,7 +79,7 @@ class ClusterOutcome(Generic[Item]):
 @lru_cache(maxsize=2)
 def _worker_embedder(recipe: EmbedderRecipe) -> Embedder:
     """One embedder per worker process and recipe, loaded on its first chunk."""
-    from rag_app.pipeline import resolve_device
+    from rag_app.embedder_factory import resolve_device
 
     registry = Path(recipe.registry_dir) if recipe.registry_dir else None
     device = resolve_device(recipe.device)

@@ -12,7 +12,7 @@ import atexit
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -21,13 +21,18 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion import LatexIngestor, StatementRecord, ingest_sources
+from ingestion.arxiv_download import ArxivDownloader, DownloadReport
+from ingestion.arxiv_month_sources import month_prefix
+from ingestion.mse_records import MseFilters
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from prompts import PromptTemplate, load_prompt
 from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
+from rag_app.arxiv_month import MonthReport, month_ingest
 from rag_app.attribution import Attributor
 from rag_app.citations import check_citations, citation_numbers
 from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources
 from rag_app.conversation import QueryRewriter, RewrittenQuery, Turn
+from rag_app.embedder_factory import make_embedder, resolve_device
 from rag_app.ingest_report import IngestReport
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import (
@@ -38,6 +43,7 @@ from rag_app.llm_server import (
     running_server_url,
     server_from_settings,
 )
+from rag_app.mse_ingest import MseIngest, MseReport
 from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
@@ -53,9 +59,6 @@ from retriever.second_dense_index import SecondDenseIndex
 from retriever.types import StatementSearcher, VectorUpdate
 
 logger = logging.getLogger(__name__)
-
-# Papers are embedded in batches of about this many statements (one model call per batch).
-_FLUSH_STATEMENTS = 512
 
 
 def demo_corpus_path() -> Path:
@@ -205,7 +208,7 @@ class MathRAG:
             report.statements += len(paper.records)
             pending.setdefault(paper.paper_id, []).extend(paper.records)
             ids_by_paper.setdefault(paper.paper_id, set()).update(r.id for r in paper.records)
-            if sum(len(records) for records in pending.values()) >= _FLUSH_STATEMENTS:
+            if sum(len(records) for records in pending.values()) >= ingestion.batch_statements:
                 self._flush(pending, report, show_progress)
         self._flush(pending, report, show_progress)
         report.removed = self.index.remove_stale(ids_by_paper)
@@ -222,6 +225,70 @@ class MathRAG:
 
     def ingest_demo(self, show_progress: bool = False) -> IngestReport:
         return self.ingest([demo_corpus_path()], show_progress)
+
+    def ingest_arxiv_months(
+        self,
+        months: Sequence[str],
+        source: str | Path,
+        metadata: str | Path | None = None,
+        show_progress: bool = False,
+        on_cluster: Callable[[str], None] | None = None,
+    ) -> Iterator[MonthReport]:
+        """Ingest months of arXiv e-prints from ``source`` (bulk tars or per-paper files), yielding
+        each month's report as it finishes (``ingest arxiv --month ... --json`` prints them): resumable,
+        in parser processes or on the Dask cluster of ``ingestion.dask``. Nothing runs until iterated."""
+        source, metadata = Path(source).expanduser(), Path(metadata).expanduser() if metadata else None
+        for month in months:
+            month_prefix(month)  # a malformed month fails before any work
+        if not source.is_dir():
+            raise NotADirectoryError(f"{source}: not a directory of arXiv e-prints")
+        if metadata is not None and not metadata.is_file():
+            raise FileNotFoundError(f"{metadata}: no such metadata file")
+        with month_ingest(self.index, self.settings, metadata, on_cluster) as run:
+            for month in months:
+                yield run.run(month, source, show_progress)
+
+    def ingest_arxiv_month(
+        self, month: str, source: str | Path, metadata: str | Path | None = None, show_progress: bool = False
+    ) -> MonthReport:
+        """One month of arXiv e-prints (see :meth:`ingest_arxiv_months`)."""
+        [report] = self.ingest_arxiv_months([month], source, metadata, show_progress)
+        return report
+
+    def download_arxiv_months(
+        self, months: Sequence[str], source: str | Path, progress: Callable[[str], None] | None = None
+    ) -> Iterator[DownloadReport]:
+        """Fetch each month's listing and e-prints into ``source``, one request per
+        ``arxiv.request_interval_s`` across all of them, skipping files already there
+        (``ingest arxiv --download``); yields each month's report. Nothing runs until iterated."""
+        arxiv = self.settings.arxiv
+        downloader = ArxivDownloader(
+            arxiv.oai_url,
+            arxiv.eprint_url,
+            arxiv.set_spec,
+            arxiv.request_interval_s,
+            arxiv.timeout_s,
+            arxiv.retries,
+            arxiv.user_agent,
+        )
+        try:
+            for month in months:
+                yield downloader.download_month(month, Path(source).expanduser(), progress)
+        finally:
+            downloader.close()
+
+    def download_arxiv_month(self, month: str, source: str | Path) -> DownloadReport:
+        """One month's listing and e-prints into ``source`` (see :meth:`download_arxiv_months`)."""
+        [report] = self.download_arxiv_months([month], source)
+        return report
+
+    def ingest_mse(self, dump: str | Path, filters: MseFilters | None = None, show_progress: bool = False) -> MseReport:
+        """Ingest a Math StackExchange ``Posts.xml`` (plain, ``.gz`` or ``.7z``) as a stream
+        (``ingest mse ... --json`` prints the report)."""
+        dump = Path(dump).expanduser()
+        if not dump.is_file():
+            raise FileNotFoundError(f"{dump}: no such file")
+        return MseIngest(self.index, self.settings.ingestion.batch_statements).run(dump, filters, show_progress)
 
     def search(
         self,
@@ -555,28 +622,6 @@ class MathRAG:
 class LLMHealth:
     state: str  # "up", "down" or "not started"
     description: str
-
-
-def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
-    """The configured embedder, or ``spec`` (another embedder spec) with the same device and batching."""
-    embedding = settings.embedding
-    return Embedder(
-        spec or embedding.model,
-        resolve_device(embedding.device),
-        embedding.batch_size,
-        embedding.max_seq_length,
-        registry_dir=settings.resolved_registry_dir,
-        math_text=embedding.math_text,
-    )
-
-
-def resolve_device(device: str) -> str:
-    """``auto``: the GPU when torch sees one (the same code runs on a GPU machine), else the CPU."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.arqmath_topics import read_arqmath_topics
+from rag_app.embedder_factory import make_embedder
 from rag_app.evaluation.evaluate import evaluate
 from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.evaluation.report import EvaluationReport
@@ -27,7 +28,7 @@ from rag_app.evaluation.retrievers import (
 )
 from rag_app.evaluation.trec_files import read_qrels
 from rag_app.ingest_report import IngestReport
-from rag_app.pipeline import MathRAG, make_embedder
+from rag_app.pipeline import MathRAG
 from rag_app.settings import EmbeddingSettings, Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex

@@ -49,7 +49,7 @@ class TrainEmbedJob:
         self.work_dir = work_dir or settings.data_dir / "training" / self.training.name
 
     def run(self, resume: bool = True, show_progress: bool = False, log=print) -> TrainEmbedReport:
-        from rag_app.pipeline import make_embedder, resolve_device
+        from rag_app.embedder_factory import make_embedder, resolve_device
 
         training = self.training
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())

@@ -54,7 +54,7 @@ class TrainFormulaJob:
         self.out_dir = out_dir or settings.data_dir / "models" / "formula" / stamp
 
     def run(self, show_progress: bool = False, log: Callable[[str], None] = print) -> TrainFormulaReport:
-        from rag_app.pipeline import make_embedder, resolve_device
+        from rag_app.embedder_factory import make_embedder, resolve_device
 
         formula, training = self.formula, self.settings.training
         device = resolve_device(formula.device or self.settings.embedding.device)

@@ -70,7 +70,8 @@ class TrainRerankJob:
     ) -> TrainRerankReport | None:
         """Mine (or reuse) the examples and train; ``mine_only`` stops after writing the work directory,
         which can then be trained elsewhere (``python -m rag_app.training.reranker_trainer``)."""
-        from rag_app.pipeline import MathRAG, resolve_device
+        from rag_app.embedder_factory import resolve_device
+        from rag_app.pipeline import MathRAG
 
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
         records = list(store.iter_records())

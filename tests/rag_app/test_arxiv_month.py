@@ -168,3 +168,34 @@ def test_kill_9_then_rerun_gives_the_store_of_an_uninterrupted_run(tmp_path: Pat
     rag = MathRAG(make_settings(tmp_path, index_dir=interrupted))
     assert not rag.index.lexical_stale
     assert len(rag.search("finite module ring", k=50, mode="bm25")) == 50
+
+
+def test_the_python_api_ingests_a_month_with_the_report_the_cli_prints(tmp_path: Path) -> None:
+    # Issue 39, point 3: MathRAG reaches what `ingest arxiv --month` does.
+    from typer.testing import CliRunner
+
+    from rag_app.cli import app
+
+    source = tmp_path / "src"
+    write_month(source)
+    meta = metadata_file(tmp_path / "meta.jsonl")
+    rag = MathRAG(make_settings(tmp_path / "api"))
+    report = rag.ingest_arxiv_month("2023-01", source, meta).to_dict()
+    arguments = ["arxiv", "--month", "2023-01", "--source", str(source), "--metadata", str(meta), "--json"]
+    result = CliRunner().invoke(
+        app,
+        ["ingest", *arguments, "--index", str(tmp_path / "cli" / "index")],
+        env={"RAG_APP_INGESTION__ISOLATE_PAPERS": "false"},
+    )
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["papers_ok"] == 4 and report["statements"] == 12
+    assert {k: v for k, v in report.items() if k != "seconds"} == {k: v for k, v in printed.items() if k != "seconds"}
+    again = rag.ingest_arxiv_month("2023-01", source, meta)  # resumable: nothing redone
+    assert (again.papers_ok, again.added, again.removed) == (0, 0, 0) and rag.index.count() == 12
+    for bad, error in ((("2023-13", source), ValueError), (("2023-01", tmp_path / "none"), NotADirectoryError)):
+        try:
+            rag.ingest_arxiv_month(*bad)
+        except error:
+            continue
+        raise AssertionError(f"{bad} was accepted")

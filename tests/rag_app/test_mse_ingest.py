@@ -68,3 +68,22 @@ def test_cli_ingest_mse_with_filters(tmp_path: Path) -> None:
     assert {p["path"].rsplit("#", 1)[-1] for p in report["problems"]} == {"post-7", "post-8", "post-9"}
     result = CliRunner().invoke(app, ["ingest", "mse", str(FIXTURE), "--until", "2015/01/01"])
     assert result.exit_code == 2 and "YYYY-MM-DD" in result.output
+
+
+def test_the_python_api_ingests_a_dump_with_the_report_the_cli_prints(tmp_path: Path) -> None:
+    # Issue 39, point 3: MathRAG reaches what `ingest mse` does, filters included.
+    from ingestion.mse_records import MseFilters
+
+    rag = MathRAG(make_settings(tmp_path))
+    report = rag.ingest_mse(FIXTURE, MseFilters(min_score=3, tags=frozenset({"number-theory", "algebra"})))
+    printed = report.to_dict()
+    assert printed["records_by_kind"] == {"question": 1, "answer": 2} and printed["added"] == 3
+    assert {p["path"].rsplit("#", 1)[-1] for p in printed["problems"]} == {"post-7", "post-8", "post-9"}
+    assert rag.index.count() == 3
+    missing = tmp_path / "none.xml"
+    try:
+        rag.ingest_mse(missing)
+    except FileNotFoundError as error:
+        assert str(missing) in str(error)
+    else:
+        raise AssertionError("a missing dump was accepted")

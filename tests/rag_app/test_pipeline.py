@@ -120,3 +120,23 @@ def test_a_new_arxiv_version_replaces_the_old_one_and_is_not_its_duplicate(tmp_p
     assert list(rag.duplicate_groups().groups()) == [] and rag.duplicate_groups().count() == 2
     hits = rag.search("subgroup of a cyclic group", k=2)
     assert "nontrivial" in hits[0].record.text and all(hit.duplicates == () for hit in hits)
+
+
+def test_ingest_embeds_and_commits_in_batches_of_ingestion_batch_statements(tmp_path: Path) -> None:
+    # Issue 39, point 3: the pipeline's flush size is the setting, not a constant of its own.
+    def add_calls(batch: int, where: Path) -> list[int]:
+        rag = MathRAG(make_settings(where, ingestion={"isolate_papers": False, "batch_statements": batch}))
+        sizes: list[int] = []
+        add = rag.index.add
+
+        def counting_add(records, *args, **kwargs):
+            sizes.append(len(records))
+            return add(records, *args, **kwargs)
+
+        rag.index.add = counting_add
+        rag.ingest_demo()
+        return sizes
+
+    one_batch = add_calls(10_000, tmp_path / "one")
+    per_paper = add_calls(1, tmp_path / "each")
+    assert len(one_batch) == 1 and len(per_paper) == 16 and sum(per_paper) == sum(one_batch) == 246

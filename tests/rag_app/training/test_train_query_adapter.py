@@ -10,7 +10,8 @@ import numpy as np
 from typer.testing import CliRunner
 
 from rag_app.cli import app
-from rag_app.pipeline import MathRAG, make_embedder
+from rag_app.embedder_factory import make_embedder
+from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from rag_app.training.train_query_adapter import TrainQueryAdapterJob
 from retriever.query_adapter import QueryAdapter
