@@ -8,13 +8,13 @@ an index reads no postings, and the operating system keeps the hot ones in its p
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from retriever.atomic_files import directory_written_whole
 
 _ARRAYS = ("terms", "indptr", "rows", "tf", "lengths", "ids")
 
@@ -111,12 +111,9 @@ class BM25Segment:
 
     def save(self, directory: Path) -> None:
         """Written beside, then renamed into place: a segment directory is complete or absent."""
-        partial = directory.with_name(directory.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        for array in _ARRAYS:
-            np.save(partial / f"{array}.npy", getattr(self, array))
-        os.replace(partial, directory)
+        with directory_written_whole(directory) as partial:
+            for array in _ARRAYS:
+                np.save(partial / f"{array}.npy", getattr(self, array))
 
     @classmethod
     def load(cls, directory: Path) -> BM25Segment:

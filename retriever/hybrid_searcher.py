@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
 
 from retriever.fusion import FusionMethod, fuse
-from retriever.types import ScoredId
-
-
-class Searcher(Protocol):
-    name: str
-
-    def search(self, query: str, k: int) -> list[ScoredId]: ...
+from retriever.types import ChannelSearcher, ScoredId
 
 
 class HybridSearcher:
@@ -22,7 +15,7 @@ class HybridSearcher:
 
     def __init__(
         self,
-        searchers: Sequence[Searcher],
+        searchers: Sequence[ChannelSearcher],
         candidates: int = 50,
         rrf_k: float = 60.0,
         weights: Mapping[str, float] | None = None,

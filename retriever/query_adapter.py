@@ -20,14 +20,13 @@ the adapter trained for its vectors.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from retriever.atomic_files import directory_written_whole
 from retriever.embedder import Embedder, identity_directory_name
 
 PACKAGED_QUERY_ADAPTER_DIR = Path(__file__).parent / "query_adapter_weights"
@@ -123,13 +122,9 @@ class QueryAdapter:
 
     def save(self, directory: Path) -> Path:
         """Write the adapter (replacing what was there)."""
-        partial = directory.with_name(directory.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
-        np.savez(partial / WEIGHTS, matrix=self.matrix.astype(np.float32), bias=self.bias.astype(np.float32))
-        (partial / CARD).write_text(json.dumps(self.card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        shutil.rmtree(directory, ignore_errors=True)
-        os.replace(partial, directory)
+        with directory_written_whole(directory) as partial:
+            np.savez(partial / WEIGHTS, matrix=self.matrix.astype(np.float32), bias=self.bias.astype(np.float32))
+            (partial / CARD).write_text(json.dumps(self.card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return directory
 
 

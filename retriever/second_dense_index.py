@@ -23,7 +23,6 @@ the statement vectors stay as the model made them.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from chromadb.api.models.Collection import Collection
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
+from retriever.atomic_files import write_text_atomically
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import collection_nearest, collection_vectors
 from retriever.embedder import Embedder
@@ -149,9 +149,7 @@ class SecondDenseIndex:
             "statements": max(0, statements),
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        partial = self.directory / "manifest.json.partial"
-        partial.write_text(json.dumps(manifest, indent=2))
-        os.replace(partial, self.directory / "manifest.json")
+        write_text_atomically(self.directory / "manifest.json", json.dumps(manifest, indent=2))
 
     def _clear(self) -> None:
         name = self.connection.collection(SECOND_DENSE_COLLECTION)

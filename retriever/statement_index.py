@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
+from retriever.atomic_files import write_text_atomically
 from retriever.bm25_index import DATABASE as BM25_DATABASE
 from retriever.bm25_index import BM25Index
 from retriever.bm25_searcher import BM25Searcher
@@ -48,13 +48,13 @@ from retriever.formulas.fusion_index import FusionIndex, FusionIndexError
 from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
 from retriever.formulas.query_formulas import query_formulas
 from retriever.fusion import FusionMethod, fuse
-from retriever.hybrid_searcher import HybridSearcher, Searcher
+from retriever.hybrid_searcher import HybridSearcher
 from retriever.math_tokenizer import tokenize
 from retriever.paper_manifest import PaperManifest
 from retriever.query_adapter import QueryAdapter
 from retriever.search_filter import SearchFilter
 from retriever.second_dense_index import SecondDenseIndex
-from retriever.types import ScoredId, SearchHit, VectorUpdate
+from retriever.types import ChannelSearcher, ScoredId, SearchHit, VectorUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -311,8 +311,7 @@ class StatementIndex:
     def _write_formula_stats(self, stats: FormulaIndexStats) -> None:
         path = self.directory / FORMULA_LEXICAL / FORMULA_STATS
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.with_suffix(".partial").write_text(json.dumps(asdict(stats)))
-        os.replace(path.with_suffix(".partial"), path)
+        write_text_atomically(path, json.dumps(asdict(stats)))
 
     @property
     def lexical_stale(self) -> bool:
@@ -375,10 +374,10 @@ class StatementIndex:
         elif mode is SearchMode.FORMULA:
             return self.search_formula(query, k)
         else:
-            first: Searcher = dense
+            first: ChannelSearcher = dense
             if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
                 first = self._fusion_searcher(self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0)
-            searchers: list[Searcher] = [first, bm25]
+            searchers: list[ChannelSearcher] = [first, bm25]
             if mode is not SearchMode.HYBRID:
                 self._searchable_lexical()
                 searchers.append(FormulaLexicalSearcher(self._formula_lexical()))
@@ -577,9 +576,7 @@ def reindex(
 
 def _save_manifest(directory: Path, manifest: dict[str, object]) -> None:
     """Written whole or not at all: the manifest says which collection is live."""
-    partial = directory / (MANIFEST + ".partial")
-    partial.write_text(json.dumps(manifest, indent=2))
-    os.replace(partial, directory / MANIFEST)
+    write_text_atomically(directory / MANIFEST, json.dumps(manifest, indent=2))
 
 
 def _embed_into(store: ChromaStatementStore, embedder: Embedder, records: list[StatementRecord]) -> int:

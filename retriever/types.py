@@ -73,25 +73,18 @@ class DuplicatePlace:
 
 
 def record_to_dict(record: StatementRecord) -> dict[str, object]:
-    """A statement's fields as ``search --json`` and ``ingest --parse-only --json`` print them."""
-    return {
-        "id": record.id,
-        "kind": record.kind.value,
-        "name": record.name,
-        "display_name": record.display_name,
-        "text": record.text,
-        "paper_id": record.paper_id,
-        "title": record.title,
-        "label": record.label,
-        "labels": list(record.labels),
-        "section": record.section,
-        "url": record.url,
-        "source": record.source.value,
-        "formulas": list(record.formulas),
-        "docno": record.docno,
-        "proof": record.proof,
-        "metadata": dict(record.metadata),
-    }
+    """A statement's fields as ``search --json`` and ``ingest --parse-only --json`` print them: the
+    record's own serialization plus what is derived from it (its display name and docno)."""
+    return record.to_dict() | {"display_name": record.display_name, "docno": record.docno}
+
+
+class ChannelSearcher(Protocol):
+    """One retrieval channel (dense, BM25, the formula channels): statement ids with its own scores,
+    which a :class:`retriever.hybrid_searcher.HybridSearcher` fuses into one ranking."""
+
+    name: str
+
+    def search(self, query: str, k: int) -> list[ScoredId]: ...
 
 
 class StatementSearcher(Protocol):

@@ -15,8 +15,9 @@ from typing import Protocol
 
 from rag_app.evaluation.query_set import EvalQuery
 from rag_app.evaluation.trec_files import RunEntry, read_run
-from retriever import SearchHit, SearchMode, StatementIndex
+from retriever import SearchMode, StatementIndex
 from retriever.reranking_searcher import RerankingSearcher
+from retriever.types import StatementSearcher
 
 
 class Retriever(Protocol):
@@ -25,15 +26,11 @@ class Retriever(Protocol):
     def retrieve(self, query: EvalQuery, k: int) -> list[RunEntry]: ...
 
 
-class Searcher(Protocol):
-    def search(self, query: str, k: int, mode: SearchMode | str = ...) -> list[SearchHit]: ...
-
-
 class IndexRetriever:
     """One search mode of a :class:`StatementIndex` (or a searcher composed around it, such as
     :class:`RerankingSearcher`); statements that share a docno count once."""
 
-    def __init__(self, name: str, index: Searcher, mode: SearchMode) -> None:
+    def __init__(self, name: str, index: StatementSearcher, mode: SearchMode) -> None:
         self.name = name
         self.index = index
         self.mode = mode
@@ -82,7 +79,7 @@ RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N res
 SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the second embedding model
 # The reranking searcher around an index, or around the index fused with the second model (the flag).
 RerankingFactory = Callable[[StatementIndex, bool], RerankingSearcher]
-EnsembleFactory = Callable[[StatementIndex], Searcher]
+EnsembleFactory = Callable[[StatementIndex], StatementSearcher]
 
 
 class UnknownRetrieverError(ValueError):

@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from rag_app.training.fusion_trainer import FusionExample, FusionTrainer
 from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import PaperSplit
 from rag_app.training.training_pairs import pairs_without_llm
+from retriever.atomic_files import directory_written_whole
 from retriever.formulas.formula_encoder import FormulaEncoderConfig
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.marf_fusion import FusionConfig
@@ -116,45 +116,42 @@ class TrainFormulaJob:
         ).train(examples, {record.id: record for record in records}, show_progress)  # fmt: skip
 
         # 3. The model directory, written whole then moved into place.
-        partial = self.out_dir.with_name(self.out_dir.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        encoder.save(partial / "encoder")
-        encoders["encoder (maxsim)"].save(partial / "encoder-maxsim")
-        fusion_run.model.save(partial / "fusion")
-        digest = hashlib.sha256((partial / "fusion" / "weights.pt").read_bytes()).hexdigest()[:10]
-        card: dict[str, object] = {
-            "identity": f"formula-fusion-{digest}",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, device {device}",
-            "text_embedder": embedder.identity,
-            "index": str(self.index_dir),
-            "index_statements": len(records),
-            "split": split.summary(),
-            "settings": formula.model_dump(mode="json"),
-            "encoder": {
-                "rewrite_pairs": len(rewrites),
-                "rewrite_kinds": _count_kinds(rewrites),
-                "cooccurrence_pairs": len(cooccurring),
-                "heldout_pairs": len(held),
-                "generation_seconds": round(generation_seconds, 1),
-                "vocabulary": len(encoder.vocabulary),
-                "runs": encoder_runs,
-                "equivalence_check": equivalence,
-            },
-            "fusion": {
-                "pairs": _count_kinds(examples),
-                "steps": fusion_run.steps,
-                "seconds": round(fusion_run.seconds, 1),
-                "text_state_seconds": round(fusion_run.encode_seconds, 1),
-                "first_loss": fusion_run.first_loss,
-                "last_loss": fusion_run.last_loss,
-            },
-            "metrics": manifest.get("metrics", {}),
-        }
-        (partial / "card.json").write_text(json.dumps(card, indent=2))
-        split.save(partial / "split.json")  # `eval --split` groups queries by what the models trained on
-        shutil.rmtree(self.out_dir, ignore_errors=True)
-        partial.rename(self.out_dir)
+        with directory_written_whole(self.out_dir) as partial:
+            encoder.save(partial / "encoder")
+            encoders["encoder (maxsim)"].save(partial / "encoder-maxsim")
+            fusion_run.model.save(partial / "fusion")
+            digest = hashlib.sha256((partial / "fusion" / "weights.pt").read_bytes()).hexdigest()[:10]
+            card: dict[str, object] = {
+                "identity": f"formula-fusion-{digest}",
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, device {device}",
+                "text_embedder": embedder.identity,
+                "index": str(self.index_dir),
+                "index_statements": len(records),
+                "split": split.summary(),
+                "settings": formula.model_dump(mode="json"),
+                "encoder": {
+                    "rewrite_pairs": len(rewrites),
+                    "rewrite_kinds": _count_kinds(rewrites),
+                    "cooccurrence_pairs": len(cooccurring),
+                    "heldout_pairs": len(held),
+                    "generation_seconds": round(generation_seconds, 1),
+                    "vocabulary": len(encoder.vocabulary),
+                    "runs": encoder_runs,
+                    "equivalence_check": equivalence,
+                },
+                "fusion": {
+                    "pairs": _count_kinds(examples),
+                    "steps": fusion_run.steps,
+                    "seconds": round(fusion_run.seconds, 1),
+                    "text_state_seconds": round(fusion_run.encode_seconds, 1),
+                    "first_loss": fusion_run.first_loss,
+                    "last_loss": fusion_run.last_loss,
+                },
+                "metrics": manifest.get("metrics", {}),
+            }
+            (partial / "card.json").write_text(json.dumps(card, indent=2))
+            split.save(partial / "split.json")  # `eval --split` groups queries by what the models trained on
         return TrainFormulaReport(self.out_dir, card)
 
 

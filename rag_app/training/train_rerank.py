@@ -41,6 +41,7 @@ from rag_app.training.reranker_trainer import (
 )
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
+from retriever.atomic_files import directory_written_whole
 from retriever.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERANKER_DIR
 from retriever.embedding_registry import resolve_embedder
 from retriever.statement_index import SearchMode
@@ -199,13 +200,9 @@ class TrainRerankJob:
 
 def write_reranker(directory: Path, adapter_dir: Path, card: dict[str, Any]) -> Path:
     """A reranker directory: the card and the adapter (replacing what was there)."""
-    partial = directory.with_name(directory.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    shutil.copytree(adapter_dir, partial / ADAPTER)
-    (partial / CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    shutil.rmtree(directory, ignore_errors=True)
-    os.replace(partial, directory)
+    with directory_written_whole(directory) as partial:
+        shutil.copytree(adapter_dir, partial / ADAPTER)
+        (partial / CARD).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return directory
 
 

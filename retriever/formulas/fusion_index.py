@@ -18,7 +18,6 @@ batch, so a crash loses at most one batch and a rerun resumes.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from chromadb.api.models.Collection import Collection
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
+from retriever.atomic_files import write_text_atomically
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.fusion_encoder import FusionEncoder
@@ -202,9 +202,7 @@ class FusionIndex:
         self._ids, self._chunks, self._projection, self._collections = None, {}, None, {}
 
     def _write(self, name: str, text: str) -> None:
-        partial = self.directory / (name + ".partial")
-        partial.write_text(text)
-        os.replace(partial, self.directory / name)
+        write_text_atomically(self.directory / name, text)
 
     # ------------------------------------------------------------------ reading
     def search_pooled(self, vector: np.ndarray, k: int) -> list[ScoredId]:
