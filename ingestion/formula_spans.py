@@ -45,7 +45,3 @@ def find_formula_spans(text: str) -> list[FormulaSpan]:
         if body:
             spans.append(FormulaSpan(body, match.start(), match.end(), group in _DISPLAY_GROUPS))
     return spans
-
-
-def has_math_delimiters(text: str) -> bool:
-    return _MATH_PATTERN.search(text) is not None

@@ -87,10 +87,6 @@ class ChromaStatementStore:
             found.update(str(metadata["paper_id"]) for metadata in batch["metadatas"])
             offset += len(batch["ids"])
 
-    def delete_papers(self, paper_ids: Sequence[str]) -> None:
-        for batch in _batches(list(paper_ids), 500):
-            self._collection.delete(where={"paper_id": {"$in": batch}})
-
     def upsert(self, records: Sequence[StatementRecord], embeddings: np.ndarray) -> None:
         batch_size = self._client.get_max_batch_size()
         for start in range(0, len(records), batch_size):

@@ -69,10 +69,6 @@ class PaperSplit:
     def training_records(self, records: Iterable[StatementRecord]) -> list[StatementRecord]:
         return [record for record in records if self.is_training(record)]
 
-    @property
-    def papers_in_training(self) -> frozenset[str]:
-        return self.train_only_papers | self.seen_papers
-
     def group(self, relevant: Iterable[str], paper_ids: Iterable[str]) -> str:
         """The evaluation group of a query from its gold docnos and papers.
 

@@ -65,12 +65,6 @@ def formula_documents(records: Iterable[StatementRecord]) -> tuple[list[str], li
     return ids, documents, FormulaIndexStats(len(ids), formulas, malformed)
 
 
-def build_formula_index(records: Iterable[StatementRecord]) -> tuple[BM25Index, FormulaIndexStats]:
-    """An in-memory formula index (scripts and checks; the statement index keeps its own on disk)."""
-    ids, documents, stats = formula_documents(records)
-    return BM25Index.build_from_tokens(ids, documents, k1=FORMULA_K1, b=FORMULA_B), stats
-
-
 class FormulaLexicalSearcher:
     name = "formula"
 
