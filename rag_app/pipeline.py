@@ -8,12 +8,9 @@ with MathRAG.open("~/my-index") as rag:
 
 from __future__ import annotations
 
-import atexit
-import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -25,26 +22,16 @@ from ingestion.arxiv_download import ArxivDownloader, DownloadReport
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
-from prompts import PromptTemplate, load_prompt
-from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
+from prompts import load_prompt
+from rag_app.answer import Answer, AnswerStream
+from rag_app.answerer import Answerer, Retrieval
 from rag_app.arxiv_month import MonthReport, month_ingest
-from rag_app.attribution import Attributor
-from rag_app.citations import check_citations, citation_numbers
-from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources
 from rag_app.conversation import QueryRewriter, RewrittenQuery, Turn
 from rag_app.embedder_factory import make_embedder, resolve_device
 from rag_app.ingest_report import IngestReport
-from rag_app.llm_client import ChatClient, LLMUnavailableError
-from rag_app.llm_server import (
-    LlamaCppServer,
-    LLMServerError,
-    LLMServerProcess,
-    is_healthy,
-    running_server_url,
-    server_from_settings,
-)
+from rag_app.llm_client import ChatClient
+from rag_app.llm_connection import LLMConnection, LLMHealth
 from rag_app.mse_ingest import MseIngest, MseReport
-from rag_app.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.cross_encoder_reranker import CrossEncoderReranker
@@ -57,8 +44,6 @@ from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.second_dense_index import SecondDenseIndex
 from retriever.types import StatementSearcher, VectorUpdate
-
-logger = logging.getLogger(__name__)
 
 
 def demo_corpus_path() -> Path:
@@ -75,8 +60,7 @@ class MathRAG:
         self._second_dense: SecondDenseIndex | None = None
         self._ensemble: EnsembleSearcher | None = None
         self._duplicates: DuplicateGroups | None = None
-        self._server: LLMServerProcess | None = None
-        self._client: ChatClient | None = None
+        self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, settings: Settings | None = None) -> MathRAG:
@@ -412,239 +396,41 @@ class MathRAG:
         rerank = self.settings.rerank.ask if rerank is None else rerank
         second = self.settings.second_embedding.ask if second_embedding is None else second_embedding
         hits = self.search(search.query, k, mode, where, rerank=rerank, second_embedding=second)
-        vectors = self.index.store.vectors([hit.record.id for hit in hits])
-        hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
-        similarities = hit_vectors @ self.index.embedder.embed_query(search.query) if hits else np.zeros(0)
-        relevance = float(similarities.max()) if hits else None
-        retrieval_ms = (time.perf_counter() - started) * 1000
-        rerank_ms = self.reranking_searcher(second).last_rerank_ms if rerank else 0.0
-        checks = self.settings.answers
-        prompt = load_prompt(self.settings.llm.prompt)
-        record = Answer(
-            question, "", hits, prompt=prompt.identity, relevance=relevance,
-            relevance_threshold=checks.min_relevance, support_threshold=checks.min_support,
-            search_query=search.query, rewrite=search.method.value,
+        retrieval = Retrieval(
+            hits,
+            search,
             filter=where.describe() if where is not None else "everything",
             retriever=str(mode or self.settings.retrieval.mode),
-            reranker=self.reranking_searcher(second).reranker.identity if rerank else "", rerank_ms=rerank_ms,
+            reranker=self.reranking_searcher(second).reranker.identity if rerank else "",
+            rerank_ms=self.reranking_searcher(second).last_rerank_ms if rerank else 0.0,
             second_embedding=self._second_embedding_used(second),
-        )  # fmt: skip
-        # The model reads the question as asked, and what it means in the conversation.
-        prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
-        given: list[SearchHit] = []
-
-        def chunks() -> Iterator[str]:
-            if relevance is None or relevance < checks.min_relevance:
-                record.status = AnswerStatus.NOT_FOUND
-                yield _not_found_notice(relevance, checks.min_relevance, bool(hits))
-                return
-            try:
-                client = self.llm_client()
-                record.model, record.server = client.model, client.base_url
-                candidates = self._source_candidates(hits, similarities)
-                messages = self._messages(client, prompt, prompt_question, candidates, record, given)
-                yield from client.stream_chat(messages)
-            except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
-                record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
-
-        def finish(text: str, stream: AnswerStream) -> Answer:
-            validation_started = time.perf_counter()
-            if record.status is AnswerStatus.NOT_FOUND:
-                record.text = text
-                return _with_timings(record, retrieval_ms, stream, validation_started)
-            record.raw_text = text
-            if record.llm_error is not None:
-                notice = f"The language model is not available ({record.llm_error})."
-                record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
-            else:
-                record.sources = list(given)
-                self._validate(
-                    record, text.strip(), np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
-                )
-            return _with_timings(record, retrieval_ms, stream, validation_started)
-
-        return AnswerStream(hits, chunks(), finish, started)
-
-    def _source_candidates(self, hits: list[SearchHit], similarities: np.ndarray) -> list[SearchHit]:
-        """The hits worth the model's reading time: at most ``answers.max_sources``, and (with
-        ``answers.source_margin``) only those about as similar to the question as the best one."""
-        checks = self.settings.answers
-        best = float(similarities.max()) if len(similarities) else 0.0
-        kept = [
-            hit
-            for hit, similarity in zip(hits, similarities, strict=True)
-            if checks.source_margin is None or similarity >= best - checks.source_margin
-        ]
-        return kept[: checks.max_sources]
-
-    def _messages(
-        self,
-        client: ChatClient,
-        prompt: PromptTemplate,
-        question: str,
-        hits: list[SearchHit],
-        record: Answer,
-        given: list[SearchHit],
-    ) -> list[dict[str, str]]:
-        """The prompt with as many sources as fit the model's window, counted with its tokenizer."""
-        llm = self.settings.llm
-        window = client.context_window() or llm.context_window
-        fence = new_fence_key()
-        frame = prompt.messages(sources="", question=question, fence=fence)
-        system_text = "\n".join(message["content"] for message in frame if message["role"] == "system")
-        rest_text = "\n".join(message["content"] for message in frame if message["role"] != "system")
-        system_tokens = client.count_tokens(system_text) or estimate_tokens(system_text)
-        rest_tokens = client.count_tokens(rest_text) or estimate_tokens(rest_text)
-        frame_tokens = system_tokens + rest_tokens
-        # Chat templates add a few tokens per message around the contents.
-        budget = window - llm.max_tokens - frame_tokens - 16 * len(frame)
-        checks = self.settings.answers
-        proofs = checks.proofs == "always" or (checks.proofs == "auto" and asks_for_proof(question))
-        if checks.sources_budget_tokens is not None:
-            budget = min(budget, checks.sources_budget_tokens)
-        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, checks.max_source_tokens, proofs)
-        given.extend(packed.hits)
-        record.context = ContextReport(
-            packed.tokens + frame_tokens,
-            packed.counted,
-            window,
-            len(packed.hits),
-            packed.trimmed,
-            packed.dropped,
-            system_tokens,
-            rest_tokens,
-            packed.source_tokens,
-            packed.proofs,
         )
-        return prompt.messages(sources=packed.text, question=question, fence=fence)
+        return self.answerer.stream(question, retrieval, started)
 
-    def _validate(self, record: Answer, text: str, source_vectors: np.ndarray) -> None:
-        """Drop citations to sources not given, attach citations by attribution, mark unsupported claims."""
-        checked = check_citations(text, len(record.sources))
-        record.invalid_citations = checked.invalid
-        record.text, record.cited = checked.text, checked.cited
-        checks = self.settings.answers
-        if not checks.attribute or not record.sources:
-            record.status = AnswerStatus.ANSWERED if checked.cited else AnswerStatus.UNSUPPORTED
-            return
-        attributor = Attributor(self.index.embedder.embed_documents, checks.min_support)
-        attribution = attributor.attribute(checked.text, [h.record.text for h in record.sources], source_vectors)
-        record.text, record.sentences = attribution.text, attribution.sentences
-        record.attributed = sorted({n for s in attribution.sentences for n in s.attributed})
-        record.cited = list(dict.fromkeys(citation_numbers(attribution.text)))
-        record.status = AnswerStatus.ANSWERED if attribution.supported else AnswerStatus.UNSUPPORTED
+    @property
+    def answerer(self) -> Answerer:
+        """The answering stage over this index's current store and embedder (a reindex may swap them)."""
+        return Answerer(self.settings, self.index.embedder, self.index.store.vectors, self.llm.client)
 
     # ------------------------------------------------------------------ LLM
     def llm_client(self) -> ChatClient:
         """A client for the configured server, starting the local one if none is configured."""
-        if self._client is None:
-            llm = self.settings.llm
-            base_url = llm.base_url or running_server_url(self.settings.data_dir) or self._start_local_server()
-            self._client = ChatClient(
-                base_url,
-                api_key=llm.api_key,
-                model=llm.model,
-                timeout_s=llm.timeout_s,
-                retries=llm.retries,
-                temperature=llm.temperature,
-                max_tokens=llm.max_tokens,
-                extra_body=llm.extra_body,
-                max_concurrency=llm.max_concurrency,
-            )
-            if isinstance(self._server, LlamaCppServer) and llm.llama_cpp.warm_up:
-                self._warm_up(self._client)
-        return self._client
-
-    def _warm_up(self, client: ChatClient) -> None:
-        """Have the local server read the answer prompt's instructions once: they open every answer
-        prompt, so llama.cpp keeps them as the cached prefix and the first question reads only its own
-        part. A failure here only costs that saving."""
-        prompt = load_prompt(self.settings.llm.prompt)
-        system = prompt.messages(sources="", question="", fence="")[0]
-        try:
-            client.chat([system, {"role": "user", "content": "Sources"}], max_tokens=1, temperature=0.0)
-        except LLMUnavailableError as error:
-            logger.warning("the LLM server's warm-up failed: %s", error)
+        return self.llm.client()
 
     def llm_status(self) -> str:
         """A one-line description of where answers come from, for the UI and ``llm status``."""
-        llm = self.settings.llm
-        if llm.base_url:
-            state = "up" if is_healthy(llm.base_url) else "down"
-            return f"{llm.base_url} ({state})"
-        if self._server is not None and self._server.running:
-            return f"local {self._server.kind} server at {self._server.base_url} ({self._server.model_alias})"
-        running = running_server_url(self.settings.data_dir)
-        if running:
-            return f"local server at {running} (started by `llm serve` or `ui`)"
-        if llm.server != "llama.cpp" and llm.vllm.model:
-            return f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
-        return f"local llama.cpp server, started on first question ({llm.local_model})"
+        return self.llm.status()
 
     def llm_health(self) -> LLMHealth:
-        """Whether answers can be generated now: ``up``, ``down`` or ``not started`` (the local server starts
-        on the first question)."""
-        llm = self.settings.llm
-        description = self.llm_status()
-        if llm.base_url:
-            return LLMHealth("up" if is_healthy(llm.base_url) else "down", description)
-        if self._server is not None:
-            return LLMHealth("up" if self._server.running else "down", description)
-        if running_server_url(self.settings.data_dir):
-            return LLMHealth("up", description)
-        return LLMHealth("not started", description)
-
-    def _start_local_server(self) -> str:
-        notes: list[str] = []
-        server = server_from_settings(self.settings, notes=notes)
-        for note in notes:
-            logger.warning(note)
-        server.start()
-        self._server = server
-        atexit.register(server.stop)
-        return server.base_url
+        """Whether answers can be generated now: ``up``, ``down`` or ``not started``."""
+        return self.llm.health()
 
     def close(self) -> None:
         """Stop the LLM server if this object started it."""
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-        self._client = None
+        self.llm.close()
 
     def __enter__(self) -> MathRAG:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-@dataclass(frozen=True, slots=True)
-class LLMHealth:
-    state: str  # "up", "down" or "not started"
-    description: str
-
-
-def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:
-    if not any_hits:
-        return "The index holds no statement that matches this question, so no answer was generated."
-    return (
-        "The indexed corpus does not seem to contain an answer to this question: its closest statement has "
-        f"similarity {relevance:.2f}, under the threshold {threshold:.2f}. No answer was generated; the closest "
-        "statements are listed below."
-    )
-
-
-def _with_timings(record: Answer, retrieval_ms: float, stream: AnswerStream, validation_started: float) -> Answer:
-    """``record`` with milliseconds from the question: retrieval, first text, whole answer, validation, total."""
-    now = time.perf_counter()
-    timings = {"retrieval": retrieval_ms}
-    if record.reranker:  # the cross-encoder's share of retrieval
-        timings["rerank"] = record.rerank_ms
-    if stream.first_chunk_s is not None:
-        timings["first_token"] = stream.first_chunk_s * 1000
-    if stream.generated_s is not None:
-        timings["full_answer"] = stream.generated_s * 1000
-    timings["validation"] = (now - validation_started) * 1000
-    timings["total"] = (now - stream.started) * 1000
-    record.timings_ms = {name: round(value, 1) for name, value in timings.items()}
-    return record

@@ -35,7 +35,7 @@ def test_llm_serve_is_reused_by_ask_and_stops_cleanly(demo_index_dir: Path, tmp_
         assert "started by `llm serve`" in rag.llm_status()
         answer = rag.ask("State the Tietze extension theorem.", k=2)
         assert answer.llm_error is None and answer.model == TEST_CHAT_MODEL
-        assert rag._server is None  # reused, not started
+        assert rag.llm.server is None  # reused, not started
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)

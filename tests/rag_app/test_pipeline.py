@@ -81,7 +81,7 @@ def test_local_server_is_started_when_needed_and_stopped_on_close(demo_index_dir
     rag = MathRAG(settings)
     answer = rag.ask("What is a Markov chain?", k=2)
     assert answer.llm_error is None and answer.text
-    server: LLMServerProcess | None = rag._server
+    server: LLMServerProcess | None = rag.llm.server
     assert server is not None and server.running and server.host == "127.0.0.1"
     rag.close()
     assert not server.running

@@ -1,0 +1,212 @@
+"""Answering from retrieved statements: which sources the model reads, the prompt that fits its window,
+the streamed answer, and the checks after it (citations to sources given, each sentence attributed to
+what its sources state).
+
+:class:`MathRAG` searches; an :class:`Answerer` takes the hits and a chat client from there on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from prompts import PromptTemplate, load_prompt
+from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
+from rag_app.attribution import Attributor
+from rag_app.citations import check_citations, citation_numbers
+from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources
+from rag_app.conversation import RewrittenQuery
+from rag_app.llm_client import ChatClient, LLMUnavailableError
+from rag_app.llm_server import LLMServerError
+from rag_app.packaged_models import PackagedModelError
+from rag_app.settings import Settings
+from retriever import Embedder, SearchHit
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """The sources found for a question, and how they were found (the answer reports it)."""
+
+    hits: list[SearchHit]
+    search: RewrittenQuery
+    filter: str  # the filter's description, or "everything"
+    retriever: str
+    reranker: str = ""  # the cross-encoder's identity, when it reordered the hits
+    rerank_ms: float = 0.0
+    second_embedding: str = ""  # the second embedding model fused in, or ""
+
+
+class Answerer:
+    """Streams an answer to a question from its retrieved sources.
+
+    ``vectors`` gives the stored vectors of statement ids (the relevance gate and the attribution
+    compare them with the question and the answer's sentences); ``client`` gives the chat client,
+    started on first use.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder,
+        vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray]],
+        client: Callable[[], ChatClient],
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.vectors = vectors
+        self.client = client
+
+    def stream(self, question: str, retrieval: Retrieval, started: float) -> AnswerStream:
+        """Check that something relevant was found, then stream the LLM's answer. Nothing is generated
+        when no source is similar enough to the question (the answer says so and keeps the closest
+        statements); when the LLM is down, the answer says so and keeps the sources. After generation,
+        citations are validated and each sentence is attributed to its sources. ``started``: when the
+        question came (timings count from there)."""
+        hits, search = retrieval.hits, retrieval.search
+        vectors = self.vectors([hit.record.id for hit in hits])
+        hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
+        similarities = hit_vectors @ self.embedder.embed_query(search.query) if hits else np.zeros(0)
+        relevance = float(similarities.max()) if hits else None
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        checks = self.settings.answers
+        prompt = load_prompt(self.settings.llm.prompt)
+        record = Answer(
+            question, "", hits, prompt=prompt.identity, relevance=relevance,
+            relevance_threshold=checks.min_relevance, support_threshold=checks.min_support,
+            search_query=search.query, rewrite=search.method.value, filter=retrieval.filter,
+            retriever=retrieval.retriever, reranker=retrieval.reranker, rerank_ms=retrieval.rerank_ms,
+            second_embedding=retrieval.second_embedding,
+        )  # fmt: skip
+        # The model reads the question as asked, and what it means in the conversation.
+        prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
+        given: list[SearchHit] = []
+
+        def chunks() -> Iterator[str]:
+            if relevance is None or relevance < checks.min_relevance:
+                record.status = AnswerStatus.NOT_FOUND
+                yield _not_found_notice(relevance, checks.min_relevance, bool(hits))
+                return
+            try:
+                client = self.client()
+                record.model, record.server = client.model, client.base_url
+                candidates = self._source_candidates(hits, similarities)
+                messages = self._messages(client, prompt, prompt_question, candidates, record, given)
+                yield from client.stream_chat(messages)
+            except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
+                record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
+
+        def finish(text: str, stream: AnswerStream) -> Answer:
+            validation_started = time.perf_counter()
+            if record.status is AnswerStatus.NOT_FOUND:
+                record.text = text
+                return _with_timings(record, retrieval_ms, stream, validation_started)
+            record.raw_text = text
+            if record.llm_error is not None:
+                notice = f"The language model is not available ({record.llm_error})."
+                record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
+            else:
+                record.sources = list(given)
+                self._validate(
+                    record, text.strip(), np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
+                )
+            return _with_timings(record, retrieval_ms, stream, validation_started)
+
+        return AnswerStream(hits, chunks(), finish, started)
+
+    def _source_candidates(self, hits: list[SearchHit], similarities: np.ndarray) -> list[SearchHit]:
+        """The hits worth the model's reading time: at most ``answers.max_sources``, and (with
+        ``answers.source_margin``) only those about as similar to the question as the best one."""
+        checks = self.settings.answers
+        best = float(similarities.max()) if len(similarities) else 0.0
+        kept = [
+            hit
+            for hit, similarity in zip(hits, similarities, strict=True)
+            if checks.source_margin is None or similarity >= best - checks.source_margin
+        ]
+        return kept[: checks.max_sources]
+
+    def _messages(
+        self,
+        client: ChatClient,
+        prompt: PromptTemplate,
+        question: str,
+        hits: list[SearchHit],
+        record: Answer,
+        given: list[SearchHit],
+    ) -> list[dict[str, str]]:
+        """The prompt with as many sources as fit the model's window, counted with its tokenizer."""
+        llm = self.settings.llm
+        window = client.context_window() or llm.context_window
+        fence = new_fence_key()
+        frame = prompt.messages(sources="", question=question, fence=fence)
+        system_text = "\n".join(message["content"] for message in frame if message["role"] == "system")
+        rest_text = "\n".join(message["content"] for message in frame if message["role"] != "system")
+        system_tokens = client.count_tokens(system_text) or estimate_tokens(system_text)
+        rest_tokens = client.count_tokens(rest_text) or estimate_tokens(rest_text)
+        frame_tokens = system_tokens + rest_tokens
+        # Chat templates add a few tokens per message around the contents.
+        budget = window - llm.max_tokens - frame_tokens - 16 * len(frame)
+        checks = self.settings.answers
+        proofs = checks.proofs == "always" or (checks.proofs == "auto" and asks_for_proof(question))
+        if checks.sources_budget_tokens is not None:
+            budget = min(budget, checks.sources_budget_tokens)
+        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, checks.max_source_tokens, proofs)
+        given.extend(packed.hits)
+        record.context = ContextReport(
+            packed.tokens + frame_tokens,
+            packed.counted,
+            window,
+            len(packed.hits),
+            packed.trimmed,
+            packed.dropped,
+            system_tokens,
+            rest_tokens,
+            packed.source_tokens,
+            packed.proofs,
+        )
+        return prompt.messages(sources=packed.text, question=question, fence=fence)
+
+    def _validate(self, record: Answer, text: str, source_vectors: np.ndarray) -> None:
+        """Drop citations to sources not given, attach citations by attribution, mark unsupported claims."""
+        checked = check_citations(text, len(record.sources))
+        record.invalid_citations = checked.invalid
+        record.text, record.cited = checked.text, checked.cited
+        checks = self.settings.answers
+        if not checks.attribute or not record.sources:
+            record.status = AnswerStatus.ANSWERED if checked.cited else AnswerStatus.UNSUPPORTED
+            return
+        attributor = Attributor(self.embedder.embed_documents, checks.min_support)
+        attribution = attributor.attribute(checked.text, [h.record.text for h in record.sources], source_vectors)
+        record.text, record.sentences = attribution.text, attribution.sentences
+        record.attributed = sorted({n for s in attribution.sentences for n in s.attributed})
+        record.cited = list(dict.fromkeys(citation_numbers(attribution.text)))
+        record.status = AnswerStatus.ANSWERED if attribution.supported else AnswerStatus.UNSUPPORTED
+
+
+def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:
+    if not any_hits:
+        return "The index holds no statement that matches this question, so no answer was generated."
+    return (
+        "The indexed corpus does not seem to contain an answer to this question: its closest statement has "
+        f"similarity {relevance:.2f}, under the threshold {threshold:.2f}. No answer was generated; the closest "
+        "statements are listed below."
+    )
+
+
+def _with_timings(record: Answer, retrieval_ms: float, stream: AnswerStream, validation_started: float) -> Answer:
+    """``record`` with milliseconds from the question: retrieval, first text, whole answer, validation, total."""
+    now = time.perf_counter()
+    timings = {"retrieval": retrieval_ms}
+    if record.reranker:  # the cross-encoder's share of retrieval
+        timings["rerank"] = record.rerank_ms
+    if stream.first_chunk_s is not None:
+        timings["first_token"] = stream.first_chunk_s * 1000
+    if stream.generated_s is not None:
+        timings["full_answer"] = stream.generated_s * 1000
+    timings["validation"] = (now - validation_started) * 1000
+    timings["total"] = (now - stream.started) * 1000
+    record.timings_ms = {name: round(value, 1) for name, value in timings.items()}
+    return record
