@@ -7,6 +7,7 @@ expanded, math normalized, references resolved) and split the over-long ones.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import tempfile
@@ -274,14 +275,17 @@ def _begins_counted(body: str, environments: dict[str, TheoremEnvironment]) -> i
 def _unexpandable_macro_warnings(macros: MacroTable, files: list[Path], main: Path) -> list[IngestProblem]:
     """One warning per macro whose expansion passed a bound, at its (last) definition: its calls were
     left as written, and the paper's statements extracted all the same."""
+    if not macros.unexpandable:
+        return []
+    sources = {}
+    for file in files:  # in the order TeX reads them: the last definition is the one in force
+        with contextlib.suppress(LatexSourceError):
+            sources[file] = read_latex_file(file)
     problems = []
     for name, reason in macros.unexpandable.items():
         path, line = str(main), None
-        for file in files:  # in the order TeX reads them: the last definition is the one in force
-            try:
-                found = definition_line(read_latex_file(file), name)
-            except LatexSourceError:
-                continue
+        for file, source in sources.items():
+            found = definition_line(source, name)
             if found is not None:
                 path, line = str(file), found
         reason = f"macro \\{name} {reason}; its calls are left as written"

@@ -64,6 +64,7 @@ class Macro:
 _CONTROL_WORD = re.compile(r"\\([A-Za-z@]+)|\\(.)", re.DOTALL)
 # Text ending in a control word, which a letter written right after would lengthen (``\\circ`` + ``c``).
 _ENDS_IN_CONTROL_WORD = re.compile(r"\\[A-Za-z@]+$")
+_LETTER_START = re.compile(r"[A-Za-z@]")
 _DEFINING = re.compile(
     r"\\(?P<cmd>newcommand|renewcommand|providecommand|DeclareRobustCommand|DeclareMathOperator"
     r"|NewDocumentCommand|RenewDocumentCommand|ProvideDocumentCommand|DeclareDocumentCommand"
@@ -238,8 +239,8 @@ class MacroTable:
             if expansions > self.max_expansions:
                 raise _RunawayError(expanded, f"expands more than {self.max_expansions} times")
             replacement, end = self._apply(macro, rest, match.end())
-            if replacement[:1].isalpha() and out and _ENDS_IN_CONTROL_WORD.search(out[-1]):
-                replacement = " " + replacement  # ``\\mapsto\\compose{t}``: ``\\mapsto t``, not ``\\mapstot``
+            if out:  # ``\\mapsto\\compose{t}``: ``\\mapsto t``, not ``\\mapstot``
+                replacement = _apart(out[-1], replacement) + replacement
             rest = replacement + rest[end:]
             pos = 0
             if len(rest) + out_length > self.max_length:
@@ -266,8 +267,7 @@ class MacroTable:
         if arguments:
             body = _PARAMETER.sub(lambda m: _substituted(m, arguments), body)
         # A control word directly followed by a letter would merge with it: keep them apart.
-        if macro.body and _ENDS_IN_CONTROL_WORD.search(body) and pos < len(text) and text[pos].isalpha():
-            body += " "
+        body += _apart(body, text[pos : pos + 1])
         return body, pos
 
 
@@ -310,8 +310,8 @@ def _argument(arguments: list[str], number: int) -> str:
     return arguments[number - 1] if number <= len(arguments) else ""
 
 
-# A parameter with the control word before it and the letter after it, if any.
-_PARAMETER = re.compile(r"(\\[A-Za-z@]+)?#([1-9])(?=([A-Za-z@]?))")
+# A parameter with the control word before it and the character after it, if any.
+_PARAMETER = re.compile(r"(\\[A-Za-z@]+)?#([1-9])(?=(.?))", re.DOTALL)
 
 
 def _substituted(parameter: re.Match[str], arguments: list[str]) -> str:
@@ -319,11 +319,13 @@ def _substituted(parameter: re.Match[str], arguments: list[str]) -> str:
     the body as tokens, so ``\\lVert#1`` with ``v`` is ``\\lVert v``, never ``\\lVertv``."""
     command = parameter.group(1) or ""
     argument = _argument(arguments, int(parameter.group(2)))
-    if command and argument[:1].isalpha():
-        command += " "
-    if parameter.group(3) and _ENDS_IN_CONTROL_WORD.search(argument):
-        argument += " "
-    return command + argument
+    return command + _apart(command, argument) + argument + _apart(argument, parameter.group(3))
+
+
+def _apart(left: str, right: str) -> str:
+    """A space when ``left`` ends in a control word that ``right``'s first letter would lengthen
+    (``\\circ`` then ``c``), else nothing: text joined during expansion reads as TeX's tokens did."""
+    return " " if _LETTER_START.match(right) and _ENDS_IN_CONTROL_WORD.search(left) else ""
 
 
 def _read_argument(text: str, pos: int) -> tuple[str, int]:
