@@ -39,7 +39,7 @@ def main() -> None:
     if args.device:
         settings.rerank.device = args.device
     rag = MathRAG(settings.model_copy(update={"index_dir": eval_index_dir(settings)}))
-    searcher = rag.reranking_searcher()
+    searcher = rag.search_stack.reranking()
     k, mode = settings.retrieval.top_k, settings.retrieval.mode
     rows = {}
     for name in SETS:
@@ -47,7 +47,7 @@ def main() -> None:
         first_ms, rerank_ms, total_ms = [], [], []
         for query in tqdm(query_set.queries[: args.queries], desc=name, unit="query"):
             started = time.perf_counter()
-            rag.index.search(query.text, k, mode)
+            rag.search_stack.first_stage().search(query.text, k, mode)
             first_ms.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
             searcher.search(query.text, k, mode)

@@ -180,7 +180,7 @@ def measure_rebuild(directory: Path, work: Path) -> dict[str, Any]:
     index.rebuild_lexical(show_progress=True)
     return {
         "lexical_rebuild_s": round(time.perf_counter() - started, 1),
-        "lexical_segments": index._lexical().segment_count,
+        "lexical_segments": index.lexical_index().segment_count,
     }
 
 
@@ -193,7 +193,7 @@ def measure_increment(base: Path, directory: Path, work: Path, increment: int = 
     result = {}
     for name, detect, copy in [("increment", True, 10_000), ("increment_plain", False, 20_000)]:
         index = MathRAG(settings_for(directory, work, duplicates=detect)).index
-        index.search("warm up", 1, SearchMode.BM25)  # opened as a running ingest has it
+        index.searchable_count()  # BM25 opened (and checked) as a running ingest has it
         chunk, vectors = copies(records, matrix, list(range(increment)), copy, np.random.default_rng(1))
         timer: dict[str, float] = {}
         restore = []
@@ -218,7 +218,7 @@ def measure_increment(base: Path, directory: Path, work: Path, increment: int = 
         finally:
             for owner, method, original in restore:
                 setattr(owner, method, original)
-        assert index.count() == len(index._lexical()), "the lexical index lost step with the store"
+        assert index.count() == len(index.lexical_index()), "the lexical index lost step with the store"
         result[name] = {
             "statements": increment,
             "add_s": round(add_seconds, 2),
@@ -303,7 +303,7 @@ def formula_cost(rag: MathRAG, formulas: list[str]) -> dict[str, float]:
     """What the formula channel's time goes into: the postings of the query's formula terms (an
     exhaustive search reads them all), and how closely its latency follows them (timed again here,
     per query, for the correlation)."""
-    index = rag.index._formula_lexical()
+    index = rag.index.formula_lexical_index()
     postings, times = [], []
     for formula in formulas:
         terms = [term for f in (query_formulas(formula) or [formula]) for term in normalize_formula(f).terms()]

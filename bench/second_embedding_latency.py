@@ -47,9 +47,9 @@ def main() -> None:
     if second is None:
         raise SystemExit("second_embedding.model is `none`: nothing to measure")
     second.check()
-    ensemble = rag.first_stage(True)
+    ensemble = rag.search_stack.first_stage(second_embedding=True)
     k, mode = settings.retrieval.top_k, settings.retrieval.mode
-    rag.index.search("warm up", k, mode)
+    rag.search_stack.first_stage().search("warm up", k, mode)
     ensemble.search("warm up", k, mode)
     rows = {}
     for name in SETS:
@@ -59,7 +59,7 @@ def main() -> None:
             for cache in (rag.index.embedder, second.embedder):
                 cache._recent_queries.clear()  # a new query every time
             started = time.perf_counter()
-            rag.index.search(query.text, k, mode)
+            rag.search_stack.first_stage().search(query.text, k, mode)
             first_ms.append((time.perf_counter() - started) * 1000)
             rag.index.embedder._recent_queries.clear()
             second.embedder._recent_queries.clear()

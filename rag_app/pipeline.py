@@ -32,18 +32,15 @@ from rag_app.ingest_report import IngestReport
 from rag_app.llm_client import ChatClient
 from rag_app.llm_connection import LLMConnection, LLMHealth
 from rag_app.mse_ingest import MseIngest, MseReport
+from rag_app.search_stack import SearchStack
 from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
-from retriever.cross_encoder_reranker import CrossEncoderReranker
-from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.duplicate_groups import rebuild as rebuild_duplicates
-from retriever.ensemble_searcher import EnsembleSearcher
-from retriever.paper_searcher import PaperHit, PaperSearcher
+from retriever.paper_searcher import PaperHit
 from retriever.query_adapter import QueryAdapter
-from retriever.reranking_searcher import RerankingSearcher
 from retriever.second_dense_index import SecondDenseIndex
-from retriever.types import StatementSearcher, VectorUpdate
+from retriever.types import VectorUpdate
 
 
 def demo_corpus_path() -> Path:
@@ -55,10 +52,8 @@ class MathRAG:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: StatementIndex | None = None
-        self._reranker: CrossEncoderReranker | None = None
-        self._reranking: dict[bool, RerankingSearcher] = {}  # by whether the second model's channel is used
+        self._search_stack: SearchStack | None = None
         self._second_dense: SecondDenseIndex | None = None
-        self._ensemble: EnsembleSearcher | None = None
         self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
 
@@ -73,28 +68,25 @@ class MathRAG:
     @property
     def index(self) -> StatementIndex:
         if self._index is None:
-            retrieval = self.settings.retrieval
-            embedder = make_embedder(self.settings)
             self._index = StatementIndex(
                 self.settings.resolved_index_dir,
-                embedder,
-                candidates=retrieval.candidates,
-                rrf_k=retrieval.rrf_k,
-                weights={
-                    "dense": retrieval.dense_weight,
-                    "bm25": retrieval.bm25_weight,
-                    "formula": retrieval.formula_weight,
-                },
-                fusion=retrieval.fusion,
+                make_embedder(self.settings),
                 formula_models=self.settings.formula.models,
                 token_dim=self.settings.formula.token_dim,
-                maxsim_candidates=self.settings.formula.maxsim_candidates,
                 connection=self.settings.store.connection(),
                 duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
-                query_adapter=QueryAdapter.configured(retrieval.query_adapter, embedder.identity),
                 second_dense=self.second_dense_index(),
             )
         return self._index
+
+    @property
+    def search_stack(self) -> SearchStack:
+        """This index's searchers, composed from the settings once (see ``rag_app.search_stack``)."""
+        if self._search_stack is None:
+            self._search_stack = SearchStack(
+                self.settings, self.index, self.second_dense_index(), self.duplicate_groups()
+            )
+        return self._search_stack
 
     def second_dense_index(self) -> SecondDenseIndex | None:
         """The second embedding model's vectors (``[second_embedding]``), or None when it is off."""
@@ -119,33 +111,12 @@ class MathRAG:
             )
         return self._second_dense
 
-    def _second_embedding_used(self, asked: bool) -> str:
-        """The second model's identity when a search fused it in (asked, configured and built), else ""."""
-        second = self.second_dense_index() if asked else None
-        return second.embedder.identity if second is not None and second.built_by_configured_model() else ""
-
     def build_second_dense(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Embed the statements the second model's vectors lack (see ``rag-app build-dense2``)."""
-        second = self.ensemble_searcher().second
-        return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
-
-    def ensemble_searcher(self, index: StatementIndex | None = None) -> EnsembleSearcher:
-        """``index`` (default: this one, searcher kept) fused with the second model; ValueError when it is off."""
         second = self.second_dense_index()
         if second is None:
             raise ValueError("the second embedding model is off (second_embedding.model = none)")
-        settings = self.settings.second_embedding
-        if index is not None:
-            return EnsembleSearcher(index, second, settings.weight, settings.candidates)
-        if self._ensemble is None:  # kept: it warns once about unbuilt vectors, not at every search
-            self._ensemble = EnsembleSearcher(self.index, second, settings.weight, settings.candidates)
-        return self._ensemble
-
-    def first_stage(self, second_embedding: bool) -> StatementSearcher:
-        """The index's search, fused with the second model's channel when asked and configured."""
-        if second_embedding and self.second_dense_index() is not None:
-            return self.ensemble_searcher()
-        return self.index
+        return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
 
     def duplicate_groups(self) -> DuplicateGroups:
         """The index's duplicate groups (``[duplicates]`` settings)."""
@@ -288,37 +259,15 @@ class MathRAG:
         ``rerank``: rescore the fused top N with the cross-encoder (unset: ``rerank.search``).
         ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.search``).
         """
-        retrieval = self.settings.retrieval
         rerank = self.settings.rerank.search if rerank is None else rerank
         second = self.settings.second_embedding.search if second_embedding is None else second_embedding
-        searcher = self.reranking_searcher(second) if rerank else self.first_stage(second)
-        if self.settings.duplicates.collapse:
-            searcher = DuplicateCollapsingSearcher(searcher, self.duplicate_groups())
-        return searcher.search(query, k or retrieval.top_k, mode or retrieval.mode, where)
-
-    def reranking_searcher(self, second_embedding: bool = False) -> RerankingSearcher:
-        """The first stage followed by the cross-encoder (``[rerank]`` settings); raises
-        ``RerankerModelError`` naming the command that builds the model when it is missing."""
-        if second_embedding not in self._reranking:
-            rerank = self.settings.rerank
-            if self._reranker is None:  # one model in memory for both first stages
-                device = resolve_device(rerank.device or self.settings.embedding.device)
-                self._reranker = CrossEncoderReranker(
-                    rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
-                )
-            first = self.first_stage(second_embedding)
-            self._reranking[second_embedding] = RerankingSearcher(
-                first, self._reranker, rerank.candidates, rerank.weight
-            )
-        return self._reranking[second_embedding]
+        searcher = self.search_stack.statements(rerank=rerank, second_embedding=second)
+        return searcher.search(query, k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode, where)
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
         k = k or self.settings.retrieval.top_k
-        if not self.settings.duplicates.collapse:
-            return self.index.search_formula(formula, k, where)
-        collapsing = DuplicateCollapsingSearcher(self.index, self.duplicate_groups())
-        return collapsing.collapse(lambda depth: self.index.search_formula(formula, depth, where), k)
+        return self.search_stack.statements().search(formula, k, SearchMode.FORMULA, where)
 
     def search_papers(
         self,
@@ -334,15 +283,11 @@ class MathRAG:
         ``formula``: the query is one formula (as :meth:`search_formula`). A filter that leaves nothing,
         or a formula found nowhere, gives an empty list.
         """
-        papers = self.settings.papers
         rerank = self.settings.rerank.search if rerank is None else rerank
         second = self.settings.second_embedding.search
-        statements = self.reranking_searcher(second) if rerank else self.first_stage(second)
-        searcher = PaperSearcher(statements, papers.depth, papers.aggregation, papers.top_m, papers.hits_per_paper)
+        searcher = self.search_stack.papers(rerank=rerank, second_embedding=second)
         k = k or self.settings.retrieval.top_k
-        if formula:
-            return searcher.group(self.index.search_formula(query, max(papers.depth, k), where), k)
-        return searcher.search(query, k, mode or self.settings.retrieval.mode, where)
+        return searcher.search(query, k, SearchMode.FORMULA if formula else mode or self.settings.retrieval.mode, where)
 
     # ------------------------------------------------------------------ answers
     def rewrite_query(self, question: str, history: Sequence[Turn] = ()) -> RewrittenQuery:
@@ -401,9 +346,9 @@ class MathRAG:
             search,
             filter=where.describe() if where is not None else "everything",
             retriever=str(mode or self.settings.retrieval.mode),
-            reranker=self.reranking_searcher(second).reranker.identity if rerank else "",
-            rerank_ms=self.reranking_searcher(second).last_rerank_ms if rerank else 0.0,
-            second_embedding=self._second_embedding_used(second),
+            reranker=self.search_stack.reranker.identity if rerank else "",
+            rerank_ms=self.search_stack.reranking(second).last_rerank_ms if rerank else 0.0,
+            second_embedding=self.search_stack.second_embedding_used(second),
         )
         return self.answerer.stream(question, retrieval, started)
 

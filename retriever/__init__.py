@@ -5,7 +5,8 @@ from retriever.embedder import Embedder
 from retriever.paper_searcher import PaperHit, PaperSearcher
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.search_filter import SearchFilter
-from retriever.statement_index import AddResult, IndexMismatchError, SearchMode, StatementIndex
+from retriever.search_mode import SearchMode
+from retriever.statement_index import AddResult, IndexMismatchError, StatementIndex
 from retriever.types import ScoredId, SearchHit
 
 __all__ = [

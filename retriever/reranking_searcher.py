@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from retriever.cross_encoder_reranker import CrossEncoderReranker
 from retriever.search_filter import SearchFilter
-from retriever.statement_index import SearchMode
+from retriever.search_mode import SearchMode
 from retriever.types import SearchHit, StatementSearcher
 
 # Formula-only search matches formula structure; a text cross-encoder has nothing to add there.

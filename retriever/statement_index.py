@@ -18,9 +18,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from enum import StrEnum
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,31 +29,22 @@ from ingestion.records import StatementRecord
 from retriever.atomic_files import write_text_atomically
 from retriever.bm25_index import DATABASE as BM25_DATABASE
 from retriever.bm25_index import BM25Index
-from retriever.bm25_searcher import BM25Searcher
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
-from retriever.dense_searcher import DenseSearcher
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.embedder import Embedder
 from retriever.formulas.formula_lexical_searcher import (
     FORMULA_B,
     FORMULA_K1,
     FormulaIndexStats,
-    FormulaLexicalSearcher,
     formula_documents,
 )
 from retriever.formulas.fusion_encoder import FormulaModelError, FormulaModels, FusionEncoder
 from retriever.formulas.fusion_index import FusionIndex, FusionIndexError
-from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
-from retriever.formulas.query_formulas import query_formulas
-from retriever.fusion import FusionMethod, fuse
-from retriever.hybrid_searcher import HybridSearcher
 from retriever.math_tokenizer import tokenize
 from retriever.paper_manifest import PaperManifest
-from retriever.query_adapter import QueryAdapter
-from retriever.search_filter import SearchFilter
 from retriever.second_dense_index import SecondDenseIndex
-from retriever.types import ChannelSearcher, ScoredId, SearchHit, VectorUpdate
+from retriever.types import VectorUpdate
 
 logger = logging.getLogger(__name__)
 
@@ -68,16 +58,6 @@ REBUILD_BATCH = 20_000
 # A filtered search looks at most this deep for statements that pass the filter.
 MAX_FILTER_DEPTH = 20_000
 FUSION_OFF = "formula fusion is off: set formula.models (`packaged` or a model directory)"
-
-
-class SearchMode(StrEnum):
-    HYBRID = "hybrid"  # dense + BM25
-    DENSE = "dense"
-    BM25 = "bm25"
-    HYBRID_FORMULA = "hybrid-formula"  # dense + BM25 + the lexical formula channel
-    FUSION = "fusion"  # MaRF fused vectors (instead of dense) + BM25 + the lexical formula channel
-    FUSION_MAXSIM = "fusion-maxsim"  # as fusion, the fused channel reranked by MaxSim over token vectors
-    FORMULA = "formula"  # formulas only: the lexical formula channel (and the formula encoder when built)
 
 
 class IndexMismatchError(RuntimeError):
@@ -103,33 +83,21 @@ class StatementIndex:
         self,
         directory: Path,
         embedder: Embedder,
-        candidates: int = 50,
-        rrf_k: float = 60.0,
-        weights: Mapping[str, float] | None = None,
-        fusion: FusionMethod = "rrf",
         formula_models: str | None = None,
         token_dim: int = 128,
-        maxsim_candidates: int = 50,
         connection: ChromaConnection = EMBEDDED,
         duplicates: DuplicateGroups | None = None,
-        query_adapter: QueryAdapter | None = None,
         second_dense: SecondDenseIndex | None = None,
     ) -> None:
         self.directory = directory
-        self.query_adapter = query_adapter  # the dense channel's query-side tuning (None: the base vectors)
         self.duplicates = duplicates  # kept in step with the store: found at add, forgotten at delete
         self.second_dense = second_dense  # a second model's vectors, kept in step the same way
         self.connection = connection
-        self.fusion_method = fusion
         self.formula_models = formula_models  # None: the fusion modes are off
         self.token_dim = token_dim
-        self.maxsim_candidates = maxsim_candidates
         self._fusion_encoder: FusionEncoder | None = None
         self._fusion_index: FusionIndex | None = None
         self.embedder = embedder
-        self.candidates = candidates
-        self.rrf_k = rrf_k
-        self.weights = dict(weights or {})
         directory.mkdir(parents=True, exist_ok=True)
         self._check_manifest()
         self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
@@ -185,7 +153,7 @@ class StatementIndex:
             return
         self._index_lexical(records)
         self._update_fusion(records)
-        self._write_manifest(statements=len(self._lexical()))
+        self._write_manifest(statements=len(self.lexical_index()))
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
 
     def _delete(self, ids: Sequence[str]) -> None:
@@ -202,12 +170,12 @@ class StatementIndex:
         if not in_step:
             self._write_manifest()
             return
-        self._lexical().delete(ids)
-        self._formula_lexical().delete(ids)
+        self.lexical_index().delete(ids)
+        self.formula_lexical_index().delete(ids)
         self._write_formula_stats(self._formula_stats_or_zero() - formula_documents(removed)[2])
         if self.formula_models is not None and self.fusion_index().exists():
             self.fusion_index().remove(ids)
-        self._write_manifest(statements=len(self._lexical()))
+        self._write_manifest(statements=len(self.lexical_index()))
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
 
     def remove_stale(self, ids_by_paper: Mapping[str, set[str]]) -> int:
@@ -242,13 +210,13 @@ class StatementIndex:
         Writes keep them in step as they go, so this rebuilds only after a crash mid-write, for an
         index made by an older version, or when their counts disagree with the store's.
         """
-        if self.lexical_stale or len(self._lexical()) != self.count():
+        if self.lexical_stale or len(self.lexical_index()) != self.count():
             self.rebuild_lexical(show_progress)
 
     def rebuild_lexical(self, show_progress: bool = False) -> None:
         """Rebuild the BM25 index and the lexical formula index from every record in the store."""
         self._mark_lexical_stale()
-        bm25, formula = self._lexical(), self._formula_lexical()
+        bm25, formula = self.lexical_index(), self.formula_lexical_index()
         bm25.clear()
         formula.clear()
         stats = FormulaIndexStats(0, 0, 0)
@@ -276,8 +244,8 @@ class StatementIndex:
         if not self.lexical_stale:
             return True
         if self.count() == 0:  # a new index: empty lexical indexes are in step
-            self._lexical().clear()
-            self._formula_lexical().clear()
+            self.lexical_index().clear()
+            self.formula_lexical_index().clear()
             self._write_formula_stats(FormulaIndexStats(0, 0, 0))
             return True
         return False
@@ -288,9 +256,9 @@ class StatementIndex:
     def _add_lexical(self, records: Sequence[StatementRecord]) -> FormulaIndexStats:
         if not records:
             return FormulaIndexStats(0, 0, 0)
-        self._lexical().add([r.id for r in records], [tokenize(r.search_text()) for r in records])
+        self.lexical_index().add([r.id for r in records], [tokenize(r.search_text()) for r in records])
         ids, documents, stats = formula_documents(records)
-        self._formula_lexical().add(ids, documents)
+        self.formula_lexical_index().add(ids, documents)
         return stats
 
     def _update_fusion(self, records: Sequence[StatementRecord]) -> None:
@@ -336,80 +304,6 @@ class StatementIndex:
     def get(self, ids: Sequence[str]) -> list[StatementRecord]:
         return self.store.get(ids)
 
-    def search(
-        self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID, where: SearchFilter | None = None
-    ) -> list[SearchHit]:
-        """The ``k`` best statements for ``query``; with ``where``, only statements that pass it."""
-        mode = SearchMode(mode)
-        if not query.strip() or self._searchable_count() == 0:
-            return []
-        if where is None or not where.active:
-            return self._search(query, k, mode)
-        return self._filtered(lambda depth: self._search(query, depth, mode), k, where)
-
-    def _filtered(self, search: Callable[[int], list[SearchHit]], k: int, where: SearchFilter) -> list[SearchHit]:
-        """Search deeper and deeper until ``k`` statements pass the filter (or the index is exhausted).
-
-        Post-filtering keeps every retriever mode's ranking intact; a rare filter costs deeper searches,
-        bounded by ``MAX_FILTER_DEPTH``.
-        """
-        total = self._searchable_count()
-        depth = max(4 * k, self.candidates)
-        while True:
-            hits = search(min(depth, total))
-            passed = [hit for hit in hits if where.matches(hit.record)][:k]
-            if len(passed) >= k or depth >= min(total, MAX_FILTER_DEPTH) or len(hits) < min(depth, total):
-                return [replace(hit, rank=rank) for rank, hit in enumerate(passed, start=1)]
-            depth *= 4
-
-    def _search(self, query: str, k: int, mode: SearchMode) -> list[SearchHit]:
-        dense = DenseSearcher(self.embedder, self.store, self.query_adapter)
-        bm25 = BM25Searcher(self._searchable_lexical())
-        if mode is SearchMode.DENSE:
-            runs = {"dense": dense.search(query, k)}
-            fused = runs["dense"]
-        elif mode is SearchMode.BM25:
-            runs = {"bm25": bm25.search(query, k)}
-            fused = runs["bm25"]
-        elif mode is SearchMode.FORMULA:
-            return self.search_formula(query, k)
-        else:
-            first: ChannelSearcher = dense
-            if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
-                first = self._fusion_searcher(self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0)
-            searchers: list[ChannelSearcher] = [first, bm25]
-            if mode is not SearchMode.HYBRID:
-                self._searchable_lexical()
-                searchers.append(FormulaLexicalSearcher(self._formula_lexical()))
-            weights = {**self.weights, "fusion": self.weights.get("dense", 1.0)}
-            hybrid = HybridSearcher(searchers, self.candidates, self.rrf_k, weights, self.fusion_method)
-            runs = hybrid.runs(query, k)
-            fused = hybrid.fuse(runs, k)
-        return self._hits(fused, runs)
-
-    def search_formula(self, query: str, k: int, where: SearchFilter | None = None) -> list[SearchHit]:
-        """Statements holding the query's formulas or similar ones.
-
-        The query is a formula (delimiters optional), or text whose math spans are the formulas.
-        """
-        if where is not None and where.active and self._searchable_count():
-            return self._filtered(lambda depth: self.search_formula(query, depth), k, where)
-        formulas = query_formulas(query) or [query.strip()]
-        if not any(formulas) or self._searchable_count() == 0:
-            return []
-        depth = max(k, self.candidates)
-        self._searchable_lexical()
-        runs = {"formula": FormulaLexicalSearcher(self._formula_lexical()).search_formulas(formulas, depth)}
-        if self.formula_models is not None and self.fusion_index().exists():
-            # the formula encoder finds rewrites that share few tokens (renamed variables, expanded forms)
-            encoder = self.fusion_encoder()
-            self.fusion_index().check(encoder)
-            runs["formula-encoder"] = FormulaEncoderSearcher(encoder, self.fusion_index()).search_formulas(
-                formulas, depth
-            )
-        fused = fuse(runs, self.fusion_method, self.rrf_k, self.weights)[:k] if len(runs) > 1 else runs["formula"][:k]
-        return self._hits(fused, runs)
-
     # ----------------------------------------------------------------- formula fusion
     def fusion_encoder(self) -> FusionEncoder:
         if self.formula_models is None:
@@ -430,15 +324,6 @@ class StatementIndex:
             self.store.iter_records(), self.fusion_encoder(), show_progress=show_progress, rebuild=rebuild
         )
 
-    def _fusion_searcher(self, maxsim_candidates: int) -> FusionSearcher:
-        if self.formula_models is None:
-            raise FusionIndexError(FUSION_OFF)
-        index = self.fusion_index()
-        index.check_built()  # before loading models: the likelier problem, and the cheaper check
-        encoder = self.fusion_encoder()
-        index.check(encoder)
-        return FusionSearcher(encoder, index, maxsim_candidates)
-
     def formula_stats(self) -> FormulaIndexStats | None:
         """Formulas indexed and how many were malformed (fell back to raw tokens)."""
         path = self.directory / FORMULA_LEXICAL / FORMULA_STATS
@@ -449,29 +334,19 @@ class StatementIndex:
         return json.loads(path.read_text()) if path.exists() else {}
 
     # ----------------------------------------------------------------- helpers
-    def _hits(self, fused: Sequence[ScoredId], runs: Mapping[str, Sequence[ScoredId]]) -> list[SearchHit]:
-        ranks = {name: {hit.id: rank for rank, hit in enumerate(run, start=1)} for name, run in runs.items()}
-        records = {record.id: record for record in self.store.get([hit.id for hit in fused])}
-        hits = []
-        for hit in fused:
-            if hit.id not in records:
-                continue  # BM25 may briefly know an id deleted from the store
-            channel_ranks = {name: by_id[hit.id] for name, by_id in ranks.items() if hit.id in by_id}
-            hits.append(SearchHit(records[hit.id], round(hit.score, 6), len(hits) + 1, channel_ranks))
-        return hits
-
-    def _lexical(self) -> BM25Index:
+    def lexical_index(self) -> BM25Index:
         """BM25 over the statements' words (opened once; it follows writes from other processes)."""
         if self._bm25 is None:
             self._bm25 = BM25Index(self.directory / "bm25")
         return self._bm25
 
-    def _formula_lexical(self) -> BM25Index:
+    def formula_lexical_index(self) -> BM25Index:
+        """BM25 over the statements' normalized formula terms (the lexical formula channel)."""
         if self._formula_bm25 is None:
             self._formula_bm25 = BM25Index(self.directory / FORMULA_LEXICAL, k1=FORMULA_K1, b=FORMULA_B)
         return self._formula_bm25
 
-    def _searchable_count(self) -> int:
+    def searchable_count(self) -> int:
         """Statements in the index, as searching sees them: BM25 keeps the store's count at no cost,
         while Chroma's count() scans the collection (72 ms at 1M statements, on every search)."""
         return len(self._searchable_lexical())
@@ -481,7 +356,7 @@ class StatementIndex:
         if not self._lexical_checked:
             self.sync_lexical()
             self._lexical_checked = True
-        return self._lexical()
+        return self.lexical_index()
 
     def _check_manifest(self) -> None:
         built_with = self.manifest().get("embedder")

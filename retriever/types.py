@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -9,6 +10,7 @@ from ingestion.records import StatementRecord
 
 if TYPE_CHECKING:
     from retriever.search_filter import SearchFilter
+    from retriever.search_mode import SearchMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,31 @@ def record_to_dict(record: StatementRecord) -> dict[str, object]:
     """A statement's fields as ``search --json`` and ``ingest --parse-only --json`` print them: the
     record's own serialization plus what is derived from it (its display name and docno)."""
     return record.to_dict() | {"display_name": record.display_name, "docno": record.docno}
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """A ranking of statement ids, before any record is read: what one ranker hands the next."""
+
+    ids: list[ScoredId]  # best first
+    channel_ranks: dict[str, dict[str, int]]  # statement id -> channel -> the statement's rank there
+
+    @classmethod
+    def of(cls, fused: Sequence[ScoredId], runs: Mapping[str, Sequence[ScoredId]]) -> Ranking:
+        """``fused`` (scores rounded to 6 decimals, as shown), with each channel's rank of its ids."""
+        ranks = {name: {hit.id: rank for rank, hit in enumerate(run, start=1)} for name, run in runs.items()}
+        return cls(
+            [ScoredId(hit.id, round(hit.score, 6)) for hit in fused],
+            {hit.id: {name: by_id[hit.id] for name, by_id in ranks.items() if hit.id in by_id} for hit in fused},
+        )
+
+
+class Ranker(Protocol):
+    """A first stage that ranks statement ids for a query (the channels fused, or that fused again
+    with another model's channel); :class:`retriever.first_stage_searcher.FirstStageSearcher` reads
+    their records and applies the filter."""
+
+    def rank(self, query: str, k: int, mode: SearchMode) -> Ranking: ...
 
 
 class ChannelSearcher(Protocol):

@@ -31,11 +31,12 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.load()
     index_dir = args.index or settings.data_dir / "eval" / "index" / "packaged-all-MiniLM-L6-v2"
-    index = MathRAG(settings.model_copy(update={"index_dir": index_dir})).index
+    rag = MathRAG(settings.model_copy(update={"index_dir": index_dir}))
+    index = rag.index
     permutation = _LETTERS[:]
     random.Random(5).shuffle(permutation)
     mapping = dict(zip(_LETTERS, permutation, strict=True))
-    lexical = FormulaLexicalSearcher(index._formula_lexical())
+    lexical = FormulaLexicalSearcher(index.formula_lexical_index())
     scores: dict[str, list[float]] = {"lexical formula channel": [], "lexical + formula encoder": []}
     for line in Path(args.set).read_text().splitlines()[1:]:
         query = json.loads(line)
@@ -47,7 +48,10 @@ def main() -> None:
         lexical_ids = [hit.id for hit in lexical.search_formulas(renamed, 10)]
         by_id = {record.id: record for record in index.get(lexical_ids)}
         lexical_docnos = [by_id[i].docno for i in lexical_ids if i in by_id]
-        fused_docnos = [hit.record.docno for hit in index.search_formula(" ".join(f"${f}$" for f in renamed), 10)]
+        fused_docnos = [
+            hit.record.docno
+            for hit in rag.search_stack.first_stage().search(" ".join(f"${f}$" for f in renamed), 10, "formula")
+        ]
         for name, docnos in zip(scores, (lexical_docnos, fused_docnos), strict=True):
             rank = next((i for i, docno in enumerate(docnos, start=1) if docno in gold), None)
             scores[name].append(1 / rank if rank else 0.0)

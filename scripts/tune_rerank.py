@@ -51,7 +51,7 @@ def main() -> None:
         ranks: dict[tuple[int, float], list[int]] = {(n, w): [] for n in DEPTHS for w in WEIGHTS}
         seconds: dict[int, list[float]] = {n: [] for n in DEPTHS}
         for query in tqdm(queries, desc=query_set.name, unit="query"):
-            hits = rag.index.search(query.text, max(DEPTHS), args.mode)
+            hits = rag.search_stack.first_stage().search(query.text, max(DEPTHS), args.mode)
             texts = [hit.record.search_text() for hit in hits]
             relevant = [hit.record.docno in query.relevant for hit in hits]
             fused = np.array([hit.score for hit in hits])

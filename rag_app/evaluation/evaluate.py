@@ -27,7 +27,8 @@ from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, judged
 from rag_app.evaluation.retrievers import Retriever, build_retriever
 from rag_app.evaluation.significance import PairedTest, paired_test
 from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
-from rag_app.settings import PaperSettings
+from rag_app.search_stack import SearchStack
+from rag_app.settings import PaperSettings, Settings
 from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from retriever import StatementIndex
 from retriever.formulas.formula_share import SLICES, formula_share, formula_slice
@@ -88,7 +89,7 @@ class SetEvaluation:
 def evaluate(
     retrievers: Sequence[Retriever | str],
     query_set: QuerySet,
-    index: StatementIndex | None = None,
+    index: StatementIndex | SearchStack | None = None,
     k: int | None = None,
     seen_papers: Collection[str] | None = None,
     resamples: int = 10_000,
@@ -97,6 +98,8 @@ def evaluate(
     papers: PaperSettings | None = None,
 ) -> SetEvaluation:
     """Score ``retrievers`` (objects, or names resolved against ``index``) on ``query_set``.
+
+    ``index``: the search stack that names resolve against, or an index (searched as the settings say).
 
     ``k``: results per query (default by protocol, see :data:`DEFAULT_DEPTH`).
     ``seen_papers``: papers the embedding was trained on; when given, the thesis's seen/unseen split
@@ -110,7 +113,8 @@ def evaluate(
         raise ValueError("evaluate needs at least one retriever")
     protocol = query_set.protocol
     k = min(k or DEFAULT_DEPTH[protocol], MAX_RUN_DEPTH)
-    resolved = [build_retriever(r, index) if isinstance(r, str) else r for r in retrievers]
+    stack = SearchStack(Settings.load(), index) if isinstance(index, StatementIndex) else index
+    resolved = [build_retriever(r, stack) if isinstance(r, str) else r for r in retrievers]
     measures = list(MEASURES[protocol])
     queries, skipped = judged(query_set.queries)
     qrels = {q.qid: dict(q.relevant) for q in queries}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import platform
@@ -22,18 +21,17 @@ from rag_app.evaluation.report import EvaluationReport
 from rag_app.evaluation.retrievers import (
     DEFAULT_RETRIEVERS,
     FUSION_RETRIEVERS,
-    SECOND_EMBEDDING_SUFFIX,
     Retriever,
     build_retriever,
 )
 from rag_app.evaluation.trec_files import read_qrels
 from rag_app.ingest_report import IngestReport
 from rag_app.pipeline import MathRAG
+from rag_app.search_stack import SECOND_EMBEDDING_SUFFIX
 from rag_app.settings import EmbeddingSettings, Settings
 from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
 from retriever.embedder import identity_directory_name
-from retriever.query_adapter import QueryAdapter
 from retriever.statement_index import FORMULA_LEXICAL
 from retriever.unicode_math_text import UnicodeMathText
 
@@ -178,14 +176,9 @@ def run_evaluation(
                     if key in info:
                         provenance[key] = info[key]
             for adapter in request.query_adapters or [None]:
-                index = rag.index if adapter is None else _with_query_adapter(rag.index, adapter)
+                stack = rag.search_stack if adapter is None else rag.search_stack.with_query_adapter(adapter)
                 for name in index_specs:
-                    retriever = build_retriever(
-                        name,
-                        index,
-                        lambda _index, second, rag=rag: rag.reranking_searcher(second),
-                        lambda index, rag=rag: rag.ensemble_searcher(index),
-                    )
+                    retriever = build_retriever(name, stack)
                     tags = [_short(rag.index.embedder.identity)] if len(embedders) > 1 else []
                     if len(request.query_adapters) > 1:
                         tags.append("no adapter" if adapter == "none" else f"adapter {Path(adapter).name}")
@@ -255,14 +248,6 @@ def index_bytes(index: StatementIndex) -> dict[str, int]:
         "fusion_pooled": fusion["pooled"],
         "fusion_maxsim_tokens": fusion["maxsim_tokens"],
     }
-
-
-def _with_query_adapter(index: StatementIndex, spec: str) -> StatementIndex:
-    """The same index searched with another query adapter (``none``: the base vectors); the store,
-    BM25 and formula indexes are shared, as only the dense channel's query vector differs."""
-    variant = copy.copy(index)
-    variant.query_adapter = QueryAdapter.configured(spec, index.embedder.identity)
-    return variant
 
 
 def _short(identity: str) -> str:

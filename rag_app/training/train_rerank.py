@@ -44,7 +44,7 @@ from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_w
 from retriever.atomic_files import directory_written_whole
 from retriever.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERANKER_DIR
 from retriever.embedding_registry import resolve_embedder
-from retriever.statement_index import SearchMode
+from retriever.search_mode import SearchMode
 
 SPLIT_FILE = "split.json"
 
@@ -168,7 +168,7 @@ class TrainRerankJob:
         kinds: list[str] = []
         for anchor in tqdm(anchors, desc="hard negatives", unit="query", disable=not show_progress):
             positive = train_by_id[rng.choice(sorted(golds[anchor]))]
-            hits = rag.index.search(anchor, training.negative_depth, mode)
+            hits = rag.search_stack.first_stage().search(anchor, training.negative_depth, mode)
             ranked = [
                 hit.record for hit in hits
                 if hit.record.id not in golds[anchor] and split.is_training(hit.record)

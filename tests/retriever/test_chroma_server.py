@@ -16,6 +16,7 @@ from retriever import Embedder, SearchMode, StatementIndex
 from retriever.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
 from tests.conftest import make_settings
 from tests.retriever.test_statement_index import PACKAGED, RECORDS
+from tests.searchers import first_stage
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def test_an_index_on_a_chroma_server(chroma_server: ChromaServerProcess, embedde
     index = StatementIndex(tmp_path / "index", embedder, connection=connection)
     assert index.add(RECORDS).added == 3
     index.rebuild_lexical()
-    assert index.search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
+    assert first_stage(index).search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
     assert not (tmp_path / "index" / "chroma").exists(), "the vectors live on the server"
 
     # The server holds them: another client, another index object, another directory for BM25.
@@ -47,7 +48,7 @@ def test_an_index_on_a_chroma_server(chroma_server: ChromaServerProcess, embedde
     assert (config["ef_construction"], config["ef_search"], config["max_neighbors"]) == (64, 40, 12)
     reopened = StatementIndex(tmp_path / "index", embedder, connection=connection)
     assert reopened.count() == 3
-    assert reopened.search("compact Hausdorff closed", 1, SearchMode.HYBRID)[0].record == RECORDS[1]
+    assert first_stage(reopened).search("compact Hausdorff closed", 1, SearchMode.HYBRID)[0].record == RECORDS[1]
 
     # ef_search may change on an existing collection; the build-time parameters stay.
     wider = ChromaConnection(

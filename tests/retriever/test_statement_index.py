@@ -16,6 +16,7 @@ from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
 from retriever.formulas.fusion_index import FusionIndexError
 from retriever.statement_index import reindex
 from tests.embedders import random_adapter
+from tests.searchers import first_stage
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 
@@ -50,11 +51,11 @@ def test_add_search_and_round_trip(tmp_path: Path, embedder: Embedder) -> None:
     assert index.add(RECORDS).added == 3
     index.rebuild_lexical()
     for mode in (SearchMode.HYBRID, SearchMode.DENSE, SearchMode.BM25):
-        hits = index.search("bounded entire functions are constant", 2, mode)
+        hits = first_stage(index).search("bounded entire functions are constant", 2, mode)
         assert hits[0].record == RECORDS[2], mode
         channels = {"dense", "bm25"} if mode is SearchMode.HYBRID else {mode.value}
         assert hits[0].rank == 1 and set(hits[0].channel_ranks) == channels
-    hybrid = index.search("Hausdorff compact closed", 3)
+    hybrid = first_stage(index).search("Hausdorff compact closed", 3)
     assert hybrid[0].record.id == RECORDS[1].id
     assert set(hybrid[0].channel_ranks) == {"dense", "bm25"}
 
@@ -76,20 +77,22 @@ def test_formula_channel_finds_statements_by_their_formulas(tmp_path: Path, embe
     index.add(records)
     index.rebuild_lexical()
     # another spelling of the same formula: \dfrac, \left( \right), a space command
-    hits = index.search(r"$\sum_{k=1}^n k = \dfrac{n\left(n+1\right)}{2}\,$", 2, SearchMode.FORMULA)
+    hits = first_stage(index).search(r"$\sum_{k=1}^n k = \dfrac{n\left(n+1\right)}{2}\,$", 2, SearchMode.FORMULA)
     assert hits[0].record.paper_id == "a" and set(hits[0].channel_ranks) == {"formula"}
-    bare = index.search_formula(r"\sum_{k=0}^\infty x^k", 2)
+    bare = first_stage(index).search(r"\sum_{k=0}^\infty x^k", 2, SearchMode.FORMULA)
     assert bare[0].record.paper_id == "b"
-    fused = index.search(r"geometric series $\sum_{k=0}^{\infty} x^k$", 2, SearchMode.HYBRID_FORMULA)
+    fused = first_stage(index).search(r"geometric series $\sum_{k=0}^{\infty} x^k$", 2, SearchMode.HYBRID_FORMULA)
     assert fused[0].record.paper_id == "b" and "formula" in fused[0].channel_ranks
-    text_only = index.search("bounded monotone sequence", 1, SearchMode.HYBRID_FORMULA)
+    text_only = first_stage(index).search("bounded monotone sequence", 1, SearchMode.HYBRID_FORMULA)
     assert text_only[0].record.paper_id == "c"
     stats = index.formula_stats()
     assert stats is not None and stats.formulas == 5 and stats.malformed == 1
     with pytest.raises(FusionIndexError, match="formula fusion is off"):
-        index.search("x", 1, SearchMode.FUSION)
+        first_stage(index).search("x", 1, SearchMode.FUSION)
     with pytest.raises(FusionIndexError, match="rag-app build-fusion"):
-        StatementIndex(tmp_path / "index", embedder, formula_models="packaged").search("x", 1, SearchMode.FUSION)
+        first_stage(StatementIndex(tmp_path / "index", embedder, formula_models="packaged")).search(
+            "x", 1, SearchMode.FUSION
+        )
 
 
 def test_reopened_index_keeps_records_and_lexical_index(tmp_path: Path, embedder: Embedder) -> None:
@@ -98,7 +101,7 @@ def test_reopened_index_keeps_records_and_lexical_index(tmp_path: Path, embedder
     assert reopened.count() == 3
     # BM25 was written with the store: no rebuild is needed to search it
     assert not reopened.lexical_stale
-    assert reopened.search("Liouville entire", 1, SearchMode.BM25)[0].record.name == "Liouville"
+    assert first_stage(reopened).search("Liouville entire", 1, SearchMode.BM25)[0].record.name == "Liouville"
     assert len(BM25Index.load(tmp_path / "index" / "bm25")) == 3
 
 
@@ -110,10 +113,10 @@ def test_writes_update_the_lexical_indexes_in_place(
     index.add(RECORDS[:2])
     index.add(RECORDS[2:])
     index.sync_lexical()  # what every ingest ends with: nothing to do
-    assert index.search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
+    assert first_stage(index).search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
     assert index.formula_stats() == FormulaIndexStats(3, 3, 0)
     assert index.remove_stale({"ana": set()}) == 1
-    assert index.search("Liouville bounded entire", 3, SearchMode.BM25) == []
+    assert first_stage(index).search("Liouville bounded entire", 3, SearchMode.BM25) == []
     index.remove_papers(["top"])
     assert index.formula_stats() == FormulaIndexStats(1, 1, 0)
     assert len(BM25Index.load(tmp_path / "index" / "bm25")) == 1 == index.count()
@@ -134,7 +137,7 @@ def test_a_write_interrupted_before_bm25_is_recovered_by_a_rebuild(
     monkeypatch.undo()
     reopened = StatementIndex(tmp_path / "index", embedder)
     assert reopened.lexical_stale and reopened.count() == 3
-    assert reopened.search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
+    assert first_stage(reopened).search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
     assert not reopened.lexical_stale and reopened.formula_stats() == FormulaIndexStats(3, 3, 0)
 
 
@@ -149,7 +152,7 @@ def test_an_index_with_the_older_bm25_files_is_rebuilt_once(tmp_path: Path, embe
     assert reopened.lexical_stale
     reopened.sync_lexical()
     assert not reopened.lexical_stale
-    assert reopened.search("Hausdorff compact", 1, SearchMode.BM25)[0].record == RECORDS[1]
+    assert first_stage(reopened).search("Hausdorff compact", 1, SearchMode.BM25)[0].record == RECORDS[1]
 
 
 def test_adding_again_is_idempotent_and_stale_statements_are_removed(tmp_path: Path, embedder: Embedder) -> None:
@@ -198,7 +201,10 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
         reindex(directory, tuned, batch=1)
     monkeypatch.setattr(statement_index, "_embed_into", original)
     # The old index still answers with the old embedder; the new one is still refused.
-    assert StatementIndex(directory, embedder).search("bounded entire", 1, SearchMode.DENSE)[0].record == RECORDS[2]
+    assert (
+        first_stage(StatementIndex(directory, embedder)).search("bounded entire", 1, SearchMode.DENSE)[0].record
+        == RECORDS[2]
+    )
     with pytest.raises(IndexMismatchError):
         StatementIndex(directory, tuned)
 
@@ -214,7 +220,7 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
     stored = reopened.store.vectors([r.id for r in RECORDS])
     for r in RECORDS:
         assert float(stored[r.id] @ before[r.id]) < 0.999  # re-embedded, not copied
-    assert reopened.search("bounded entire function constant", 1)[0].record == RECORDS[2]
+    assert first_stage(reopened).search("bounded entire function constant", 1)[0].record == RECORDS[2]
     with pytest.raises(IndexMismatchError, match="reindex"):
         StatementIndex(directory, embedder)
     assert reindex(directory, tuned).embedded == 0  # nothing to do
@@ -222,10 +228,10 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
 
 def test_empty_index_and_blank_query(tmp_path: Path, embedder: Embedder) -> None:
     index = StatementIndex(tmp_path / "index", embedder)
-    assert index.search("anything", 5) == []
+    assert first_stage(index).search("anything", 5) == []
     index.add(RECORDS)
-    assert index.search("   ", 5) == []
-    assert index.search("zzzz qqqq", 5, SearchMode.BM25) == []
+    assert first_stage(index).search("   ", 5) == []
+    assert first_stage(index).search("zzzz qqqq", 5, SearchMode.BM25) == []
 
 
 def test_add_embedded_stores_vectors_computed_elsewhere(tmp_path: Path, embedder: Embedder) -> None:
@@ -234,7 +240,7 @@ def test_add_embedded_stores_vectors_computed_elsewhere(tmp_path: Path, embedder
     assert index.add_embedded(RECORDS + RECORDS[:1], np.vstack([vectors, vectors[:1]])).added == 3
     assert index.add_embedded(RECORDS[:2], vectors[:2]).unchanged == 2
     assert index.count() == 3 and not index.lexical_stale  # BM25 got them too
-    assert index.search("Liouville", 1, SearchMode.BM25)[0].record == RECORDS[2]
-    assert index.search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
+    assert first_stage(index).search("Liouville", 1, SearchMode.BM25)[0].record == RECORDS[2]
+    assert first_stage(index).search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
     with pytest.raises(ValueError, match="3 records but 2 vectors"):
         index.add_embedded(RECORDS, vectors[:2])

@@ -10,6 +10,7 @@ import pytest
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
 from retriever.unicode_math_text import UnicodeMathText
+from tests.searchers import first_stage
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 
@@ -57,12 +58,8 @@ def test_an_index_embedded_in_the_latex_form_asks_to_be_reindexed(tmp_path: Path
     StatementIndex(tmp_path / "index", Embedder(PACKAGED, math_text="latex")).add([statement])
     with pytest.raises(IndexMismatchError, match="rag-app reindex"):
         StatementIndex(tmp_path / "index", Embedder(PACKAGED))
-    assert (
-        StatementIndex(tmp_path / "index", Embedder(PACKAGED, math_text="latex"))
-        .search("Spec of a ring is quasi-compact", 1, SearchMode.DENSE)[0]
-        .record
-        == statement
-    )
+    latex_form = first_stage(StatementIndex(tmp_path / "index", Embedder(PACKAGED, math_text="latex")))
+    assert latex_form.search("Spec of a ring is quasi-compact", 1, SearchMode.DENSE)[0].record == statement
 
 
 def test_formula_fusion_reads_the_text_form_its_models_were_trained_on() -> None:

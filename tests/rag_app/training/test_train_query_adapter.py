@@ -62,10 +62,10 @@ def test_trained_adapter_ranks_training_queries_higher_and_reports_held_out(
     # The dense channel reads it when the settings name it; the other channels do not change.
     adapted = MathRAG(settings.model_copy(update={"retrieval": settings.retrieval.model_copy(
         update={"query_adapter": str(report.directory)})}))  # fmt: skip
-    assert adapted.index.query_adapter is not None and rag.index.query_adapter is None
+    assert adapted.search_stack.ranker.query_adapter is not None and rag.search_stack.ranker.query_adapter is None
     query = pairs[0].anchor
-    assert [h.record.id for h in adapted.index.search(query, 5, "bm25")] == [
-        h.record.id for h in rag.index.search(query, 5, "bm25")
+    assert [h.record.id for h in adapted.search_stack.first_stage().search(query, 5, "bm25")] == [
+        h.record.id for h in rag.search_stack.first_stage().search(query, 5, "bm25")
     ]
 
 

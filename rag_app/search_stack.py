@@ -1,0 +1,182 @@
+"""The one place searchers are composed: settings, or an evaluation's run name, to a searcher.
+
+Stages, each a class in ``retriever`` taking the stage before it::
+
+    ChannelRanker                 the channels a mode names (dense, BM25, formula, MaRF), fused by rank
+    -> EnsembleRanker             + the second embedding model's channel, fused linearly   (when asked)
+    -> FirstStageSearcher         the records read from Chroma once; the filter, applied once
+    -> RerankingSearcher          the cross-encoder over the top N                         (when asked)
+    -> DuplicateCollapsingSearcher  one hit per duplicate group                  (duplicates.collapse)
+    -> PaperSearcher              papers ranked from their statements                (search --papers)
+
+Each stage is built once per index and reused by every search (the reranker's model is loaded once
+for both first stages). ``MathRAG``, the CLI, the chat and the evaluation all get their searcher here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_app.embedder_factory import resolve_device
+from rag_app.settings import Settings
+from retriever.channel_ranker import ChannelRanker
+from retriever.cross_encoder_reranker import CrossEncoderReranker
+from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
+from retriever.duplicate_groups import DuplicateGroups
+from retriever.ensemble_ranker import EnsembleRanker
+from retriever.first_stage_searcher import FirstStageSearcher
+from retriever.paper_searcher import PaperSearcher
+from retriever.query_adapter import QueryAdapter
+from retriever.reranking_searcher import RerankingSearcher
+from retriever.search_mode import SearchMode
+from retriever.second_dense_index import SecondDenseIndex
+from retriever.statement_index import StatementIndex
+from retriever.types import StatementSearcher
+
+RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
+SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the second embedding model
+
+
+class UnknownRunNameError(ValueError):
+    """A run name the grammar does not know (``MODE``, ``MODE+dense2``, ``MODE+rerank``, both)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunName:
+    """What an evaluation run name asks for: ``hybrid-formula+dense2+rerank`` is the hybrid-formula
+    mode, fused with the second embedding model, then reranked."""
+
+    mode: SearchMode
+    second_embedding: bool
+    rerank: bool
+
+    @classmethod
+    def parse(cls, name: str) -> RunName:
+        rerank = name.endswith(RERANK_SUFFIX)
+        second = name.removesuffix(RERANK_SUFFIX).endswith(SECOND_EMBEDDING_SUFFIX)
+        mode = name.removesuffix(RERANK_SUFFIX).removesuffix(SECOND_EMBEDDING_SUFFIX)
+        if mode not in set(SearchMode):
+            known = ", ".join([*SearchMode, "NAME+dense2", "NAME+rerank", "NAME+dense2+rerank"])
+            raise UnknownRunNameError(f"unknown retriever {name!r} (known: {known}, run:PATH)")
+        return cls(SearchMode(mode), second, rerank)
+
+
+class SearchStack:
+    """The searchers of one index, composed from the settings and kept for reuse.
+
+    ``second``: the second embedding model's vectors (None: that model is off); ``duplicates``: the
+    index's duplicate groups, used when ``duplicates.collapse`` is set.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: StatementIndex,
+        second: SecondDenseIndex | None = None,
+        duplicates: DuplicateGroups | None = None,
+        ranker: ChannelRanker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        self.second = second
+        self.duplicates = duplicates
+        retrieval = settings.retrieval
+        self.ranker = ranker or ChannelRanker(
+            index,
+            candidates=retrieval.candidates,
+            rrf_k=retrieval.rrf_k,
+            weights={
+                "dense": retrieval.dense_weight,
+                "bm25": retrieval.bm25_weight,
+                "formula": retrieval.formula_weight,
+            },
+            method=retrieval.fusion,
+            maxsim_candidates=settings.formula.maxsim_candidates,
+            query_adapter=QueryAdapter.configured(retrieval.query_adapter, index.embedder.identity),
+        )
+        self._ensemble: EnsembleRanker | None = None
+        self._reranker: CrossEncoderReranker | None = None
+        self._first_stages: dict[bool, FirstStageSearcher] = {}
+        self._rerankings: dict[bool, RerankingSearcher] = {}
+
+    def with_query_adapter(self, spec: str | None) -> SearchStack:
+        """This stack with another query adapter on the dense channel (``none``: the base vectors); the
+        index, the second model and the reranker's model are shared."""
+        adapter = QueryAdapter.configured(spec, self.index.embedder.identity)
+        variant = SearchStack(
+            self.settings, self.index, self.second, self.duplicates, self.ranker.with_query_adapter(adapter)
+        )
+        variant._reranker = self._reranker
+        return variant
+
+    # ------------------------------------------------------------------ statements
+    def statements(
+        self, *, rerank: bool = False, second_embedding: bool = False, collapse: bool | None = None
+    ) -> StatementSearcher:
+        """The statement searcher: the first stage, reranked when asked, duplicates collapsed when
+        ``collapse`` (unset: ``duplicates.collapse``)."""
+        searcher: StatementSearcher = self.reranking(second_embedding) if rerank else self.first_stage(second_embedding)
+        collapse = self.settings.duplicates.collapse if collapse is None else collapse
+        if collapse and self.duplicates is not None:
+            searcher = DuplicateCollapsingSearcher(searcher, self.duplicates)
+        return searcher
+
+    def first_stage(self, second_embedding: bool = False) -> FirstStageSearcher:
+        """The channels fused (with the second model's channel when asked and configured), as hits."""
+        use_second = second_embedding and self.second is not None
+        if use_second not in self._first_stages:
+            ranker = self.ensemble() if use_second else self.ranker
+            self._first_stages[use_second] = FirstStageSearcher(ranker, self.index, self.settings.retrieval.candidates)
+        return self._first_stages[use_second]
+
+    def ensemble(self) -> EnsembleRanker:
+        """The channels fused with the second model's; ValueError when that model is off."""
+        if self.second is None:
+            raise ValueError("the second embedding model is off (second_embedding.model = none)")
+        if self._ensemble is None:  # kept: it warns once about unbuilt vectors, not at every search
+            settings = self.settings.second_embedding
+            self._ensemble = EnsembleRanker(
+                self.ranker, self.second, settings.weight, settings.candidates, self.index.directory
+            )
+        return self._ensemble
+
+    def reranking(self, second_embedding: bool = False) -> RerankingSearcher:
+        """The first stage followed by the cross-encoder (``[rerank]`` settings); searching raises
+        ``RerankerModelError`` naming the command that builds the model when it is missing."""
+        use_second = second_embedding and self.second is not None
+        if use_second not in self._rerankings:
+            rerank = self.settings.rerank
+            self._rerankings[use_second] = RerankingSearcher(
+                self.first_stage(use_second), self.reranker, rerank.candidates, rerank.weight
+            )
+        return self._rerankings[use_second]
+
+    @property
+    def reranker(self) -> CrossEncoderReranker:
+        if self._reranker is None:  # one model in memory for every first stage
+            rerank = self.settings.rerank
+            device = resolve_device(rerank.device or self.settings.embedding.device)
+            self._reranker = CrossEncoderReranker(
+                rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
+            )
+        return self._reranker
+
+    def second_embedding_used(self, asked: bool) -> str:
+        """The second model's identity when a search fuses it in (asked, configured and built), else ""."""
+        second = self.second if asked else None
+        return second.embedder.identity if second is not None and second.built_by_configured_model() else ""
+
+    # ------------------------------------------------------------------ papers and run names
+    def papers(self, *, rerank: bool = False, second_embedding: bool = False) -> PaperSearcher:
+        """Papers ranked from a deep statement search (duplicates not collapsed: each place counts)."""
+        papers = self.settings.papers
+        statements = self.statements(rerank=rerank, second_embedding=second_embedding, collapse=False)
+        return PaperSearcher(statements, papers.depth, papers.aggregation, papers.top_m, papers.hits_per_paper)
+
+    def for_run_name(self, name: str) -> tuple[StatementSearcher, SearchMode]:
+        """The searcher and mode an evaluation run name asks for (duplicates not collapsed: the
+        evaluation counts statements by docno itself)."""
+        run = RunName.parse(name)
+        if run.second_embedding and self.second is None:
+            raise UnknownRunNameError(f"retriever {name!r} needs the second embedding model (second_embedding.model)")
+        return self.statements(rerank=run.rerank, second_embedding=run.second_embedding, collapse=False), run.mode
