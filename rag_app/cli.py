@@ -424,7 +424,7 @@ def status(index: IndexOption = None, config: ConfigOption = None) -> None:
 def _reembed_if_the_default_changed(settings: Settings) -> None:
     """The quick start keeps working when a new release ships another default embedder."""
     from rag_app.embedder_factory import make_embedder
-    from retriever.statement_index import reindex as reindex_statements
+    from retriever.reindex import reindex as reindex_statements
 
     try:
         MathRAG(settings).index  # noqa: B018 (opening checks the embedder)
@@ -931,7 +931,7 @@ def reindex(
 ) -> None:
     """Re-embed every statement of an index with the configured embedder (resumable; BM25 unchanged)."""
     from rag_app.embedder_factory import make_embedder
-    from retriever.statement_index import reindex as reindex_statements
+    from retriever.reindex import reindex as reindex_statements
 
     settings = _settings(config, index)
     try:

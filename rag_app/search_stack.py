@@ -98,6 +98,7 @@ class SearchStack:
         self._reranker: CrossEncoderReranker | None = None
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._rerankings: dict[bool, RerankingSearcher] = {}
+        self._collapsing: dict[tuple[bool, bool], DuplicateCollapsingSearcher] = {}  # by (rerank, second model)
 
     def with_query_adapter(self, spec: str | None) -> SearchStack:
         """This stack with another query adapter on the dense channel (``none``: the base vectors); the
@@ -115,11 +116,14 @@ class SearchStack:
     ) -> StatementSearcher:
         """The statement searcher: the first stage, reranked when asked, duplicates collapsed when
         ``collapse`` (unset: ``duplicates.collapse``)."""
-        searcher: StatementSearcher = self.reranking(second_embedding) if rerank else self.first_stage(second_embedding)
         collapse = self.settings.duplicates.collapse if collapse is None else collapse
-        if collapse and self.duplicates is not None:
-            searcher = DuplicateCollapsingSearcher(searcher, self.duplicates)
-        return searcher
+        inner: StatementSearcher = self.reranking(second_embedding) if rerank else self.first_stage(second_embedding)
+        if not collapse or self.duplicates is None:
+            return inner
+        key = (rerank, second_embedding and self.second is not None)
+        if key not in self._collapsing:
+            self._collapsing[key] = DuplicateCollapsingSearcher(inner, self.duplicates)
+        return self._collapsing[key]
 
     def first_stage(self, second_embedding: bool = False) -> FirstStageSearcher:
         """The channels fused (with the second model's channel when asked and configured), as hits."""
@@ -141,7 +145,7 @@ class SearchStack:
         return self._ensemble
 
     def reranking(self, second_embedding: bool = False) -> RerankingSearcher:
-        """The first stage followed by the cross-encoder (``[rerank]`` settings); searching raises
+        """The first stage followed by the cross-encoder (``[rerank]`` settings); raises
         ``RerankerModelError`` naming the command that builds the model when it is missing."""
         use_second = second_embedding and self.second is not None
         if use_second not in self._rerankings:

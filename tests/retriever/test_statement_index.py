@@ -10,11 +10,12 @@ import pytest
 
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
-from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex, statement_index
+from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
+from retriever import reindex as reindex_module
 from retriever.bm25_index import BM25Index
 from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
 from retriever.formulas.fusion_index import FusionIndexError
-from retriever.statement_index import reindex
+from retriever.reindex import reindex
 from tests.embedders import random_adapter
 from tests.searchers import first_stage
 
@@ -188,7 +189,7 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
 
     # The process dies while writing the second batch of one statement.
     calls = {"n": 0}
-    original = statement_index._embed_into
+    original = reindex_module._embed_into
 
     def dies_on_second_batch(store, model, records):
         calls["n"] += 1
@@ -196,10 +197,10 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
             raise KeyboardInterrupt
         return original(store, model, records)
 
-    monkeypatch.setattr(statement_index, "_embed_into", dies_on_second_batch)
+    monkeypatch.setattr(reindex_module, "_embed_into", dies_on_second_batch)
     with pytest.raises(KeyboardInterrupt):
         reindex(directory, tuned, batch=1)
-    monkeypatch.setattr(statement_index, "_embed_into", original)
+    monkeypatch.setattr(reindex_module, "_embed_into", original)
     # The old index still answers with the old embedder; the new one is still refused.
     assert (
         first_stage(StatementIndex(directory, embedder)).search("bounded entire", 1, SearchMode.DENSE)[0].record

@@ -1,0 +1,116 @@
+"""The one place searchers are composed, on the demo index (real Chroma and BM25 on disk)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_app import MathRAG
+from rag_app.search_stack import RunName, SearchStack, UnknownRunNameError
+from retriever.channel_ranker import ChannelRanker
+from retriever.chroma_store import ChromaStatementStore
+from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
+from retriever.first_stage_searcher import FirstStageSearcher
+from retriever.reranking_searcher import RerankingSearcher
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
+from tests.conftest import make_settings
+
+
+@pytest.fixture
+def rag(demo_index_dir: Path, tiny_reranker_dir: Path, tmp_path: Path) -> MathRAG:
+    return MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, rerank={"model": str(tiny_reranker_dir)}))
+
+
+def test_the_stages_are_composed_in_order_once_per_index(rag: MathRAG) -> None:
+    stack = rag.search_stack
+    assert stack is rag.search_stack
+    searcher = stack.statements(rerank=True, collapse=True)
+    assert isinstance(searcher, DuplicateCollapsingSearcher)
+    reranking = searcher.statements
+    assert isinstance(reranking, RerankingSearcher) and reranking is stack.reranking()
+    first = reranking.index
+    assert isinstance(first, FirstStageSearcher) and first is stack.first_stage()
+    assert isinstance(first.ranker, ChannelRanker) and first.ranker is stack.ranker
+    # built once, reused by every search: the same objects each time they are asked for
+    assert stack.statements(rerank=True, collapse=True) is searcher
+    assert stack.statements(collapse=False) is first
+    # the second model is off here: asking for it gives the first stage alone
+    assert stack.first_stage(second_embedding=True) is first
+    with pytest.raises(ValueError, match=r"second_embedding\.model"):
+        stack.ensemble()
+
+
+def test_one_search_reads_chroma_once_for_its_hits(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
+    rag.search("warm up", k=3)
+    calls: list[int] = []
+    original = ChromaStatementStore.get
+
+    def counting_get(store: ChromaStatementStore, ids: list[str]) -> object:
+        calls.append(len(ids))
+        return original(store, ids)
+
+    monkeypatch.setattr(ChromaStatementStore, "get", counting_get)
+    for mode in SearchMode:
+        if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
+            continue  # MaRF is off in these settings
+        calls.clear()
+        hits = rag.search_stack.statements(collapse=False).search("bounded entire function", 5, mode)
+        assert hits and len(calls) == 1 and calls[0] <= 5, (mode, calls)
+
+
+def test_a_filter_is_applied_once_after_fusion(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = SearchFilter(kinds=frozenset({"definition"}))
+    checked: list[str] = []
+    original = SearchFilter.matches
+
+    def counting_matches(self: SearchFilter, record: object) -> bool:
+        checked.append(record.id)  # type: ignore[attr-defined]
+        return original(self, record)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SearchFilter, "matches", counting_matches)
+    hits = rag.search("group", k=3, where=where)
+    assert hits and all(hit.record.kind.value == "definition" for hit in hits)
+    assert len(checked) == len(set(checked))  # no statement is checked twice
+
+
+def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
+    assert RunName.parse("hybrid-formula+dense2+rerank") == RunName(SearchMode.HYBRID_FORMULA, True, True)
+    assert RunName.parse("bm25+rerank") == RunName(SearchMode.BM25, False, True)
+    assert RunName.parse("dense") == RunName(SearchMode.DENSE, False, False)
+    for unknown in ("hybrid+rerank+dense2", "bm26", "+rerank"):
+        with pytest.raises(UnknownRunNameError, match="unknown retriever"):
+            RunName.parse(unknown)
+    searcher, mode = rag.search_stack.for_run_name("hybrid+rerank")
+    assert mode is SearchMode.HYBRID and searcher is rag.search_stack.reranking()
+    with pytest.raises(UnknownRunNameError, match=r"second_embedding\.model"):
+        rag.search_stack.for_run_name("hybrid+dense2")
+
+
+def test_a_query_adapter_variant_shares_the_index(rag: MathRAG) -> None:
+    variant = rag.search_stack.with_query_adapter("none")
+    assert isinstance(variant, SearchStack) and variant.index is rag.index
+    assert variant.ranker.query_adapter is None and variant.ranker is not rag.search_stack.ranker
+    retrieval = rag.settings.retrieval.model_copy(update={"query_adapter": "none"})
+    without = SearchStack(rag.settings.model_copy(update={"retrieval": retrieval}), rag.index)
+    query = "order of a subgroup"
+    plain = [h.record.id for h in variant.first_stage().search(query, 5, SearchMode.DENSE)]
+    assert plain and plain == [h.record.id for h in without.first_stage().search(query, 5, SearchMode.DENSE)]
+
+
+def test_ask_embeds_the_question_once(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = rag.index.embedder
+    encoded: list[str] = []
+    original = type(embedder)._encode
+
+    def counting_encode(self: object, texts: list[str], show_progress: bool) -> object:
+        encoded.extend(texts)
+        return original(self, texts, show_progress)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(embedder), "_encode", counting_encode)
+    rag.settings.llm.base_url = "http://127.0.0.1:9/v1"  # no LLM: the answer keeps its sources
+    rag.settings.llm.retries = 0
+    answer = rag.ask("What is the index of a subgroup?", k=3)
+    assert answer.sources
+    assert len(encoded) == 1, encoded
