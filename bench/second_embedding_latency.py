@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.load()
     rag = MathRAG(settings.model_copy(update={"index_dir": eval_index_dir(settings)}))
-    second = rag.second_dense_index()
+    second = rag.companion_index()
     if second is None:
         raise SystemExit("second_embedding.model is `none`: nothing to measure")
     second.check()

@@ -33,8 +33,8 @@ from rag_app.settings import Settings
 from retriever import IndexMismatchError, PaperHit, SearchFilter, SearchHit, SearchMode
 from retriever.cross_encoder_reranker import RerankerModelError
 from retriever.embedding_registry import EmbedderSpecError
-from retriever.formulas.fusion_encoder import FormulaModelError
-from retriever.formulas.fusion_index import FusionIndexError
+from retriever.formulas.marf_encoder import FormulaModelError
+from retriever.formulas.marf_index import MarfIndexError
 from retriever.query_adapter import QueryAdapterError
 from retriever.statement_index import PAPERS
 from retriever.types import record_to_dict
@@ -438,14 +438,14 @@ def _reembed_if_the_default_changed(settings: Settings) -> None:
 
 def _catch_up_second_embedding(rag: MathRAG) -> None:
     """The quick start's index gets the second model's vectors it lacks (built before the model was on)."""
-    second = rag.second_dense_index()
+    second = rag.companion_index()
     statements = int(rag.index.manifest().get("statements", 0) or 0)
     if second is None or statements == 0:
         return
     if second.built_by_configured_model() and second.statements() >= statements:
         return
     typer.echo(f"Embedding the index with the second model ({second.embedder.identity}) ...")
-    rag.build_second_dense(show_progress=True)
+    rag.build_companion(show_progress=True)
 
 
 @app.command()
@@ -799,7 +799,7 @@ def train_query_adapter(
     """
     from rag_app.embedder_factory import make_embedder
     from rag_app.training.train_query_adapter import TrainQueryAdapterJob, publish_query_adapter
-    from retriever.second_dense_index import SecondDenseIndexError
+    from retriever.companion_index import CompanionIndexError
 
     settings = _settings(config, index)
     if epochs is not None:
@@ -808,7 +808,7 @@ def train_query_adapter(
     job = TrainQueryAdapterJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
         if second_embedding:
-            second = MathRAG(settings).second_dense_index()
+            second = MathRAG(settings).companion_index()
             if second is None:
                 raise ValueError(
                     "the second embedding model is off: set second_embedding.model (e.g. packaged:all-mpnet-base-v2) "
@@ -817,7 +817,7 @@ def train_query_adapter(
             report = job.run(second.embedder, show_progress=not as_json, log=_err, second=second)
         else:
             report = job.run(make_embedder(settings), show_progress=not as_json, log=_err)
-    except (FileNotFoundError, ValueError, SecondDenseIndexError, QueryAdapterError) as error:
+    except (FileNotFoundError, ValueError, CompanionIndexError, QueryAdapterError) as error:
         _err(f"error: {error}")
         raise typer.Exit(2) from error
     published = str(publish_query_adapter(report.directory)) if publish else None
@@ -971,8 +971,8 @@ def build_fusion(
     """
     with MathRAG(_settings(config, index)) as rag:
         update = rag.build_fusion(rebuild=rebuild, show_progress=not as_json)
-        data = {**update.to_dict(), "models": rag.index.fusion_encoder().identity,
-                "bytes": rag.index.fusion_index().bytes_on_disk()}  # fmt: skip
+        data = {**update.to_dict(), "models": rag.index.marf_encoder().identity,
+                "bytes": rag.index.marf_index().bytes_on_disk()}  # fmt: skip
     if as_json:
         typer.echo(json.dumps(data))
     else:
@@ -994,11 +994,11 @@ def build_dense2(
     """
     with MathRAG(_settings(config, index)) as rag:
         try:
-            update = rag.build_second_dense(rebuild=rebuild, show_progress=not as_json)
+            update = rag.build_companion(rebuild=rebuild, show_progress=not as_json)
         except ValueError as error:
             _err(f"error: {error}")
             raise typer.Exit(2) from error
-        second = rag.second_dense_index()
+        second = rag.companion_index()
         model = second.embedder.identity if second is not None else ""
     data = {**update.to_dict(), "model": model}
     if as_json:
@@ -1094,7 +1094,7 @@ def main() -> None:
         IndexMismatchError,
         PackagedModelError,
         EmbedderSpecError,
-        FusionIndexError,
+        MarfIndexError,
         FormulaModelError,
         QueryAdapterError,
     ) as error:

@@ -35,11 +35,11 @@ from rag_app.mse_ingest import MseIngest, MseReport
 from rag_app.search_stack import SearchStack
 from rag_app.settings import Settings
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
+from retriever.companion_index import CompanionIndex
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.paper_searcher import PaperHit
 from retriever.query_adapter import QueryAdapter
-from retriever.second_dense_index import SecondDenseIndex
 from retriever.types import VectorUpdate
 
 
@@ -53,7 +53,7 @@ class MathRAG:
         self.settings = settings
         self._index: StatementIndex | None = None
         self._search_stack: SearchStack | None = None
-        self._second_dense: SecondDenseIndex | None = None
+        self._companion: CompanionIndex | None = None
         self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
 
@@ -75,7 +75,7 @@ class MathRAG:
                 token_dim=self.settings.formula.token_dim,
                 connection=self.settings.store.connection(),
                 duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
-                second_dense=self.second_dense_index(),
+                companion=self.companion_index(),
             )
         return self._index
 
@@ -83,17 +83,15 @@ class MathRAG:
     def search_stack(self) -> SearchStack:
         """This index's searchers, composed from the settings once (see ``rag_app.search_stack``)."""
         if self._search_stack is None:
-            self._search_stack = SearchStack(
-                self.settings, self.index, self.second_dense_index(), self.duplicate_groups()
-            )
+            self._search_stack = SearchStack(self.settings, self.index, self.companion_index(), self.duplicate_groups())
         return self._search_stack
 
-    def second_dense_index(self) -> SecondDenseIndex | None:
-        """The second embedding model's vectors (``[second_embedding]``), or None when it is off."""
+    def companion_index(self) -> CompanionIndex | None:
+        """The companion embedding model's vectors (settings ``[second_embedding]``), or None when it is off."""
         second = self.settings.second_embedding
         if not second.enabled or second.model is None:
             return None
-        if self._second_dense is None:
+        if self._companion is None:
             embedding = self.settings.embedding
             embedder = Embedder(
                 second.model,
@@ -103,20 +101,24 @@ class MathRAG:
                 registry_dir=self.settings.resolved_registry_dir,
                 math_text=embedding.math_text,
             )
-            self._second_dense = SecondDenseIndex(
+            self._companion = CompanionIndex(
                 self.settings.resolved_index_dir,
                 embedder,
                 self.settings.store.connection(),
                 query_adapter=QueryAdapter.configured(second.query_adapter, embedder.identity),
             )
-        return self._second_dense
+        return self._companion
 
-    def build_second_dense(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
-        """Embed the statements the second model's vectors lack (see ``rag-app build-dense2``)."""
-        second = self.second_dense_index()
+    def build_companion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
+        """Embed the statements the companion model's vectors lack (``rag-app build-dense2``)."""
+        second = self.companion_index()
         if second is None:
             raise ValueError("the second embedding model is off (second_embedding.model = none)")
         return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
+
+    # The first names of these two methods, kept for code that calls them.
+    second_dense_index = companion_index
+    build_second_dense = build_companion
 
     def duplicate_groups(self) -> DuplicateGroups:
         """The index's duplicate groups (``[duplicates]`` settings)."""
@@ -301,9 +303,11 @@ class MathRAG:
         )
         return rewriter.rewrite(question, history)
 
-    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
-        """Embed the statements the formula-fusion index lacks (see ``rag-app build-fusion``)."""
-        return self.index.build_fusion(rebuild=rebuild, show_progress=show_progress)
+    def build_marf(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
+        """Embed the statements the MaRF vectors lack (``rag-app build-fusion``)."""
+        return self.index.build_marf(rebuild=rebuild, show_progress=show_progress)
+
+    build_fusion = build_marf  # the name of the CLI command, kept for code that calls it
 
     def ask(
         self,

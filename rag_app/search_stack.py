@@ -3,7 +3,7 @@
 Stages, each a class in ``retriever`` taking the stage before it::
 
     ChannelRanker                 the channels a mode names (dense, BM25, formula, MaRF), fused by rank
-    -> EnsembleRanker             + the second embedding model's channel, fused linearly   (when asked)
+    -> EnsembleRanker             + the companion embedding model's channel, fused linearly   (when asked)
     -> FirstStageSearcher         the records read from Chroma once; the filter, applied once
     -> RerankingSearcher          the cross-encoder over the top N                         (when asked)
     -> DuplicateCollapsingSearcher  one hit per duplicate group                  (duplicates.collapse)
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rag_app.embedder_factory import resolve_device
 from rag_app.settings import Settings
 from retriever.channel_ranker import ChannelRanker
+from retriever.companion_index import CompanionIndex
 from retriever.cross_encoder_reranker import CrossEncoderReranker
 from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.duplicate_groups import DuplicateGroups
@@ -29,12 +30,11 @@ from retriever.paper_searcher import PaperSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.search_mode import SearchMode
-from retriever.second_dense_index import SecondDenseIndex
 from retriever.statement_index import StatementIndex
 from retriever.types import StatementSearcher
 
 RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
-SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the second embedding model
+SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the companion embedding model
 
 
 class UnknownRunNameError(ValueError):
@@ -44,7 +44,7 @@ class UnknownRunNameError(ValueError):
 @dataclass(frozen=True, slots=True)
 class RunName:
     """What an evaluation run name asks for: ``hybrid-formula+dense2+rerank`` is the hybrid-formula
-    mode, fused with the second embedding model, then reranked."""
+    mode, fused with the companion embedding model, then reranked."""
 
     mode: SearchMode
     second_embedding: bool
@@ -64,7 +64,7 @@ class RunName:
 class SearchStack:
     """The searchers of one index, composed from the settings and kept for reuse.
 
-    ``second``: the second embedding model's vectors (None: that model is off); ``duplicates``: the
+    ``companion``: the companion embedding model's vectors (None: that model is off); ``duplicates``: the
     index's duplicate groups, used when ``duplicates.collapse`` is set.
     """
 
@@ -72,13 +72,13 @@ class SearchStack:
         self,
         settings: Settings,
         index: StatementIndex,
-        second: SecondDenseIndex | None = None,
+        companion: CompanionIndex | None = None,
         duplicates: DuplicateGroups | None = None,
         ranker: ChannelRanker | None = None,
     ) -> None:
         self.settings = settings
         self.index = index
-        self.second = second
+        self.companion = companion
         self.duplicates = duplicates
         retrieval = settings.retrieval
         self.ranker = ranker or ChannelRanker(
@@ -98,14 +98,14 @@ class SearchStack:
         self._reranker: CrossEncoderReranker | None = None
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._rerankings: dict[bool, RerankingSearcher] = {}
-        self._collapsing: dict[tuple[bool, bool], DuplicateCollapsingSearcher] = {}  # by (rerank, second model)
+        self._collapsing: dict[tuple[bool, bool], DuplicateCollapsingSearcher] = {}  # by (rerank, companion model)
 
     def with_query_adapter(self, spec: str | None) -> SearchStack:
         """This stack with another query adapter on the dense channel (``none``: the base vectors); the
-        index, the second model and the reranker's model are shared."""
+        index, the companion model and the reranker's model are shared."""
         adapter = QueryAdapter.configured(spec, self.index.embedder.identity)
         variant = SearchStack(
-            self.settings, self.index, self.second, self.duplicates, self.ranker.with_query_adapter(adapter)
+            self.settings, self.index, self.companion, self.duplicates, self.ranker.with_query_adapter(adapter)
         )
         variant._reranker = self._reranker
         return variant
@@ -120,34 +120,34 @@ class SearchStack:
         inner: StatementSearcher = self.reranking(second_embedding) if rerank else self.first_stage(second_embedding)
         if not collapse or self.duplicates is None:
             return inner
-        key = (rerank, second_embedding and self.second is not None)
+        key = (rerank, second_embedding and self.companion is not None)
         if key not in self._collapsing:
             self._collapsing[key] = DuplicateCollapsingSearcher(inner, self.duplicates)
         return self._collapsing[key]
 
     def first_stage(self, second_embedding: bool = False) -> FirstStageSearcher:
-        """The channels fused (with the second model's channel when asked and configured), as hits."""
-        use_second = second_embedding and self.second is not None
+        """The channels fused (with the companion model's channel when asked and configured), as hits."""
+        use_second = second_embedding and self.companion is not None
         if use_second not in self._first_stages:
             ranker = self.ensemble() if use_second else self.ranker
             self._first_stages[use_second] = FirstStageSearcher(ranker, self.index, self.settings.retrieval.candidates)
         return self._first_stages[use_second]
 
     def ensemble(self) -> EnsembleRanker:
-        """The channels fused with the second model's; ValueError when that model is off."""
-        if self.second is None:
+        """The channels fused with the companion model's; ValueError when that model is off."""
+        if self.companion is None:
             raise ValueError("the second embedding model is off (second_embedding.model = none)")
         if self._ensemble is None:  # kept: it warns once about unbuilt vectors, not at every search
             settings = self.settings.second_embedding
             self._ensemble = EnsembleRanker(
-                self.ranker, self.second, settings.weight, settings.candidates, self.index.directory
+                self.ranker, self.companion, settings.weight, settings.candidates, self.index.directory
             )
         return self._ensemble
 
     def reranking(self, second_embedding: bool = False) -> RerankingSearcher:
         """The first stage followed by the cross-encoder (``[rerank]`` settings); raises
         ``RerankerModelError`` naming the command that builds the model when it is missing."""
-        use_second = second_embedding and self.second is not None
+        use_second = second_embedding and self.companion is not None
         if use_second not in self._rerankings:
             rerank = self.settings.rerank
             self._rerankings[use_second] = RerankingSearcher(
@@ -166,8 +166,8 @@ class SearchStack:
         return self._reranker
 
     def second_embedding_used(self, asked: bool) -> str:
-        """The second model's identity when a search fuses it in (asked, configured and built), else ""."""
-        second = self.second if asked else None
+        """The companion model's identity when a search fuses it in (asked, configured and built), else ""."""
+        second = self.companion if asked else None
         return second.embedder.identity if second is not None and second.built_by_configured_model() else ""
 
     # ------------------------------------------------------------------ papers and run names
@@ -181,6 +181,6 @@ class SearchStack:
         """The searcher and mode an evaluation run name asks for (duplicates not collapsed: the
         evaluation counts statements by docno itself)."""
         run = RunName.parse(name)
-        if run.second_embedding and self.second is None:
+        if run.second_embedding and self.companion is None:
             raise UnknownRunNameError(f"retriever {name!r} needs the second embedding model (second_embedding.model)")
         return self.statements(rerank=run.rerank, second_embedding=run.second_embedding, collapse=False), run.mode

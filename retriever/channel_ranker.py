@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from retriever.bm25_searcher import BM25Searcher
 from retriever.dense_searcher import DenseSearcher
 from retriever.formulas.formula_lexical_searcher import FormulaLexicalSearcher
-from retriever.formulas.fusion_index import FusionIndexError
-from retriever.formulas.fusion_searcher import FormulaEncoderSearcher, FusionSearcher
+from retriever.formulas.marf_index import MarfIndexError
+from retriever.formulas.marf_searcher import FormulaEncoderSearcher, MarfSearcher
 from retriever.formulas.query_formulas import query_formulas
-from retriever.fusion import FusionMethod, fuse
 from retriever.hybrid_searcher import HybridSearcher
 from retriever.query_adapter import QueryAdapter
+from retriever.rank_fusion import RankFusionMethod, fuse
 from retriever.search_mode import SearchMode
 from retriever.statement_index import FUSION_OFF, StatementIndex
 from retriever.types import ChannelSearcher, Ranking
@@ -32,7 +32,7 @@ class ChannelRanker:
         candidates: int = 50,
         rrf_k: float = 60.0,
         weights: Mapping[str, float] | None = None,
-        method: FusionMethod = "rrf",
+        method: RankFusionMethod = "rrf",
         maxsim_candidates: int = 50,
         query_adapter: QueryAdapter | None = None,
     ) -> None:
@@ -63,8 +63,8 @@ class ChannelRanker:
             run = self.bm25.search(query, k)
             return Ranking.of(run, {"bm25": run})
         first: ChannelSearcher = self.dense
-        if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
-            first = self._marf_searcher(self.maxsim_candidates if mode is SearchMode.FUSION_MAXSIM else 0)
+        if mode in (SearchMode.MARF, SearchMode.MARF_MAXSIM):
+            first = self._marf_searcher(self.maxsim_candidates if mode is SearchMode.MARF_MAXSIM else 0)
         channels: list[ChannelSearcher] = [first, self.bm25]
         if mode is not SearchMode.HYBRID:
             channels.append(self.formula)
@@ -84,22 +84,22 @@ class ChannelRanker:
         depth = max(k, self.candidates)
         runs = {"formula": self.formula.search_formulas(formulas, depth)}
         index = self.index
-        if index.formula_models is not None and index.fusion_index().exists():
+        if index.formula_models is not None and index.marf_index().exists():
             # the formula encoder finds rewrites that share few tokens (renamed variables, expanded forms)
-            encoder = index.fusion_encoder()
-            index.fusion_index().check(encoder)
-            runs["formula-encoder"] = FormulaEncoderSearcher(encoder, index.fusion_index()).search_formulas(
+            encoder = index.marf_encoder()
+            index.marf_index().check(encoder)
+            runs["formula-encoder"] = FormulaEncoderSearcher(encoder, index.marf_index()).search_formulas(
                 formulas, depth
             )
         fused = fuse(runs, self.method, self.rrf_k, self.weights)[:k] if len(runs) > 1 else runs["formula"][:k]
         return Ranking.of(fused, runs)
 
-    def _marf_searcher(self, maxsim_candidates: int) -> FusionSearcher:
+    def _marf_searcher(self, maxsim_candidates: int) -> MarfSearcher:
         index = self.index
         if index.formula_models is None:
-            raise FusionIndexError(FUSION_OFF)
-        vectors = index.fusion_index()
+            raise MarfIndexError(FUSION_OFF)
+        vectors = index.marf_index()
         vectors.check_built()  # before loading models: the likelier problem, and the cheaper check
-        encoder = index.fusion_encoder()
+        encoder = index.marf_encoder()
         vectors.check(encoder)
-        return FusionSearcher(encoder, vectors, maxsim_candidates)
+        return MarfSearcher(encoder, vectors, maxsim_candidates)

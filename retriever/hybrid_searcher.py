@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from retriever.fusion import FusionMethod, fuse
+from retriever.rank_fusion import RankFusionMethod, fuse
 from retriever.types import ChannelSearcher, ScoredId
 
 
@@ -19,7 +19,7 @@ class HybridSearcher:
         candidates: int = 50,
         rrf_k: float = 60.0,
         weights: Mapping[str, float] | None = None,
-        method: FusionMethod = "rrf",
+        method: RankFusionMethod = "rrf",
     ) -> None:
         self.method = method
         self.searchers = list(searchers)

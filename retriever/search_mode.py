@@ -10,10 +10,13 @@ class SearchMode(StrEnum):
     DENSE = "dense"
     BM25 = "bm25"
     HYBRID_FORMULA = "hybrid-formula"  # dense + BM25 + the lexical formula channel
-    FUSION = "fusion"  # MaRF fused vectors (instead of dense) + BM25 + the lexical formula channel
-    FUSION_MAXSIM = "fusion-maxsim"  # as fusion, the fused channel reranked by MaxSim over token vectors
+    MARF = "fusion"  # MaRF formula-fused vectors (instead of dense) + BM25 + the lexical formula channel
+    MARF_MAXSIM = "fusion-maxsim"  # as MARF, the MaRF channel reranked by MaxSim over token vectors
     FORMULA = "formula"  # formulas only: the lexical formula channel (and the formula encoder when built)
+    # The members' first names, kept for code that uses them (the values are the CLI's, unchanged).
+    FUSION = "fusion"
+    FUSION_MAXSIM = "fusion-maxsim"
 
 
 # The modes that fuse text channels; dense, BM25 and formula-only searches ask for one channel by name.
-FUSED_MODES = frozenset({SearchMode.HYBRID, SearchMode.HYBRID_FORMULA, SearchMode.FUSION, SearchMode.FUSION_MAXSIM})
+FUSED_MODES = frozenset({SearchMode.HYBRID, SearchMode.HYBRID_FORMULA, SearchMode.MARF, SearchMode.MARF_MAXSIM})

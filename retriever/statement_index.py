@@ -30,6 +30,7 @@ from retriever.bm25_index import DATABASE as BM25_DATABASE
 from retriever.bm25_index import BM25Index
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
+from retriever.companion_index import CompanionIndex
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.embedder import Embedder
 from retriever.formulas.formula_lexical_searcher import (
@@ -38,11 +39,10 @@ from retriever.formulas.formula_lexical_searcher import (
     FormulaIndexStats,
     formula_documents,
 )
-from retriever.formulas.fusion_encoder import FormulaModelError, FormulaModels, FusionEncoder
-from retriever.formulas.fusion_index import FusionIndex, FusionIndexError
+from retriever.formulas.marf_encoder import FormulaModelError, FormulaModels, MarfEncoder
+from retriever.formulas.marf_index import MarfIndex, MarfIndexError
 from retriever.math_tokenizer import tokenize
 from retriever.paper_manifest import PaperManifest
-from retriever.second_dense_index import SecondDenseIndex
 from retriever.types import VectorUpdate
 
 logger = logging.getLogger(__name__)
@@ -78,16 +78,16 @@ class StatementIndex:
         token_dim: int = 128,
         connection: ChromaConnection = EMBEDDED,
         duplicates: DuplicateGroups | None = None,
-        second_dense: SecondDenseIndex | None = None,
+        companion: CompanionIndex | None = None,
     ) -> None:
         self.directory = directory
         self.duplicates = duplicates  # kept in step with the store: found at add, forgotten at delete
-        self.second_dense = second_dense  # a second model's vectors, kept in step the same way
+        self.companion = companion  # the companion embedding model's vectors, kept in step the same way
         self.connection = connection
         self.formula_models = formula_models  # None: the fusion modes are off
         self.token_dim = token_dim
-        self._fusion_encoder: FusionEncoder | None = None
-        self._fusion_index: FusionIndex | None = None
+        self._marf_encoder: MarfEncoder | None = None
+        self._marf_index: MarfIndex | None = None
         self.embedder = embedder
         directory.mkdir(parents=True, exist_ok=True)
         self._check_manifest()
@@ -132,7 +132,7 @@ class StatementIndex:
         self._mark_lexical_stale()  # until the lexical indexes have the new statements too
         # The second model's vectors follow the store from its first statement, or from `build-dense2`:
         # started on an index that has statements already, they would cover only the new ones.
-        second = self.second_dense
+        second = self.companion
         follows = second is not None and (second.built_by_configured_model() or self.store.count() == 0)
         self.store.upsert(records, vectors)
         if self.duplicates is not None:
@@ -156,16 +156,16 @@ class StatementIndex:
         self.store.delete(ids)
         if self.duplicates is not None:
             self.duplicates.remove(ids)
-        if self.second_dense is not None:
-            self.second_dense.remove(ids)
+        if self.companion is not None:
+            self.companion.remove(ids)
         if not in_step:
             self._write_manifest()
             return
         self.lexical_index().delete(ids)
         self.formula_lexical_index().delete(ids)
         self._write_formula_stats(self._formula_stats_or_zero() - formula_documents(removed)[2])
-        if self.formula_models is not None and self.fusion_index().exists():
-            self.fusion_index().remove(ids)
+        if self.formula_models is not None and self.marf_index().exists():
+            self.marf_index().remove(ids)
         self._write_manifest(statements=len(self.lexical_index()))
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
 
@@ -222,10 +222,10 @@ class StatementIndex:
             stats += self._add_lexical(batch)
             bar.update(len(batch))
         self._write_formula_stats(stats)
-        if self.formula_models is not None and self.fusion_index().exists():
+        if self.formula_models is not None and self.marf_index().exists():
             # the fusion vectors follow the store: new statements embedded, deleted ones forgotten
             try:
-                self.fusion_index().update(self.store.iter_records(), self.fusion_encoder())
+                self.marf_index().update(self.store.iter_records(), self.marf_encoder())
             except FormulaModelError as error:  # an ingest never dies on the optional fusion channel
                 logger.warning("formula-fusion vectors not updated: %s", error)
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
@@ -253,14 +253,14 @@ class StatementIndex:
         return stats
 
     def _update_fusion(self, records: Sequence[StatementRecord]) -> None:
-        if self.formula_models is None or not self.fusion_index().exists():
+        if self.formula_models is None or not self.marf_index().exists():
             return
         try:  # an ingest never dies on the optional fusion channel
-            encoder = self.fusion_encoder()
-            if self.fusion_index().manifest().get("identity") != encoder.identity:
+            encoder = self.marf_encoder()
+            if self.marf_index().manifest().get("identity") != encoder.identity:
                 logger.warning("formula-fusion vectors not updated: built by other models (run build-fusion --rebuild)")
                 return
-            self.fusion_index().add(records, encoder)
+            self.marf_index().add(records, encoder)
         except FormulaModelError as error:
             logger.warning("formula-fusion vectors not updated: %s", error)
 
@@ -296,23 +296,23 @@ class StatementIndex:
         return self.store.get(ids)
 
     # ----------------------------------------------------------------- formula fusion
-    def fusion_encoder(self) -> FusionEncoder:
+    def marf_encoder(self) -> MarfEncoder:
         if self.formula_models is None:
-            raise FusionIndexError(FUSION_OFF)
-        if self._fusion_encoder is None:
-            self._fusion_encoder = FusionEncoder(self.embedder, FormulaModels.load(self.formula_models))
-        return self._fusion_encoder
+            raise MarfIndexError(FUSION_OFF)
+        if self._marf_encoder is None:
+            self._marf_encoder = MarfEncoder(self.embedder, FormulaModels.load(self.formula_models))
+        return self._marf_encoder
 
-    def fusion_index(self) -> FusionIndex:
+    def marf_index(self) -> MarfIndex:
         """The formula-fusion vectors (kept open: its id map and token chunks are read once)."""
-        if self._fusion_index is None:
-            self._fusion_index = FusionIndex(self.directory, self.token_dim, self.connection)
-        return self._fusion_index
+        if self._marf_index is None:
+            self._marf_index = MarfIndex(self.directory, self.token_dim, self.connection)
+        return self._marf_index
 
-    def build_fusion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
+    def build_marf(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Bring the formula-fusion vectors up to date with the store (only new statements are embedded)."""
-        return self.fusion_index().update(
-            self.store.iter_records(), self.fusion_encoder(), show_progress=show_progress, rebuild=rebuild
+        return self.marf_index().update(
+            self.store.iter_records(), self.marf_encoder(), show_progress=show_progress, rebuild=rebuild
         )
 
     def formula_stats(self) -> FormulaIndexStats | None:

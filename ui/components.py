@@ -77,7 +77,7 @@ def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
                 date_from = chosen[0] if chosen[0] > stats.first_date else None
                 date_to = chosen[1] if chosen[1] < stats.last_date else None
         modes = ["hybrid-formula", "hybrid", "dense", "bm25"]
-        if rag.index.fusion_index().exists():  # built by `rag-app build-fusion`
+        if rag.index.marf_index().exists():  # built by `rag-app build-fusion`
             modes += ["fusion", "fusion-maxsim"]
         configured = rag.settings.retrieval.mode
         mode = st.selectbox(

@@ -27,7 +27,7 @@ def _reranker_description(settings: Settings) -> str:
 
 def _second_embedding_description(rag: MathRAG) -> str:
     """Which second embedding model the chat fuses in, or why none is."""
-    second = rag.second_dense_index()
+    second = rag.companion_index()
     if second is None or not rag.settings.second_embedding.chat:
         return "off in the chat (second_embedding.model = none, or .chat = false)"
     if not second.built_by_configured_model():
@@ -75,7 +75,7 @@ def render_contents() -> None:
     st.subheader("Models")
     settings = rag.settings
     llm = settings.llm
-    fusion = "built" if rag.index.fusion_index().exists() else "not built (`rag-app build-fusion`)"
+    fusion = "built" if rag.index.marf_index().exists() else "not built (`rag-app build-fusion`)"
     models = {
         "embedder (vectors in the index)": stats.embedder,
         "embedder (settings)": settings.embedding.model,

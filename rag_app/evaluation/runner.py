@@ -159,11 +159,11 @@ def run_evaluation(
                     info["corpus"] = [str(p) for p in paths]
                     info["corpus_ingest"] = report.summary()
             if FUSION_RETRIEVERS & set(index_specs):  # (`formula` uses the fusion index only where it exists)
-                update = rag.index.build_fusion(show_progress=show_progress)
+                update = rag.index.build_marf(show_progress=show_progress)
                 info["fusion_update"] = update.to_dict()
             if uses_second:  # (a ValueError names the setting when the second model is off)
-                info["second_embedding_update"] = rag.build_second_dense(show_progress=show_progress).to_dict()
-                second = rag.second_dense_index()
+                info["second_embedding_update"] = rag.build_companion(show_progress=show_progress).to_dict()
+                second = rag.companion_index()
                 adapter = second.query_adapter if second is not None else None
                 info["second_embedding_query_adapter"] = adapter.identity if adapter is not None else None
             info["index_statements"] = rag.index.count()
@@ -237,9 +237,7 @@ def index_bytes(index: StatementIndex) -> dict[str, int]:
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
     chroma = size(index.directory / "chroma")
-    fusion = (
-        index.fusion_index().bytes_on_disk() if index.fusion_index().exists() else {"pooled": 0, "maxsim_tokens": 0}
-    )
+    fusion = index.marf_index().bytes_on_disk() if index.marf_index().exists() else {"pooled": 0, "maxsim_tokens": 0}
     return {
         "statements": index.count(),
         "chroma_records_and_dense": chroma - fusion["pooled"],

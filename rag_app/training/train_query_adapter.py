@@ -33,10 +33,10 @@ from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
+from retriever.companion_index import CHANNEL as SECOND_CHANNEL
+from retriever.companion_index import CompanionIndex
 from retriever.embedder import Embedder
 from retriever.query_adapter import KIND, QueryAdapter, packaged_directory
-from retriever.second_dense_index import CHANNEL as SECOND_CHANNEL
-from retriever.second_dense_index import SecondDenseIndex
 
 
 @dataclass
@@ -105,7 +105,7 @@ class TrainQueryAdapterJob:
         embedder: Embedder,
         show_progress: bool = False,
         log=print,
-        second: SecondDenseIndex | None = None,
+        second: CompanionIndex | None = None,
     ) -> QueryAdapterReport:
         """Train for ``embedder``'s vectors: the index's own, or with ``second`` the second embedding
         model's (``embedder`` is then that model's), whose stored vectors are the targets."""

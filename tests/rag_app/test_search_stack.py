@@ -53,7 +53,7 @@ def test_one_search_reads_chroma_once_for_its_hits(rag: MathRAG, monkeypatch: py
 
     monkeypatch.setattr(ChromaStatementStore, "get", counting_get)
     for mode in SearchMode:
-        if mode in (SearchMode.FUSION, SearchMode.FUSION_MAXSIM):
+        if mode in (SearchMode.MARF, SearchMode.MARF_MAXSIM):
             continue  # MaRF is off in these settings
         calls.clear()
         hits = rag.search_stack.statements(collapse=False).search("bounded entire function", 5, mode)

@@ -7,10 +7,10 @@ import logging
 import pytest
 
 from retriever import Embedder, SearchFilter, SearchMode, StatementIndex
+from retriever.companion_index import CompanionIndex
 from retriever.first_stage_searcher import FirstStageSearcher
-from retriever.second_dense_index import SecondDenseIndex
 from retriever.types import ScoredId
-from tests.retriever.test_second_dense_index import SECOND
+from tests.retriever.test_companion_index import SECOND
 from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
 from tests.searchers import ensemble, first_stage
 
@@ -22,10 +22,10 @@ MORE = [
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[StatementIndex, SecondDenseIndex]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[StatementIndex, CompanionIndex]:
     directory = tmp_path_factory.mktemp("ensemble") / "index"
-    second = SecondDenseIndex(directory, Embedder(**SECOND))  # type: ignore[arg-type]
-    index = StatementIndex(directory, Embedder(PACKAGED), second_dense=second)
+    second = CompanionIndex(directory, Embedder(**SECOND))  # type: ignore[arg-type]
+    index = StatementIndex(directory, Embedder(PACKAGED), companion=second)
     index.add(MORE)
     return index, second
 
@@ -55,7 +55,7 @@ class FixedList:
 
 
 def test_hits_carry_both_lists_and_non_fused_modes_are_untouched(
-    built: tuple[StatementIndex, SecondDenseIndex],
+    built: tuple[StatementIndex, CompanionIndex],
 ) -> None:
     index, second = built
     ensemble = ensemble_of(index, second, weight=1.0, candidates=10)
@@ -69,7 +69,7 @@ def test_hits_carry_both_lists_and_non_fused_modes_are_untouched(
     assert ensemble.search("   ", 3) == []
 
 
-def test_the_second_list_moves_statements_by_its_weight(built: tuple[StatementIndex, SecondDenseIndex]) -> None:
+def test_the_second_list_moves_statements_by_its_weight(built: tuple[StatementIndex, CompanionIndex]) -> None:
     index, _ = built
     query = "bounded entire functions are constant"
     first = [h.record.id for h in first_stage(index, method="linear").search(query, 5, SearchMode.HYBRID)]
@@ -85,7 +85,7 @@ def test_the_second_list_moves_statements_by_its_weight(built: tuple[StatementIn
     assert top.record.id == outsider and top.channel_ranks["dense2"] == 1
 
 
-def test_filters_apply_to_the_second_list_too(built: tuple[StatementIndex, SecondDenseIndex]) -> None:
+def test_filters_apply_to_the_second_list_too(built: tuple[StatementIndex, CompanionIndex]) -> None:
     index, _ = built
     only_propositions = SearchFilter(kinds=frozenset({"proposition"}))
     theorem = RECORDS[2].id  # a theorem, first in the second list
@@ -95,7 +95,7 @@ def test_filters_apply_to_the_second_list_too(built: tuple[StatementIndex, Secon
 
 
 def test_unbuilt_vectors_fall_back_to_the_first_stage_and_say_so(
-    built: tuple[StatementIndex, SecondDenseIndex], caplog: pytest.LogCaptureFixture
+    built: tuple[StatementIndex, CompanionIndex], caplog: pytest.LogCaptureFixture
 ) -> None:
     index, _ = built
     ensemble = ensemble_of(index, FixedList([RECORDS[0].id], built=False))  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def test_unbuilt_vectors_fall_back_to_the_first_stage_and_say_so(
     assert len(warnings) == 1 and "not built" in warnings[0]  # said once, not at every search
 
 
-def test_a_formula_query_leans_on_the_first_stage(built: tuple[StatementIndex, SecondDenseIndex]) -> None:
+def test_a_formula_query_leans_on_the_first_stage(built: tuple[StatementIndex, CompanionIndex]) -> None:
     index, _ = built
     ensemble = ensemble_of(index, FixedList([r.id for r in reversed(MORE)]), weight=100.0)  # type: ignore[arg-type]
     assert ensemble.ranker.query_weight("compact Hausdorff spaces") == 100.0

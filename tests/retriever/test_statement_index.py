@@ -14,7 +14,7 @@ from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
 from retriever import reindex as reindex_module
 from retriever.bm25_index import BM25Index
 from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
-from retriever.formulas.fusion_index import FusionIndexError
+from retriever.formulas.marf_index import MarfIndexError
 from retriever.reindex import reindex
 from tests.embedders import random_adapter
 from tests.searchers import first_stage
@@ -88,11 +88,11 @@ def test_formula_channel_finds_statements_by_their_formulas(tmp_path: Path, embe
     assert text_only[0].record.paper_id == "c"
     stats = index.formula_stats()
     assert stats is not None and stats.formulas == 5 and stats.malformed == 1
-    with pytest.raises(FusionIndexError, match="formula fusion is off"):
-        first_stage(index).search("x", 1, SearchMode.FUSION)
-    with pytest.raises(FusionIndexError, match="rag-app build-fusion"):
+    with pytest.raises(MarfIndexError, match="formula fusion is off"):
+        first_stage(index).search("x", 1, SearchMode.MARF)
+    with pytest.raises(MarfIndexError, match="rag-app build-fusion"):
         first_stage(StatementIndex(tmp_path / "index", embedder, formula_models="packaged")).search(
-            "x", 1, SearchMode.FUSION
+            "x", 1, SearchMode.MARF
         )
 
 

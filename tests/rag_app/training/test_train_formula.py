@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from rag_app.cli import app
 from rag_app.pipeline import MathRAG
 from retriever.formulas.formula_encoder import FormulaEncoder, FormulaEncoderConfig, FormulaVocabulary
-from retriever.formulas.fusion_encoder import FormulaModels, FusionEncoder
-from retriever.formulas.fusion_index import FusionIndexError
+from retriever.formulas.marf_encoder import FormulaModels, MarfEncoder
 from retriever.formulas.marf_fusion import FusionConfig, MaRFFusion
+from retriever.formulas.marf_index import MarfIndexError
 from tests.conftest import make_settings
 
 runner = CliRunner()
@@ -122,7 +122,7 @@ def test_fusion_follows_ingest_and_missing_vectors_are_explained(formula_setup: 
     index = tmp_path / "index"
     shutil.copytree(formula_setup["index"], index)
     rag = MathRAG(make_settings(tmp_path, index_dir=index, formula={"models": str(formula_setup["models"])}))
-    before = len(rag.index.fusion_index())
+    before = len(rag.index.marf_index())
     paper = tmp_path / "new.tex"
     paper.write_text(
         "\\documentclass{article}\\newtheorem{theorem}{Theorem}\\begin{document}"
@@ -130,14 +130,14 @@ def test_fusion_follows_ingest_and_missing_vectors_are_explained(formula_setup: 
         "\\end{document}"
     )
     rag.ingest([paper])
-    assert len(rag.index.fusion_index()) == before + 1
+    assert len(rag.index.marf_index()) == before + 1
     hits = rag.search(r"$\int_{-\infty}^{\infty} e^{-x^2} dx$", 3, "fusion")
     assert hits[0].record.name == "Gaussian integral"
     fresh = tmp_path / "fresh"
     shutil.copytree(formula_setup["index"], fresh, ignore=shutil.ignore_patterns("fusion"))
     rag = MathRAG(make_settings(tmp_path, index_dir=fresh, formula={"models": str(formula_setup["models"])}))
-    rag.index.fusion_index()._clear()
-    with pytest.raises(FusionIndexError, match="build-fusion"):
+    rag.index.marf_index()._clear()
+    with pytest.raises(MarfIndexError, match="build-fusion"):
         rag.search("x", 3, "fusion")
 
 
@@ -148,7 +148,7 @@ def test_untrained_fusion_is_the_dense_model(demo_index_dir: Path, tmp_path: Pat
     torch.manual_seed(0)
     encoder = FormulaEncoder.new(vocabulary, FormulaEncoderConfig(dim=16, layers=1, heads=2, ffn_dim=32))
     fusion = MaRFFusion(FusionConfig(text_dim=384, formula_dim=16, heads=2, ffn_dim=32))
-    fusion_encoder = FusionEncoder(rag.index.embedder, FormulaModels(tmp_path, encoder, fusion, {"identity": "t"}))
+    fusion_encoder = MarfEncoder(rag.index.embedder, FormulaModels(tmp_path, encoder, fusion, {"identity": "t"}))
     texts = [r"Lemma. If $x^2 = 0$ then $x$ is nilpotent.", "No formula here."]
     fused = fusion_encoder.encode(texts, [[r"x^2 = 0", "x"], []])
     dense = rag.index.embedder.embed_documents(texts)

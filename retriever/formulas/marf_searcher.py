@@ -3,16 +3,16 @@ formula vectors for formula-only queries."""
 
 from __future__ import annotations
 
-from retriever.formulas.fusion_encoder import FusionEncoder
-from retriever.formulas.fusion_index import FusionIndex
+from retriever.formulas.marf_encoder import MarfEncoder
+from retriever.formulas.marf_index import MarfIndex
 from retriever.formulas.query_formulas import query_formulas
 from retriever.types import ScoredId
 
 
-class FusionSearcher:
+class MarfSearcher:
     """The query fused with its formulas; nearest pooled vectors, then MaxSim over the top when asked."""
 
-    def __init__(self, encoder: FusionEncoder, index: FusionIndex, maxsim_candidates: int = 0) -> None:
+    def __init__(self, encoder: MarfEncoder, index: MarfIndex, maxsim_candidates: int = 0) -> None:
         self.encoder = encoder
         self.index = index
         self.maxsim_candidates = maxsim_candidates
@@ -33,7 +33,7 @@ class FormulaEncoderSearcher:
 
     name = "formula-encoder"
 
-    def __init__(self, encoder: FusionEncoder, index: FusionIndex) -> None:
+    def __init__(self, encoder: MarfEncoder, index: MarfIndex) -> None:
         self.encoder = encoder
         self.index = index
 

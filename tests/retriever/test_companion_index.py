@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from retriever import Embedder, StatementIndex
+from retriever.companion_index import CompanionIndex, CompanionIndexError
 from retriever.query_adapter import QueryAdapter
-from retriever.second_dense_index import SecondDenseIndex, SecondDenseIndexError
 from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
 
 # Another identity than the index's embedder (the same weights reading LaTeX): fast, and not the first model.
@@ -27,8 +27,8 @@ def second_embedder() -> Embedder:
 
 
 def test_the_vectors_follow_adds_and_deletes(tmp_path: Path, embedder: Embedder, second_embedder: Embedder) -> None:
-    second = SecondDenseIndex(tmp_path / "index", second_embedder)
-    index = StatementIndex(tmp_path / "index", embedder, second_dense=second)
+    second = CompanionIndex(tmp_path / "index", second_embedder)
+    index = StatementIndex(tmp_path / "index", embedder, companion=second)
     index.add(RECORDS)
     assert second.statements() == 3 and second.built_by_configured_model()
     assert second.manifest()["embedder"] == "packaged:all-MiniLM-L6-v2"
@@ -40,7 +40,7 @@ def test_the_vectors_follow_adds_and_deletes(tmp_path: Path, embedder: Embedder,
     assert second.statements() == 2
     assert {hit.id for hit in second.search("compact Hausdorff", 5)} == {RECORDS[0].id, RECORDS[2].id}
     # Reopened from disk (another process), it searches the same vectors.
-    reopened = SecondDenseIndex(tmp_path / "index", Embedder(**SECOND))  # type: ignore[arg-type]
+    reopened = CompanionIndex(tmp_path / "index", Embedder(**SECOND))  # type: ignore[arg-type]
     assert [h.id for h in reopened.search("bounded entire", 2)] == [h.id for h in second.search("bounded entire", 2)]
 
 
@@ -48,11 +48,11 @@ def test_an_index_ingested_before_the_second_model_is_caught_up_not_half_covered
     tmp_path: Path, embedder: Embedder, second_embedder: Embedder
 ) -> None:
     StatementIndex(tmp_path / "index", embedder).add(RECORDS[:2])
-    second = SecondDenseIndex(tmp_path / "index", second_embedder)
-    index = StatementIndex(tmp_path / "index", embedder, second_dense=second)
+    second = CompanionIndex(tmp_path / "index", second_embedder)
+    index = StatementIndex(tmp_path / "index", embedder, companion=second)
     index.add(RECORDS[2:])  # the hook does not start vectors that would cover this statement only
     assert not second.manifest() and second.statements() == 0
-    with pytest.raises(SecondDenseIndexError, match=r"are not built.*rag-app build-dense2"):
+    with pytest.raises(CompanionIndexError, match=r"are not built.*rag-app build-dense2"):
         second.check()
     update = second.update(index.store.iter_records())
     assert (update.added, update.removed, update.statements) == (3, 0, 3)
@@ -65,11 +65,11 @@ def test_an_index_ingested_before_the_second_model_is_caught_up_not_half_covered
 def test_vectors_of_another_model_are_refused_and_rebuilt(
     tmp_path: Path, embedder: Embedder, second_embedder: Embedder
 ) -> None:
-    index = StatementIndex(tmp_path / "index", embedder, second_dense=SecondDenseIndex(tmp_path / "index", embedder))
+    index = StatementIndex(tmp_path / "index", embedder, companion=CompanionIndex(tmp_path / "index", embedder))
     index.add(RECORDS)
-    other = SecondDenseIndex(tmp_path / "index", second_embedder)
+    other = CompanionIndex(tmp_path / "index", second_embedder)
     assert not other.built_by_configured_model()
-    with pytest.raises(SecondDenseIndexError, match=r"built by 'packaged:all-MiniLM-L6-v2\+unicode-math'"):
+    with pytest.raises(CompanionIndexError, match=r"built by 'packaged:all-MiniLM-L6-v2\+unicode-math'"):
         other.check()
     update = other.update(index.store.iter_records())
     assert update.added == 3 and other.built_by_configured_model()
@@ -80,11 +80,11 @@ def test_vectors_of_another_model_are_refused_and_rebuilt(
 
 def test_its_query_adapter_maps_the_query_vector_before_the_search(tmp_path: Path, embedder: Embedder) -> None:
     second_embedder = Embedder(**SECOND)  # type: ignore[arg-type]
-    second = SecondDenseIndex(tmp_path / "index", second_embedder)
-    StatementIndex(tmp_path / "index", embedder, second_dense=second).add(RECORDS)
+    second = CompanionIndex(tmp_path / "index", second_embedder)
+    StatementIndex(tmp_path / "index", embedder, companion=second).add(RECORDS)
     # A map that negates the query vector turns the nearest statement into the farthest.
     negate = QueryAdapter(-np.eye(384, dtype=np.float32), np.zeros(384, dtype=np.float32), {"kind": "query-adapter"})
-    adapted = SecondDenseIndex(tmp_path / "index", second_embedder, query_adapter=negate)
+    adapted = CompanionIndex(tmp_path / "index", second_embedder, query_adapter=negate)
     query = "bounded entire functions are constant"
     plain, mapped = second.search(query, 3), adapted.search(query, 3)
     assert [hit.id for hit in mapped] == [hit.id for hit in reversed(plain)]

@@ -9,8 +9,8 @@ Layout, inside the index directory::
     chroma/ (collections)    ``fusion``: pooled fused vectors (inner product) for the first stage;
                              ``formulas``: each statement's formulas by the formula encoder alone
 
-The index follows the statement store: :meth:`FusionIndex.add` and :meth:`FusionIndex.remove` as
-statements are written and deleted, :meth:`FusionIndex.update` to catch up with the whole store
+The index follows the statement store: :meth:`MarfIndex.add` and :meth:`MarfIndex.remove` as
+statements are written and deleted, :meth:`MarfIndex.update` to catch up with the whole store
 (it embeds only the statements it lacks and forgets deleted ones). It writes its id map after every
 batch, so a crash loses at most one batch and a rerun resumes.
 """
@@ -30,7 +30,7 @@ from ingestion.records import StatementRecord
 from retriever.atomic_files import write_text_atomically
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.formulas.formula_selection import select_formulas
-from retriever.formulas.fusion_encoder import FusionEncoder
+from retriever.formulas.marf_encoder import MarfEncoder
 from retriever.types import ScoredId, VectorUpdate
 
 FUSION_DIR = "fusion"
@@ -38,11 +38,11 @@ FUSION_COLLECTION = "fusion"
 FORMULA_COLLECTION = "formulas"
 
 
-class FusionIndexError(RuntimeError):
+class MarfIndexError(RuntimeError):
     """The fusion index is missing, or was built by other models than the ones configured."""
 
 
-class FusionIndex:
+class MarfIndex:
     def __init__(self, index_directory: Path, token_dim: int = 128, connection: ChromaConnection = EMBEDDED) -> None:
         self.directory = index_directory / FUSION_DIR
         self.token_dim = token_dim
@@ -63,17 +63,17 @@ class FusionIndex:
 
     def check_built(self) -> None:
         if not self.manifest().get("identity"):
-            raise FusionIndexError(
+            raise MarfIndexError(
                 f"no formula-fusion vectors in {self.directory.parent}; build them with "
                 f"`rag-app build-fusion --index {self.directory.parent}`"
             )
 
-    def check(self, encoder: FusionEncoder) -> None:
+    def check(self, encoder: MarfEncoder) -> None:
         """Refuse to search vectors that other models built."""
         self.check_built()
         built_by = self.manifest().get("identity")
         if built_by != encoder.identity:
-            raise FusionIndexError(
+            raise MarfIndexError(
                 f"the formula-fusion vectors in {self.directory} were built by {built_by!r}, not the configured "
                 f"{encoder.identity!r}; rebuild them with "
                 f"`rag-app build-fusion --rebuild --index {self.directory.parent}`"
@@ -96,7 +96,7 @@ class FusionIndex:
 
     # ------------------------------------------------------------------ writing
     def update(
-        self, records: Iterable[StatementRecord], encoder: FusionEncoder, batch: int = 256, show_progress: bool = False,
+        self, records: Iterable[StatementRecord], encoder: MarfEncoder, batch: int = 256, show_progress: bool = False,
         rebuild: bool = False,
     ) -> VectorUpdate:  # fmt: skip
         """Embed the statements not yet in the fusion index and forget those no longer in ``records``."""
@@ -109,7 +109,7 @@ class FusionIndex:
         return VectorUpdate(added, removed, len(self.ids()), time.perf_counter() - started)
 
     def add(
-        self, records: Sequence[StatementRecord], encoder: FusionEncoder, batch: int = 256, show_progress: bool = False
+        self, records: Sequence[StatementRecord], encoder: MarfEncoder, batch: int = 256, show_progress: bool = False
     ) -> int:
         """Embed the statements not yet in the fusion index; returns how many."""
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -150,7 +150,7 @@ class FusionIndex:
             self._write("manifest.json", json.dumps({**self.manifest(), "statements": len(known)}, indent=2))
         return len(removed)
 
-    def _add(self, records: Sequence[StatementRecord], encoder: FusionEncoder) -> None:
+    def _add(self, records: Sequence[StatementRecord], encoder: MarfEncoder) -> None:
         fused = encoder.encode([r.search_text() for r in records], [r.formulas for r in records])
         mean, projection = self._fit_projection(fused)
         chunk_number = max((location[0] for location in self.ids().values()), default=-1) + 1

@@ -1,4 +1,7 @@
-"""A second embedding model's vectors beside a statement index, searched as one more dense channel.
+"""The companion embedding model's vectors beside a statement index, searched as one more dense channel.
+
+The *companion* is a second, independent embedding model (settings ``[second_embedding]``, CLI
+``build-dense2``, channel ``dense2`` in ``channel_ranks``: those names are contracts and stay).
 
 Two embedding models of different sizes and training err on different questions: fused, they rank
 the right statement higher than either alone (all-mpnet-base-v2 beside the served MiniLM; the
@@ -11,8 +14,8 @@ Layout, inside the index directory::
     dense2/manifest.json    which embedder built the vectors (identity), how many statements it holds
     chroma/ (collection)    ``dense2``: one vector per statement (cosine)
 
-The index follows the statement store: :meth:`SecondDenseIndex.add` and :meth:`SecondDenseIndex.remove`
-as statements are written and deleted (``StatementIndex`` calls them), :meth:`SecondDenseIndex.update`
+The index follows the statement store: :meth:`CompanionIndex.add` and :meth:`CompanionIndex.remove`
+as statements are written and deleted (``StatementIndex`` calls them), :meth:`CompanionIndex.update`
 to catch up with the whole store (it embeds only the statements it lacks and forgets deleted ones).
 
 Like the first model's dense channel, its query vectors may go through a query adapter trained for
@@ -39,16 +42,16 @@ from retriever.embedder import Embedder
 from retriever.query_adapter import QueryAdapter, query_vector
 from retriever.types import ScoredId, VectorUpdate
 
-SECOND_DENSE_DIR = "dense2"
-SECOND_DENSE_COLLECTION = "dense2"
+COMPANION_DIR = "dense2"
+COMPANION_COLLECTION = "dense2"
 CHANNEL = "dense2"
 
 
-class SecondDenseIndexError(RuntimeError):
+class CompanionIndexError(RuntimeError):
     """The second model's vectors are missing, or were built by another model than the one configured."""
 
 
-class SecondDenseIndex:
+class CompanionIndex:
     """The second embedder's vectors of an index's statements; also the channel searcher (``name``)."""
 
     name = CHANNEL
@@ -61,7 +64,7 @@ class SecondDenseIndex:
         batch: int = 256,
         query_adapter: QueryAdapter | None = None,
     ) -> None:
-        self.directory = index_directory / SECOND_DENSE_DIR
+        self.directory = index_directory / COMPANION_DIR
         self.embedder = embedder
         self.query_adapter = query_adapter
         self.connection = connection
@@ -86,7 +89,7 @@ class SecondDenseIndex:
         built_by = self.manifest().get("embedder")
         if built_by != self.embedder.identity:
             found = f"were built by {built_by!r}" if built_by else "are not built"
-            raise SecondDenseIndexError(
+            raise CompanionIndexError(
                 f"the second embedding model's vectors in {self.directory.parent} {found}, not by the configured "
                 f"{self.embedder.identity!r}; build them with `rag-app build-dense2 --index {self.directory.parent}`"
             )
@@ -152,7 +155,7 @@ class SecondDenseIndex:
         write_text_atomically(self.directory / "manifest.json", json.dumps(manifest, indent=2))
 
     def _clear(self) -> None:
-        name = self.connection.collection(SECOND_DENSE_COLLECTION)
+        name = self.connection.collection(COMPANION_COLLECTION)
         if name in {collection.name for collection in self._client.list_collections()}:
             self._client.delete_collection(name)
         (self.directory / "manifest.json").unlink(missing_ok=True)
@@ -170,5 +173,5 @@ class SecondDenseIndex:
 
     def _vectors(self) -> Collection:
         if self._collection is None:
-            self._collection = self.connection.open_collection(self._client, SECOND_DENSE_COLLECTION, space="cosine")
+            self._collection = self.connection.open_collection(self._client, COMPANION_COLLECTION, space="cosine")
         return self._collection

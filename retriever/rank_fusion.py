@@ -7,7 +7,7 @@ from typing import Literal
 
 from retriever.types import ScoredId
 
-FusionMethod = Literal["rrf", "linear"]
+RankFusionMethod = Literal["rrf", "linear"]
 
 
 def reciprocal_rank_fusion(
@@ -50,7 +50,7 @@ def linear_fusion(runs: Mapping[str, Sequence[ScoredId]], weights: Mapping[str, 
 
 def fuse(
     runs: Mapping[str, Sequence[ScoredId]],
-    method: FusionMethod = "rrf",
+    method: RankFusionMethod = "rrf",
     rrf_k: float = 60.0,
     weights: Mapping[str, float] | None = None,
 ) -> list[ScoredId]:

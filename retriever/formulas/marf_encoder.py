@@ -79,7 +79,7 @@ def resolve_formula_models(spec: str | Path) -> Path:
     return directory
 
 
-class FusionEncoder:
+class MarfEncoder:
     """Texts and their formulas in, fused vectors and token states out."""
 
     def __init__(self, embedder: Embedder, models: FormulaModels, batch_size: int = 32) -> None:
