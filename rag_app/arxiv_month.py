@@ -32,6 +32,7 @@ from ingestion.problems import IngestProblem, Severity
 from ingestion.records import Source, StatementRecord
 from rag_app.dask_ingest import DaskEprintParser
 from rag_app.settings import Settings
+from rag_app.statement_writer import PendingPaper, StatementWriter
 from retriever.paper_manifest import PaperEntry, PaperManifest
 from retriever.statement_index import StatementIndex
 
@@ -97,15 +98,6 @@ class _Parsed:
     retry: bool = False  # the cluster, not the paper, failed: no manifest entry, so a rerun tries again
 
 
-@dataclass
-class _Pending:
-    """A parsed paper waiting for the next write."""
-
-    records: list[StatementRecord]
-    entry: PaperEntry
-    vectors: np.ndarray | None
-
-
 class ArxivMonthIngest:
     """Runs one month into one index."""
 
@@ -133,20 +125,20 @@ class ArxivMonthIngest:
         if self.metadata_file is not None:
             metadata = read_arxiv_metadata(self.metadata_file, lambda i: id_in_month(i, prefix), report.problems)
         manifest = self.index.papers()
-        pending: dict[str, _Pending] = {}
         try:
+            writer = StatementWriter(self.index, self.batch_statements, manifest)
             with tempfile.TemporaryDirectory(prefix="rag-app-month-") as staging:
                 progress = tqdm(desc=f"arXiv {month}", unit="paper", disable=not show_progress)
                 for parsed in self._parse_all(self._changed(source, month, Path(staging), manifest, report)):
                     progress.update(1)
-                    self._take(parsed, metadata, manifest, pending, report)
-                    if sum(len(p.records) for p in pending.values()) >= self.batch_statements:
-                        self._flush(pending, manifest, report)
+                    paper = self._take(parsed, metadata, manifest, report)
+                    if paper is not None:
+                        writer.add(paper)
                 progress.close()
-            self._flush(pending, manifest, report)
+            written = writer.finish()
+            report.added, report.removed = written.added, written.removed
         finally:
             manifest.close()
-        self.index.sync_lexical()  # a no-op unless a write was interrupted
         report.seconds = time.perf_counter() - started
         return report
 
@@ -194,9 +186,9 @@ class ArxivMonthIngest:
         parsed: _Parsed,
         metadata: dict[str, ArxivMetadata],
         manifest: PaperManifest,
-        pending: dict[str, _Pending],
         report: MonthReport,
-    ) -> None:
+    ) -> PendingPaper | None:
+        """The parsed paper ready to write, or None (a failed or empty paper is recorded as such)."""
         arxiv_id, version = parsed.eprint.name.arxiv_id, parsed.eprint.name.version
         result = parsed.result
         if result is not None:
@@ -224,7 +216,7 @@ class ArxivMonthIngest:
                         )
                     ]
                 )
-            return
+            return None
         records = [self._with_metadata(record, arxiv_id, result, info) for record in result.records]
         vectors = parsed.vectors
         changed = zip(records, result.records, strict=True)
@@ -243,9 +235,9 @@ class ArxivMonthIngest:
             published=info.published if info else "",
             source=parsed.eprint.origin,
         )
-        pending[arxiv_id] = _Pending(records, entry, vectors)
         report.papers_ok += 1
         report.statements_by_kind.update(record.kind.value for record in records)
+        return PendingPaper(arxiv_id, records, vectors, entry)
 
     @staticmethod
     def _with_metadata(
@@ -265,24 +257,6 @@ class ArxivMonthIngest:
             title=record.title or (info.title if info else ""),
             metadata=metadata,
         )
-
-    def _flush(self, pending: dict[str, _Pending], manifest: PaperManifest, report: MonthReport) -> None:
-        if not pending:
-            return
-        embedded = [p for p in pending.values() if p.vectors is not None]
-        if embedded:  # vectors made by cluster workers are stored as they are
-            records = [record for p in embedded for record in p.records]
-            vectors = np.vstack([p.vectors for p in embedded if p.vectors is not None])
-            added, removed = self.index.replace_papers(records, vectors)
-            report.added += added
-            report.removed += removed
-        to_embed = [record for p in pending.values() if p.vectors is None for record in p.records]
-        if to_embed:
-            added, removed = self.index.replace_papers(to_embed)
-            report.added += added
-            report.removed += removed
-        manifest.record(p.entry for p in pending.values())
-        pending.clear()
 
 
 @contextlib.contextmanager

@@ -17,7 +17,8 @@ from tqdm import tqdm
 
 from ingestion.mse_records import MseFilters, MseRecordReader
 from ingestion.problems import IngestProblem
-from ingestion.records import Source, StatementRecord
+from ingestion.records import Source
+from rag_app.statement_writer import PendingPaper, StatementWriter
 from retriever.statement_index import StatementIndex
 
 
@@ -63,30 +64,20 @@ class MseIngest:
         started = time.perf_counter()
         report = MseReport(str(path))
         reader = MseRecordReader(path, filters)
-        seen: set[str] = set()
-        pending: list[StatementRecord] = []
+        writer = StatementWriter(self.index, self.batch_statements)  # an edited post: its old statement goes
         for record in tqdm(reader.records(), desc="Math StackExchange", unit="post", disable=not show_progress):
-            seen.add(record.paper_id)
             report.records_by_kind[record.kind.value] += 1
-            pending.append(record)
-            if len(pending) >= self.batch_statements:
-                report.added += self._flush(pending)
-        report.added += self._flush(pending)
+            writer.add(PendingPaper(record.paper_id, [record]))
+        writer.flush()
+        report.added = writer.counts.added
         report.posts_read = reader.posts_read
         report.problems = reader.problems
         # A problem naming the file itself (not one post) means the read stopped early.
         report.complete = not any(problem.path == str(path) for problem in reader.problems)
         if report.complete:
-            gone = sorted(self.index.store.paper_ids(Source.MSE.value) - seen)
+            gone = sorted(self.index.store.paper_ids(Source.MSE.value) - writer.papers_written)
             self.index.remove_papers(gone)
             report.removed_posts = len(gone)
-        self.index.sync_lexical()  # a no-op unless a write was interrupted
+        writer.finish()
         report.seconds = time.perf_counter() - started
         return report
-
-    def _flush(self, pending: list[StatementRecord]) -> int:
-        if not pending:
-            return 0
-        added, _ = self.index.replace_papers(pending)  # an edited post: its old statement goes
-        pending.clear()
-        return added

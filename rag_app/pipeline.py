@@ -34,6 +34,7 @@ from rag_app.llm_connection import LLMConnection, LLMHealth
 from rag_app.mse_ingest import MseIngest, MseReport
 from rag_app.search_stack import SearchStack
 from rag_app.settings import Settings
+from rag_app.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.companion_index import CompanionIndex
 from retriever.duplicate_groups import DuplicateGroups
@@ -150,12 +151,11 @@ class MathRAG:
         """
         started = time.perf_counter()
         report = IngestReport()
-        pending: dict[str, list[StatementRecord]] = {}
-        ids_by_paper: dict[str, set[str]] = {}
         ingestion = self.settings.ingestion
         latex: LatexIngestor | ParallelLatexIngestor = LatexIngestor(ingestion.limits)
         if ingestion.isolate_papers:
             latex = ParallelLatexIngestor(ingestion.limits, ingestion.workers or os.cpu_count() or 1)
+        writer = StatementWriter(self.index, ingestion.batch_statements, show_progress=show_progress)
         papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
             report.problems.extend(paper.problems)
@@ -163,22 +163,11 @@ class MathRAG:
                 continue
             report.papers += 1
             report.statements += len(paper.records)
-            pending.setdefault(paper.paper_id, []).extend(paper.records)
-            ids_by_paper.setdefault(paper.paper_id, set()).update(r.id for r in paper.records)
-            if sum(len(records) for records in pending.values()) >= ingestion.batch_statements:
-                self._flush(pending, report, show_progress)
-        self._flush(pending, report, show_progress)
-        report.removed = self.index.remove_stale(ids_by_paper)
-        self.index.sync_lexical(show_progress)  # a no-op unless a write was interrupted
+            writer.add(PendingPaper(paper.paper_id, paper.records))
+        written = writer.finish()
+        report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed
         report.seconds = time.perf_counter() - started
         return report
-
-    def _flush(self, pending: dict[str, list[StatementRecord]], report: IngestReport, show_progress: bool) -> None:
-        if pending:
-            result = self.index.add([r for records in pending.values() for r in records], show_progress)
-            report.added += result.added
-            report.unchanged += result.unchanged
-            pending.clear()
 
     def ingest_demo(self, show_progress: bool = False) -> IngestReport:
         return self.ingest([demo_corpus_path()], show_progress)

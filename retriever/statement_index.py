@@ -177,18 +177,6 @@ class StatementIndex:
         self._delete(sorted(stale))
         return len(stale)
 
-    def replace_papers(self, records: Sequence[StatementRecord], vectors: np.ndarray | None = None) -> tuple[int, int]:
-        """Make the store hold exactly ``records`` for each paper they belong to.
-
-        New statements are embedded (or take their row of ``vectors``, computed elsewhere) and added,
-        those papers' other statements removed. Returns (added, removed).
-        """
-        added = (self.add(records) if vectors is None else self.add_embedded(records, vectors)).added
-        ids_by_paper: dict[str, set[str]] = {}
-        for record in records:
-            ids_by_paper.setdefault(record.paper_id, set()).add(record.id)
-        return added, self.remove_stale(ids_by_paper)
-
     def remove_papers(self, paper_ids: Sequence[str]) -> None:
         """Delete every statement of these papers (posts deleted from a newer dump)."""
         if paper_ids:
