@@ -124,42 +124,21 @@ class CrossEncoderReranker:
         return self.model_info.identity
 
     @cached_property
-    def tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(self.model_info.base_model_path()))
-
-    @cached_property
     def model(self) -> Any:
-        model = load_reranker_model(self.model_info, self.device)
+        """The sentence-transformers ``CrossEncoder``, its adapter merged in."""
+        model = load_reranker_model(self.model_info, self.device, self.max_length)
         if self.quantize_cpu and self.device == "cpu":
-            model = quantize_for_cpu(model)
+            model[0].model = quantize_for_cpu(model[0].model)
         return model
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """One relevance logit per text (higher is more relevant)."""
-        import torch
-
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        model, tokenizer = self.model, self.tokenizer
-        scores = np.zeros(len(texts), dtype=np.float32)
-        # Similar lengths together: less padding, the same scores.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with self._lock, torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                batch = tokenizer(
-                    [query] * len(rows),
-                    [texts[i] for i in rows],
-                    truncation="longest_first",
-                    max_length=self.max_length,
-                    padding=True,
-                    return_tensors="pt",
-                ).to(self.device)
-                logits = model(**batch).logits[:, 0].float().cpu().numpy()
-                scores[rows] = logits
-        return scores
+        model = self.model
+        with self._lock:  # predict sorts the pairs by length itself (less padding, the same scores)
+            scores = model.predict([(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False)
+        return np.asarray(scores, dtype=np.float32)
 
     def rerank(self, query: str, hits: Sequence[SearchHit], k: int, weight: float = 1.0) -> list[SearchHit]:
         """The ``k`` best of ``hits`` by ``weight`` x cross-encoder + (1 - weight) x first-stage score.
@@ -184,21 +163,36 @@ class CrossEncoderReranker:
         ]
 
 
-def load_reranker_model(model_info: RerankerModel, device: str = "cpu") -> Any:
-    """The base model with the adapter applied and merged (no extra matmuls at inference)."""
-    from peft import PeftModel
-    from transformers import AutoModelForSequenceClassification
+def load_cross_encoder(base_model_path: Path, layers: int | None, max_length: int, device: str = "cpu") -> Any:
+    """The base model as a one-logit ``CrossEncoder`` of its first ``layers`` encoder layers, giving raw
+    logits (no sigmoid). A sentence-transformers folder (the packaged MiniLM) is converted on loading."""
+    import torch
+    from sentence_transformers import CrossEncoder
 
-    layers = {"num_hidden_layers": model_info.layers} if model_info.layers else {}
-    base = AutoModelForSequenceClassification.from_pretrained(str(model_info.base_model_path()), num_labels=1, **layers)
+    return CrossEncoder(
+        str(base_model_path),
+        num_labels=1,
+        max_length=max_length,
+        device=device,
+        activation_fn=torch.nn.Identity(),
+        config_kwargs={"num_hidden_layers": layers} if layers else None,
+    )
+
+
+def load_reranker_model(model_info: RerankerModel, device: str = "cpu", max_length: int = 192) -> Any:
+    """The base ``CrossEncoder`` with the adapter applied and merged (no extra matmuls at inference)."""
+    from peft import PeftModel
+
+    model = load_cross_encoder(model_info.base_model_path(), model_info.layers, max_length, device)
     try:
-        model = PeftModel.from_pretrained(base, str(model_info.directory / ADAPTER))
+        adapted = PeftModel.from_pretrained(model[0].model, str(model_info.directory / ADAPTER))
     except (ValueError, RuntimeError, KeyError) as error:  # shapes or module names of another base model
         raise RerankerModelError(
             f"the reranker adapter in {model_info.directory} does not fit its base {model_info.base_model!r} "
             f"({error}); rebuild it with `{BUILD_COMMAND}`"
         ) from error
-    return model.merge_and_unload().to(device).eval()
+    model[0].model = adapted.merge_and_unload().to(device).eval()
+    return model
 
 
 def quantize_for_cpu(model: Any) -> Any:

@@ -4,14 +4,16 @@ Each example is one query with its positive statement first and ``negatives`` st
 stage ranked high but that are not its answer. The model scores every pair of the group and the
 loss is the cross-entropy of picking the positive: exactly the decision reranking makes.
 
-The model is the packaged MiniLM read as a sequence classifier (one logit) with a LoRA adapter on
-its encoder layers; the pooler and the classifier head are trained whole (``modules_to_save``).
-transformers' ``Trainer`` runs the loop, so checkpoints, resuming, warmup and devices are its own;
-only the listwise loss and the grouping collator are ours (sentence-transformers' CrossEncoder
-trainer cannot start from the packaged bi-encoder folder with an adapter).
+The model is sentence-transformers' ``CrossEncoder`` read from the packaged MiniLM (its bi-encoder
+folder is converted to a one-logit sequence classifier), cut to ``layers`` encoder layers, with a LoRA
+adapter on those layers; the pooler and the classifier head are trained whole (``modules_to_save``).
+``CrossEncoderTrainer`` runs the loop (checkpoints, resuming, warmup, devices) with the library's
+``MultipleNegativesRankingLoss`` on raw logits and without in-batch negatives: the mined hard
+negatives only, as the reranker meets them.
 
-Training needs only torch, transformers and peft, so the mined work directory (``examples.jsonl``,
-``training.json``) can be trained on another machine, a GPU box without the index::
+Training needs only torch, transformers, peft, datasets and sentence-transformers, so the mined work
+directory (``examples.jsonl``, ``training.json``) can be trained on another machine, a GPU box without
+the index::
 
     python -m rag_app.training.reranker_trainer WORK_DIR --base MODEL_DIR --device cuda
 
@@ -25,13 +27,14 @@ import json
 import random
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from rag_app.training.checkpoints import checkpointed_arguments, last_checkpoint
+from retriever.cross_encoder_reranker import load_cross_encoder
 
 if TYPE_CHECKING:  # the settings module pulls in the index's packages; training itself needs none of them
     from rag_app.settings import RerankTrainingSettings
@@ -61,50 +64,30 @@ class RerankRun:
     final_loss: float | None
 
 
-class GroupCollator:
-    """Flattens a batch of groups into (query, text) pairs, tokenized together."""
+def listwise_loss(model: Any) -> Any:
+    """The listwise softmax over each group's texts: the library's multiple-negatives ranking loss on raw
+    logits (no sigmoid, scale 1) with the group's own hard negatives and none borrowed from the batch."""
+    from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
 
-    def __init__(self, tokenizer: Any, max_length: int) -> None:
-        self.tokenizer = tokenizer
-        self.max_length = max_length
+    class HardNegativesOnlyLoss(MultipleNegativesRankingLoss):
+        def get_in_batch_negatives(self, anchors: list[str], candidates: list[list[str]]) -> Iterator[list[str]]:
+            return iter(())
 
-    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        import torch
-
-        group = len(features[0]["texts"])
-        if any(len(f["texts"]) != group for f in features):
-            raise ValueError("every training group needs the same number of texts")
-        queries = [f["query"] for f in features for _ in range(group)]
-        texts = [text for f in features for text in f["texts"]]
-        batch = dict(
-            self.tokenizer(
-                queries,
-                texts,
-                truncation="longest_first",
-                max_length=self.max_length,
-                padding=True,
-                return_tensors="pt",
-            )
-        )
-        batch["group_size"] = torch.tensor(group)
-        return batch
+    return HardNegativesOnlyLoss(model, scale=1.0, activation_fn=None)
 
 
-def make_trainer_class() -> type:
-    """A ``Trainer`` whose loss is the listwise softmax over each group (imported late: transformers is heavy)."""
-    import torch
-    from transformers import Trainer
+def adapter_trainer_class() -> type:
+    """``CrossEncoderTrainer`` resuming from an adapter checkpoint. The library would reload a whole model
+    from the checkpoint, which holds only the adapter, the pooler and the head (and the base has more
+    layers); the model is built from that adapter instead (``RerankerTrainer.model``), and the trainer
+    restores the rest (optimizer, scheduler, step, random state)."""
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer
 
-    class ListwiseTrainer(Trainer):
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            group = int(inputs.pop("group_size"))
-            outputs = model(**inputs)
-            logits = outputs.logits[:, 0].view(-1, group)
-            target = torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device)  # the positive is first
-            loss = torch.nn.functional.cross_entropy(logits, target)
-            return (loss, outputs) if return_outputs else loss
+    class AdapterCrossEncoderTrainer(CrossEncoderTrainer):
+        def _load_from_checkpoint(self, checkpoint_path: str, model: Any = None) -> None:
+            pass  # the model already holds this checkpoint's adapter
 
-    return ListwiseTrainer
+    return AdapterCrossEncoderTrainer
 
 
 class RerankerTrainer:
@@ -113,14 +96,16 @@ class RerankerTrainer:
         self.base_model_path = base_model_path
         self.device = device
 
-    def model(self) -> Any:
-        from peft import LoraConfig, TaskType, get_peft_model
-        from transformers import AutoModelForSequenceClassification, set_seed
+    def model(self, trained_adapter: Path | None = None) -> Any:
+        """The cross-encoder with a fresh LoRA adapter, or with ``trained_adapter`` loaded (trainable)."""
+        from peft import LoraConfig, TaskType
+        from transformers import set_seed
 
         set_seed(self.settings.seed)  # the new head and the LoRA matrices start the same on every run
-        base = AutoModelForSequenceClassification.from_pretrained(
-            str(self.base_model_path), num_labels=1, num_hidden_layers=self.settings.layers
-        )
+        model = load_cross_encoder(self.base_model_path, self.settings.layers, self.settings.max_length, self.device)
+        if trained_adapter is not None:
+            model.load_adapter(str(trained_adapter), is_trainable=True)
+            return model
         config = LoraConfig(
             task_type=TaskType.SEQ_CLS,
             r=self.settings.lora_r,
@@ -129,21 +114,24 @@ class RerankerTrainer:
             target_modules=_LORA_TARGETS,
             modules_to_save=["classifier", "pooler"],
         )
-        return get_peft_model(base, config)
+        model.add_adapter(config)
+        return model
 
     def train(
         self, examples: Sequence[RerankExample], work_dir: Path, resume: bool = True, show_progress: bool = False
     ) -> RerankRun:
         """Train; checkpoints go to ``work_dir/checkpoints`` and a rerun resumes from the last one."""
-        from transformers import AutoTokenizer, TrainingArguments
+        from datasets import Dataset
+        from sentence_transformers.cross_encoder import CrossEncoderTrainingArguments
 
         settings = self.settings
         if len(examples) < 2:
             raise ValueError(f"too few training queries ({len(examples)}); ingest more statements first")
-        # A plain list is a map-style dataset for the Trainer (no `datasets` needed on a GPU box).
-        dataset = [{"query": e.query, "texts": list(e.texts)} for e in examples]
-        random.Random(settings.seed).shuffle(dataset)
-        tokenizer = AutoTokenizer.from_pretrained(str(self.base_model_path))
+        group = len(examples[0].texts)
+        if any(len(e.texts) != group for e in examples):
+            raise ValueError("every training group needs the same number of texts")
+        rows = [{"query": e.query, "positive": e.texts[0], **negative_columns(e.texts[1:])} for e in examples]
+        random.Random(settings.seed).shuffle(rows)
         checkpoints = work_dir / "checkpoints"
         batch_size = min(settings.batch_size, len(examples))
         steps = settings.max_steps or max(1, len(examples) // batch_size) * settings.epochs
@@ -153,32 +141,29 @@ class RerankerTrainer:
             checkpoint_steps=settings.checkpoint_steps, seed=settings.seed, show_progress=show_progress,
             device=self.device,
         )  # fmt: skip
-        # remove_unused_columns: the collator reads the query and texts columns itself.
-        args = TrainingArguments(**common, remove_unused_columns=False)
-        trainer = make_trainer_class()(
-            model=self.model(),
-            args=args,
-            train_dataset=dataset,
-            data_collator=GroupCollator(tokenizer, settings.max_length),
-        )
         last = last_checkpoint(checkpoints) if resume else None
         if not resume:
             shutil.rmtree(checkpoints, ignore_errors=True)
-        started = time.perf_counter()
         state = json.loads((last / "trainer_state.json").read_text()) if last else {}
-        if settings.max_steps and state.get("global_step", 0) >= settings.max_steps:
-            # Trained to the end elsewhere (a GPU box): resuming there would run one step more.
-            from peft import load_peft_weights, set_peft_model_state_dict
-
-            set_peft_model_state_dict(trainer.model, load_peft_weights(str(last)))
+        # Trained to the end elsewhere (a GPU box): resuming there would run one step more.
+        finished = bool(last and settings.max_steps and state.get("global_step", 0) >= settings.max_steps)
+        model = self.model(trained_adapter=last)
+        started = time.perf_counter()
+        if finished:
             global_step, history = int(state["global_step"]), state.get("log_history", [])
         else:
+            trainer = adapter_trainer_class()(
+                model=model,
+                args=CrossEncoderTrainingArguments(**common),
+                train_dataset=Dataset.from_list(rows),
+                loss=listwise_loss(model),
+            )
             result = trainer.train(resume_from_checkpoint=str(last) if last else None)
             global_step, history = int(result.global_step), trainer.state.log_history
         seconds = time.perf_counter() - started
         adapter = work_dir / "adapter"
         shutil.rmtree(adapter, ignore_errors=True)
-        trainer.model.save_pretrained(str(adapter))
+        model[0].auto_model.save_pretrained(str(adapter))  # the adapter, the pooler and the head alone
         losses = [entry["loss"] for entry in history if "loss" in entry]
         return RerankRun(
             adapter_dir=adapter,
@@ -188,6 +173,11 @@ class RerankerTrainer:
             resumed_from=last.name if last else None,
             final_loss=round(float(losses[-1]), 4) if losses else None,
         )
+
+
+def negative_columns(negatives: Sequence[str]) -> dict[str, str]:
+    """``negative_1`` .. ``negative_n``: the column names the loss reads hard negatives from."""
+    return {f"negative_{i}": text for i, text in enumerate(negatives, start=1)}
 
 
 def write_examples(examples: Sequence[RerankExample], kinds: Sequence[str], path: Path) -> None:
