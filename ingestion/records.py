@@ -97,6 +97,18 @@ class StatementRecord:
         return f"{heading} ({self.name})" if self.name else heading
 
     @property
+    def source_title(self) -> str:
+        """What a reader knows the statement's paper by, never an internal id: its title; else its arXiv
+        identifier, its Math StackExchange post, or the file it was read from."""
+        if self.title:
+            return self.title
+        if self.source is Source.ARXIV:
+            return f"arXiv:{self.paper_id}"
+        if self.source is Source.MSE:
+            return f"Math StackExchange post {self.metadata.get('docno') or self.paper_id.removeprefix('mse-')}"
+        return f"an untitled paper (file {self.paper_id})"
+
+    @property
     def docno(self) -> str:
         """A key for relevance judgments that survives changes to the text.
 

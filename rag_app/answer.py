@@ -13,7 +13,7 @@ from retriever.types import SearchHit
 
 class AnswerStatus(StrEnum):
     ANSWERED = "answered"  # generated, and at least one claim is supported by a source
-    UNSUPPORTED = "unsupported"  # generated, but no sentence is supported by any source
+    UNSUPPORTED = "unsupported"  # generated, but no sentence is supported by any source (quote: none picked)
     NOT_FOUND = "not_found"  # retrieval found nothing close enough: nothing was generated
     LLM_UNAVAILABLE = "llm_unavailable"  # the server could not be reached: sources only
 
@@ -63,6 +63,12 @@ class Answer:
     reranker: str = ""  # the cross-encoder that ordered the sources ("" when not reranked)
     rerank_ms: float = 0.0  # its share of the retrieval time
     second_embedding: str = ""  # the second embedding model fused into retrieval ("" when not used)
+    style: str = "synthesis"  # "quote": the model picked sources, the answer quotes them; "synthesis": it wrote
+    # What the checks took out of a written answer: sentences the cited sources do not state, repeats,
+    # and a last sentence cut off.
+    removed_sentences: list[str] = field(default_factory=list)
+    repeated_sentences: int = 0
+    truncated: bool = False
 
     @property
     def answered_by_llm(self) -> bool:
@@ -126,6 +132,10 @@ class Answer:
             "retriever": self.retriever,
             "reranker": self.reranker,
             "second_embedding": self.second_embedding,
+            "style": self.style,
+            "removed_sentences": self.removed_sentences,
+            "repeated_sentences": self.repeated_sentences,
+            "truncated": self.truncated,
         }
 
 

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from prompts import PromptTemplate, load_prompt
 from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
-from rag_app.attribution import Attributor
+from rag_app.attribution import Attributor, SentenceSupport, attach_citations
 from rag_app.citations import check_citations, citation_numbers
 from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources
 from rag_app.conversation import RewrittenQuery
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import LLMServerError
 from rag_app.packaged_models import PackagedModelError
+from rag_app.quoted_answer import NONE_STATED, parse_selection, quoted_answer
 from rag_app.settings import Settings
+from rag_app.statement_check import StatementChecker, source_context
+from rag_app.text_repair import repair
 from retriever import Embedder, SearchHit
 
 
@@ -72,17 +75,19 @@ class Answerer:
         relevance = float(similarities.max()) if hits else None
         retrieval_ms = (time.perf_counter() - started) * 1000
         checks = self.settings.answers
-        prompt = load_prompt(self.settings.llm.prompt)
+        quoting = checks.style == "quote"
+        prompt = load_prompt(checks.quote.prompt if quoting else self.settings.llm.prompt)
         record = Answer(
             question, "", hits, prompt=prompt.identity, relevance=relevance,
             relevance_threshold=checks.min_relevance, support_threshold=checks.min_support,
             search_query=search.query, rewrite=search.method.value, filter=retrieval.filter,
             retriever=retrieval.retriever, reranker=retrieval.reranker, rerank_ms=retrieval.rerank_ms,
-            second_embedding=retrieval.second_embedding,
+            second_embedding=retrieval.second_embedding, style=checks.style,
         )  # fmt: skip
         # The model reads the question as asked, and what it means in the conversation.
         prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
         given: list[SearchHit] = []
+        reply: list[str] = []  # quoting: the model's choice of sources, as it wrote it
 
         def chunks() -> Iterator[str]:
             if relevance is None or relevance < checks.min_relevance:
@@ -92,8 +97,14 @@ class Answerer:
             try:
                 client = self.client()
                 record.model, record.server = client.model, client.base_url
-                candidates = self._source_candidates(hits, similarities)
-                messages = self._messages(client, prompt, prompt_question, candidates, record, given)
+                if quoting:
+                    yield self._quote(client, prompt, prompt_question, hits, similarities, record, given, reply)
+                    return
+                candidates = self._source_candidates(hits, similarities, checks.max_sources, checks.source_margin)
+                messages = self._messages(
+                    client, prompt, prompt_question, candidates, record, given,
+                    checks.sources_budget_tokens, checks.max_source_tokens,
+                )  # fmt: skip
                 yield from client.stream_chat(messages)
             except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
                 record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
@@ -107,26 +118,52 @@ class Answerer:
             if record.llm_error is not None:
                 notice = f"The language model is not available ({record.llm_error})."
                 record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
+            elif quoting:
+                record.sources, record.raw_text, record.text = list(given), "".join(reply), text
+                record.cited = [s.cited[0] for s in record.sentences]
+                picked = not text.startswith(NONE_STATED)
+                record.status = AnswerStatus.ANSWERED if picked and record.cited else AnswerStatus.UNSUPPORTED
             else:
                 record.sources = list(given)
-                self._validate(
-                    record, text.strip(), np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
-                )
+                source_vectors = np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
+                self._validate(record, text.strip(), source_vectors, question)
             return _with_timings(record, retrieval_ms, stream, validation_started)
 
         return AnswerStream(hits, chunks(), finish, started)
 
-    def _source_candidates(self, hits: list[SearchHit], similarities: np.ndarray) -> list[SearchHit]:
-        """The hits worth the model's reading time: at most ``answers.max_sources``, and (with
-        ``answers.source_margin``) only those about as similar to the question as the best one."""
-        checks = self.settings.answers
+    @staticmethod
+    def _source_candidates(
+        hits: list[SearchHit], similarities: np.ndarray, max_sources: int, margin: float | None
+    ) -> list[SearchHit]:
+        """The hits worth the model's reading time: at most ``max_sources``, and (with ``margin``) only
+        those about as similar to the question as the best one."""
         best = float(similarities.max()) if len(similarities) else 0.0
-        kept = [
-            hit
-            for hit, similarity in zip(hits, similarities, strict=True)
-            if checks.source_margin is None or similarity >= best - checks.source_margin
-        ]
-        return kept[: checks.max_sources]
+        pairs = zip(hits, similarities, strict=True)
+        kept = [hit for hit, similarity in pairs if margin is None or similarity >= best - margin]
+        return kept[:max_sources]
+
+    def _quote(
+        self,
+        client: ChatClient,
+        prompt: PromptTemplate,
+        question: str,
+        hits: list[SearchHit],
+        similarities: np.ndarray,
+        record: Answer,
+        given: list[SearchHit],
+        reply: list[str],
+    ) -> str:
+        """The quoting answer: the model picks among short views of the sources; the answer quotes its picks."""
+        quote = self.settings.answers.quote
+        candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
+        messages = self._messages(
+            client, prompt, question, candidates, record, given, quote.sources_budget_tokens, quote.max_source_tokens,
+            proofs=False,
+        )  # fmt: skip
+        reply.append(client.chat(messages, max_tokens=quote.max_tokens, temperature=0.0))
+        text, quotes = quoted_answer(given, parse_selection(reply[0], len(given), quote.max_quotes))
+        record.sentences = quotes
+        return text
 
     def _messages(
         self,
@@ -136,8 +173,12 @@ class Answerer:
         hits: list[SearchHit],
         record: Answer,
         given: list[SearchHit],
+        sources_budget: int | None,
+        max_source_tokens: int | None,
+        proofs: bool | None = None,
     ) -> list[dict[str, str]]:
-        """The prompt with as many sources as fit the model's window, counted with its tokenizer."""
+        """The prompt with as many sources as fit the model's window (and ``sources_budget``), counted with
+        its tokenizer; ``proofs``: give each source's proof (unset: as ``answers.proofs`` says)."""
         llm = self.settings.llm
         window = client.context_window() or llm.context_window
         fence = new_fence_key()
@@ -150,10 +191,11 @@ class Answerer:
         # Chat templates add a few tokens per message around the contents.
         budget = window - llm.max_tokens - frame_tokens - 16 * len(frame)
         checks = self.settings.answers
-        proofs = checks.proofs == "always" or (checks.proofs == "auto" and asks_for_proof(question))
-        if checks.sources_budget_tokens is not None:
-            budget = min(budget, checks.sources_budget_tokens)
-        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, checks.max_source_tokens, proofs)
+        if proofs is None:
+            proofs = checks.proofs == "always" or (checks.proofs == "auto" and asks_for_proof(question))
+        if sources_budget is not None:
+            budget = min(budget, sources_budget)
+        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, max_source_tokens, proofs)
         given.extend(packed.hits)
         record.context = ContextReport(
             packed.tokens + frame_tokens,
@@ -169,21 +211,57 @@ class Answerer:
         )
         return prompt.messages(sources=packed.text, question=question, fence=fence)
 
-    def _validate(self, record: Answer, text: str, source_vectors: np.ndarray) -> None:
-        """Drop citations to sources not given, attach citations by attribution, mark unsupported claims."""
+    def _validate(self, record: Answer, text: str, source_vectors: np.ndarray, question: str) -> None:
+        """Drop citations to sources not given, attach citations by attribution, mark unsupported claims;
+        with ``answers.check_statements``, remove repeats, a cut-off end, and each sentence its cited
+        source does not state."""
+        checks = self.settings.answers
+        if checks.check_statements:
+            text, record.repeated_sentences, record.truncated = repair(text)
         checked = check_citations(text, len(record.sources))
         record.invalid_citations = checked.invalid
         record.text, record.cited = checked.text, checked.cited
-        checks = self.settings.answers
         if not checks.attribute or not record.sources:
             record.status = AnswerStatus.ANSWERED if checked.cited else AnswerStatus.UNSUPPORTED
             return
         attributor = Attributor(self.embedder.embed_documents, checks.min_support)
         attribution = attributor.attribute(checked.text, [h.record.text for h in record.sources], source_vectors)
         record.text, record.sentences = attribution.text, attribution.sentences
-        record.attributed = sorted({n for s in attribution.sentences for n in s.attributed})
-        record.cited = list(dict.fromkeys(citation_numbers(attribution.text)))
-        record.status = AnswerStatus.ANSWERED if attribution.supported else AnswerStatus.UNSUPPORTED
+        if checks.check_statements:
+            texts = [s.text for s in attribution.sentences]
+            record.sentences = [
+                self._checked(s, record.sources, question, texts[i - 1] if i else "")
+                for i, s in enumerate(attribution.sentences)
+            ]
+            kept = [s for s in record.sentences if not s.claim or s.stated]
+            record.removed_sentences = [s.text for s in record.sentences if s.claim and not s.stated]
+            if record.removed_sentences or record.repeated_sentences or record.truncated:
+                record.text = " ".join(attach_citations(s.text, s.attributed) for s in kept)
+            if record.removed_sentences:
+                count = len(record.removed_sentences)
+                record.text = (record.text + "\n\n" if record.text else "") + (
+                    f"({count} sentence{'s' if count > 1 else ''} that the cited sources do not state "
+                    f"{'were' if count > 1 else 'was'} removed: read the sources below.)"
+                )
+        record.attributed = sorted({n for s in record.sentences if s.stated is not False for n in s.attributed})
+        record.cited = list(dict.fromkeys(citation_numbers(record.text)))
+        supported = any(s.claim and s.supported for s in record.sentences)
+        record.status = AnswerStatus.ANSWERED if supported else AnswerStatus.UNSUPPORTED
+
+    @staticmethod
+    def _checked(sentence: SentenceSupport, sources: list[SearchHit], question: str, previous: str) -> SentenceSupport:
+        """``sentence`` checked against the sources it cites (or was attributed to); ``previous``: the
+        sentence before it, which "This is stated in [2]." stands for."""
+        if not sentence.claim:
+            return sentence
+        numbers = sentence.cited or sentence.attributed
+        if not numbers:
+            return replace(sentence, supported=False, stated=False, problems=["cites no source"])
+        cited_text = "\n".join(source_context(sources[n - 1].record) for n in numbers)
+        check = StatementChecker().check(sentence.text, cited_text, question, previous)
+        return replace(
+            sentence, supported=sentence.supported and check.stated, stated=check.stated, problems=list(check.problems)
+        )
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:

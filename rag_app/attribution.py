@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,9 @@ class SentenceSupport:
     support: float  # that source's support score
     claim: bool  # long enough (or with a formula) to need a source
     supported: bool
+    # What the cited source states (rag_app.statement_check): None when not checked; problems say why not.
+    stated: bool | None = None
+    problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -151,13 +154,13 @@ def _rebuild(answer: str, sentences: Sequence[SentenceSupport]) -> str:
         if start < 0:
             continue
         parts.append(answer[cursor:start])
-        parts.append(_attach(sentence.text, sentence.attributed))
+        parts.append(attach_citations(sentence.text, sentence.attributed))
         cursor = start + len(sentence.text)
     parts.append(answer[cursor:])
     return "".join(parts)
 
 
-def _attach(sentence: str, numbers: list[int]) -> str:
+def attach_citations(sentence: str, numbers: list[int]) -> str:
     """``sentence`` with ``[n]`` placed before its final punctuation."""
     if not numbers:
         return sentence

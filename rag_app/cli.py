@@ -274,7 +274,8 @@ def _print_papers(papers: list[PaperHit]) -> None:
         typer.echo("no papers found")
     for paper in papers:
         byline = f" — {paper.authors}" if paper.authors else ""
-        typer.echo(f"{paper.rank:>2}. {paper.score:.4f}  {paper.title or paper.paper_id}{byline}  [{paper.paper_id}]")
+        title = paper.title or (paper.hits[0].record.source_title if paper.hits else paper.paper_id)
+        typer.echo(f"{paper.rank:>2}. {paper.score:.4f}  {title}{byline}  [{paper.paper_id}]")
         if paper.url:
             typer.echo(f"    {paper.url}")
         for hit in paper.hits:
@@ -388,12 +389,17 @@ def ask(
             typer.echo(answer.text)
         else:
             typer.echo("")
-        if answer.text != answer.raw_text.strip() and answer.answered_by_llm:
+        if answer.text != answer.raw_text.strip() and answer.answered_by_llm and answer.style != "quote":
             typer.echo(f"\nChecked answer:\n{answer.text}")
         if answer.invalid_citations:
             _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
-        for sentence in answer.unsupported_sentences:
-            _err(f"no source supports: {sentence}")
+        for sentence in answer.sentences:
+            if sentence.claim and not sentence.supported:
+                why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
+                _err(f"not stated by the sources it cites{why}: {sentence.text}")
+        if answer.repeated_sentences or answer.truncated:
+            cut = "; its last sentence was cut off and removed" if answer.truncated else ""
+            _err(f"repaired: {answer.repeated_sentences} repeated sentences dropped{cut}")
         if answer.status is AnswerStatus.UNSUPPORTED:
             _err("no sentence of this answer is supported by the sources: read it with care")
         typer.echo("\nSources:")
@@ -401,7 +407,7 @@ def ask(
             record = hit.record
             cited = "*" if number in answer.cited else " "
             link = f"  {record.url}" if record.url else ""
-            typer.echo(f"{cited}[{number}] {record.display_name} — {record.title or record.paper_id}{link}")
+            typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")
 
 
 @app.command()

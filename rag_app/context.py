@@ -78,7 +78,7 @@ def source_text(hit: SearchHit, proof: bool = False) -> str:
 
 def source_block(number: int, hit: SearchHit, fence_key: str, text: str | None = None) -> str:
     record = hit.record
-    where = record.title or record.paper_id
+    where = record.source_title
     body = defuse(record.text if text is None else text, fence_key)
     heading = defuse(f"[{number}] {record.display_name} — from {where}", fence_key)
     return f"<source {number} key={fence_key}>\n{heading}\n{body}\n</source key={fence_key}>"

@@ -44,7 +44,7 @@ def source_origin(record: StatementRecord) -> str:
     """Where a statement comes from, in one line: title, authors, arXiv id or MSE question."""
     if record.source is Source.MSE:
         return f"Math StackExchange: {record.title}" if record.title else "Math StackExchange"
-    parts = [typographic_dashes(record.title) if record.title else record.paper_id]
+    parts = [typographic_dashes(record.source_title)]
     authors = _authors(record)
     if authors:
         parts.append(", ".join(authors))

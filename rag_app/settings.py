@@ -348,8 +348,37 @@ class LLMSettings(BaseModel):
     prompt: str = Field("answer_with_citations", description="prompt name (its latest version) or NAME@vN")
 
 
+class QuoteSettings(BaseModel):
+    """``answers.style = "quote"``: what the model reads to pick the sources that answer. It only chooses,
+    so each source is shown short (its heading and beginning) and more of them fit the same time."""
+
+    prompt: str = Field("answer_select", description="prompt name (its latest version) or NAME@vN")
+    max_sources: int = Field(4, ge=1, description="sources the model chooses among")
+    source_margin: float | None = Field(
+        None, ge=0, description="only sources within this cosine of the best one; unset: the top max_sources"
+    )
+    max_source_tokens: int = Field(110, ge=24, description="tokens of one source the model reads (cut at a word)")
+    sources_budget_tokens: int = Field(420, ge=48, description="tokens all sources may take together")
+    max_quotes: int = Field(2, ge=1, description="statements quoted at most")
+    max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
+
+
 class AnswerSettings(BaseModel):
     """What is checked before and after generation. Thresholds: bench/calibrate_answer_checks.py."""
+
+    # Read sentence by sentence, more than half of what the packaged 1.5B model wrote in its own words
+    # and the support score passed was wrong (bench/answer_quality.py, docs/answers.md).
+    style: Literal["quote", "synthesis"] = Field(
+        "quote",
+        description="quote: the model picks the sources that answer and the answer quotes them verbatim (for "
+        "small local models); synthesis: the model writes the answer, each sentence checked against its source",
+    )
+    quote: QuoteSettings = Field(default_factory=QuoteSettings)
+    check_statements: bool = Field(
+        True,
+        description="synthesis: remove each sentence its cited source does not state (terms, formulas, "
+        "connectives, hypotheses, reasoning links), repeated sentences and a last sentence cut off",
+    )
 
     # Below this cosine between the question and its most similar source, the corpus is taken not to
     # hold the answer: nothing is generated and the closest statements are shown instead.

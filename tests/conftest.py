@@ -37,12 +37,16 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
 def make_settings(tmp: Path, **overrides: object) -> Settings:
     # Papers parsed in this process: a worker pool costs seconds per ingest call, and
     # tests/rag_app/test_pipeline.py covers the isolated (default) path.
+    # The tests of written answers (citations, attribution, the statement check) ask for them: the
+    # default quoting answer has its own tests (tests/rag_app/test_quoted_answer*.py).
     values: dict[str, object] = {
         "data_dir": tmp / "data",
         "index_dir": tmp / "index",
         "ingestion": {"isolate_papers": False},
     }
+    answers = overrides.pop("answers", {})
     values.update(overrides)
+    values["answers"] = {"style": "synthesis", **answers}  # type: ignore[dict-item]
     return Settings(**values)
 
 

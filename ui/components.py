@@ -130,7 +130,8 @@ def render_source(hit: SearchHit, number: int | None, anchor: str | None, cited:
 def render_paper(paper: PaperHit) -> None:
     """One paper (or MSE thread) of a paper search: title, authors, link, and its best statements."""
     with st.container(border=True):
-        title = to_streamlit_markdown(paper.title) if paper.title else paper.paper_id
+        known_as = paper.title or (paper.hits[0].record.source_title if paper.hits else paper.paper_id)
+        title = to_streamlit_markdown(known_as)
         st.markdown(f"**{paper.rank}. {title}** · score {paper.score:.3f}")
         details = [SOURCE_LABELS.get(paper.source, paper.source), paper.paper_id]
         details += [text for text in (paper.authors, " ".join(paper.categories), paper.date) if text]
@@ -161,10 +162,13 @@ def render_answer(answer: Answer, turn: int) -> None:
         st.info(answer.text)
     else:
         st.markdown(link_citations(to_streamlit_markdown(answer.text), anchor, len(answer.sources)))
-        if answer.status is AnswerStatus.UNSUPPORTED:
+        if answer.status is AnswerStatus.UNSUPPORTED and answer.style != "quote":
             st.warning("No sentence of this answer is supported by the sources: read it with care.")
-        for sentence in answer.unsupported_sentences:
-            st.caption(f"⚠ no source supports: {sentence}")
+        for sentence in answer.sentences:
+            if sentence.claim and not sentence.supported:
+                why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
+                removed = "removed, " if sentence.text in answer.removed_sentences else ""
+                st.caption(f"⚠ {removed}not stated by the sources it cites{why}: {sentence.text}")
         if answer.invalid_citations:
             st.caption(f"Removed citations to sources that were not given: {answer.invalid_citations}")
     if answer.filter != "everything":

@@ -178,7 +178,7 @@ class QuestionGenerator:
     def _question(self, record: StatementRecord) -> tuple[str, bool]:
         messages = self.prompt.messages(
             kind=record.display_name,
-            title=record.title or record.paper_id,
+            title=record.source_title,
             statement=record.text[:MAX_STATEMENT_CHARS],
         )
         last_error: MalformedReplyError | None = None

@@ -140,6 +140,7 @@ def test_ingest_reports_bad_files_and_exit_codes(tmp_path: Path) -> None:
 def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServerProcess, monkeypatch) -> None:
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", llm_server.base_url)
     monkeypatch.setenv("RAG_APP_LLM__MAX_TOKENS", "32")
+    monkeypatch.setenv("RAG_APP_ANSWERS__STYLE", "synthesis")  # a written answer (quoting: test_quoted_answer*)
     result = runner.invoke(
         app, ["ask", "What is Fermat's little theorem?", "--json", "--k", "3", "--index", str(demo_index_dir)]
     )

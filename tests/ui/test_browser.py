@@ -51,6 +51,7 @@ def chat_url(demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess)
         "RAG_APP_DATA_DIR": str(tmp_path / "data"),
         "RAG_APP_INGESTION__ISOLATE_PAPERS": "false",
         "RAG_APP_LLM__BASE_URL": llm_server.base_url,
+        "RAG_APP_ANSWERS__STYLE": "synthesis",  # the forced answer below is a written one
         "RAG_APP_LLM__MAX_TOKENS": "120",
         # The model's words are forced so that the check of the rendering is exact.
         "RAG_APP_LLM__EXTRA_BODY": json.dumps(forced_output(FORCED_ANSWER)),

@@ -33,6 +33,8 @@ def app_env(monkeypatch: pytest.MonkeyPatch, demo_index_dir: Path) -> pytest.Mon
     monkeypatch.setenv("RAG_APP_INDEX_DIR", str(demo_index_dir))
     monkeypatch.setenv("RAG_APP_LLM__MAX_TOKENS", "40")
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    # These tests force written answers (citations linked, formulas for KaTeX); quoting has its own test.
+    monkeypatch.setenv("RAG_APP_ANSWERS__STYLE", "synthesis")
     return monkeypatch
 
 
@@ -74,6 +76,20 @@ def test_a_question_streams_an_answer_whose_citations_link_to_the_sources(
     history = at.session_state["history"]
     assert history[0].cited == [1] and history[0].retriever == "hybrid-formula"
     assert any(c.value.endswith("answer_with_citations@v4") for c in at.caption), "elapsed time, model and prompt"
+
+
+def test_a_quoting_answer_shows_the_chosen_statement_whole_under_its_title(
+    app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
+) -> None:
+    forced(app_env, llm_server, "[1]")
+    app_env.setenv("RAG_APP_ANSWERS__STYLE", "quote")
+    at = ask(start(), QUESTION)
+    answer = at.session_state["history"][0]
+    assert answer.style == "quote" and answer.cited == [1] and answer.prompt == "answer_select@v1"
+    record = answer.sources[0].record
+    shown = "\n".join(m.value for m in at.chat_message[1].markdown)
+    assert f"{record.display_name}, in *" in shown and record.text.split()[2] in shown
+    assert not any("not stated" in c.value for c in at.chat_message[1].caption)
 
 
 def test_a_follow_up_is_searched_with_the_conversation(

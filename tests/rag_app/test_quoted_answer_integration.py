@@ -1,0 +1,72 @@
+"""The default quoting answer against the real local server: the model's pick, the statement quoted whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rag_app import MathRAG
+from rag_app.answer import AnswerStatus
+from rag_app.cli import app
+from rag_app.llm_server import LLMServerProcess
+from rag_app.quoted_answer import NONE_STATED
+from tests.conftest import make_settings
+from tests.llm_servers import forced_output
+
+pytestmark = pytest.mark.llm
+
+QUESTION = "What does Nakayama's lemma say about a finitely generated module $M$ with $IM = M$?"
+
+
+def quoting_rag(demo_index_dir: Path, tmp_path: Path, server: LLMServerProcess, reply: str) -> MathRAG:
+    settings = make_settings(tmp_path, index_dir=demo_index_dir, answers={"style": "quote"})
+    settings.llm.base_url = server.base_url
+    settings.llm.extra_body = forced_output(reply)  # the real server generates exactly this
+    return MathRAG(settings)
+
+
+def test_the_statement_the_model_picks_is_quoted_whole(
+    demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
+) -> None:
+    rag = quoting_rag(demo_index_dir, tmp_path, llm_server, "[2]")
+    answer = rag.ask(QUESTION, k=5)
+    assert answer.raw_text == "[2]" and answer.style == "quote" and answer.prompt == "answer_select@v1"
+    picked = answer.sources[1].record
+    assert answer.text.startswith(f"[2] {picked.display_name}, in *{picked.source_title}*:")
+    body = " ".join(line.removeprefix("> ") for line in answer.text.splitlines()[2:])
+    assert " ".join(picked.text.split()) == " ".join(body.split())  # word for word, nothing cut
+    assert answer.cited == [2] and answer.status is AnswerStatus.ANSWERED
+    assert [(s.cited, s.stated) for s in answer.sentences] == [([2], True)]
+    # the model read short views of more sources than a written answer gets, within the quote budget
+    assert 1 < answer.context.sources_given <= rag.settings.answers.quote.max_sources
+    assert max(answer.context.source_tokens) <= rag.settings.answers.quote.max_source_tokens + 8
+    record = answer.to_dict()
+    assert record["style"] == "quote" and record["sentences"][0]["stated"] is True
+
+
+def test_no_pick_quotes_the_closest_statement_under_a_notice(
+    demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
+) -> None:
+    answer = quoting_rag(demo_index_dir, tmp_path, llm_server, "NONE").ask(QUESTION, k=5)
+    assert answer.text.startswith(NONE_STATED) and answer.sources and answer.cited == [1]
+    assert f"[1] {answer.sources[0].record.display_name}" in answer.text
+    assert answer.status is AnswerStatus.UNSUPPORTED
+
+
+def test_cli_ask_prints_the_quote_and_names_sources_by_title(
+    demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
+) -> None:
+    env = {
+        "RAG_APP_DATA_DIR": str(tmp_path / "data"),
+        "RAG_APP_LLM__BASE_URL": llm_server.base_url,
+        "RAG_APP_LLM__EXTRA_BODY": json.dumps(forced_output("[1]")),
+    }
+    result = CliRunner().invoke(app, ["ask", QUESTION, "--index", str(demo_index_dir), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["style"] == "quote" and data["cited"] == [1] and data["answer"].startswith("[1] ")
+    title = data["sources"][0]["title"]
+    assert title and f"in *{title}*" in data["answer"]
