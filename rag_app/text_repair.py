@@ -22,6 +22,8 @@ def _key(sentence: str) -> str:
 def is_finished(sentence: str) -> bool:
     """Ends as a sentence or a displayed formula does, with its inline formulas closed."""
     plain = CITATION_PATTERN.sub("", sentence).rstrip()
+    if not plain:
+        return True  # citations alone after the last full stop ("... one. [1]"): nothing was cut
     inline = plain.replace("$$", "").count("$")
     return bool(_FINISHED.search(plain)) and inline % 2 == 0
 

@@ -23,3 +23,6 @@ def test_a_theorem_cut_before_its_conclusion_is_removed() -> None:
 def test_a_whole_answer_is_left_as_it_is() -> None:
     text = "Every compact subset of a Hausdorff space is closed [2]."
     assert repair(text) == (text, 0, False)
+    # the small model often puts its citations after the last full stop
+    text = "There are exactly $n^{n-2}$ labelled trees on $n$ vertices. [1]"
+    assert repair(text) == (text, 0, False) and is_finished("[1][2]")
