@@ -234,6 +234,8 @@ class Answerer:
                 for i, s in enumerate(attribution.sentences)
             ]
             kept = [s for s in record.sentences if not s.claim or s.stated]
+            if not any(s.claim for s in kept):
+                kept = []  # no claim left: fragments and bare citations would read as an answer
             record.removed_sentences = [s.text for s in record.sentences if s.claim and not s.stated]
             if record.removed_sentences or record.repeated_sentences or record.truncated:
                 record.text = " ".join(attach_citations(s.text, s.attributed) for s in kept)

@@ -70,3 +70,26 @@ def test_cli_ask_prints_the_quote_and_names_sources_by_title(
     assert data["style"] == "quote" and data["cited"] == [1] and data["answer"].startswith("[1] ")
     title = data["sources"][0]["title"]
     assert title and f"in *{title}*" in data["answer"]
+
+
+def test_a_written_answer_loses_what_its_source_does_not_state(
+    demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
+) -> None:
+    reply = (
+        r"If $IM = M$ for a finitely generated $R$-module $M$ and an ideal $I \subseteq \operatorname{Jac}(R)$, "
+        r"then $M = 0$ [1]. This extension is unique up to a scalar multiple [1]. "
+        r"This extension is unique up to a scalar multiple [1]. Then"
+    )
+    settings = make_settings(tmp_path, index_dir=demo_index_dir)  # written answers: answers.style = synthesis
+    settings.llm.base_url, settings.llm.max_tokens = llm_server.base_url, 120
+    settings.llm.extra_body = forced_output(reply)
+    answer = MathRAG(settings).ask(QUESTION, k=1)
+    assert answer.style == "synthesis" and answer.raw_text == reply
+    assert "Nakayama" in answer.sources[0].record.display_name
+    assert (answer.repeated_sentences, answer.truncated) == (1, True)
+    assert answer.removed_sentences == ["This extension is unique up to a scalar multiple [1]."]
+    assert answer.text.startswith(r"If $IM = M$") and "scalar" not in answer.text.split("\n\n")[0]
+    assert answer.text.endswith("(1 sentence that the cited sources do not state was removed: read the sources below.)")
+    removed = [s for s in answer.sentences if s.text in answer.removed_sentences]
+    assert removed and not removed[0].stated and any("scalar" in p for p in removed[0].problems)
+    assert answer.status is AnswerStatus.ANSWERED and answer.to_dict()["removed_sentences"] == answer.removed_sentences
