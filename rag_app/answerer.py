@@ -218,6 +218,9 @@ class Answerer:
         checks = self.settings.answers
         if checks.check_statements:
             text, record.repeated_sentences, record.truncated = repair(text)
+            if not text.strip():  # say why, rather than show an empty answer
+                record.text, record.status = CUT_OFF, AnswerStatus.UNSUPPORTED
+                return
         checked = check_citations(text, len(record.sources))
         record.invalid_citations = checked.invalid
         record.text, record.cited = checked.text, checked.cited
@@ -264,6 +267,9 @@ class Answerer:
         return replace(
             sentence, supported=sentence.supported and check.stated, stated=check.stated, problems=list(check.problems)
         )
+
+
+CUT_OFF = "The model's answer stopped before its first sentence was complete, so none is shown: read the sources below."
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:
