@@ -14,7 +14,8 @@ with the demo corpus added. Every question goes through ``MathRAG.ask_stream`` w
 and among the sources the model was given; cited; quoted word for word; claim sentences marked
 supported, flagged and removed; repeated and cut-off answers; first-token and full-answer latency.
 Each configuration's answers, sentence by sentence with the text of the sources they cite, go to
-``answer_quality-answers-NAME.jsonl``: the material of the judged set (``eval/answers/judged.v1.jsonl``).
+``answer_quality-answers-NAME.jsonl`` (ignored by git: the answers quote third-party statements): the
+material of the judged set (``eval/answers/judged.v1.jsonl``).
 
     python bench/answer_quality.py [--only now] [--slogans 30] [--work ~/.cache/rag-app-answers] [--out bench/results]
 """

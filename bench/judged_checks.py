@@ -15,7 +15,11 @@ For each checker, over the claim sentences: how many wrong sentences it catches 
 Checkers: ``support`` (the support score alone: what marked sentences supported before issue 40),
 ``statement`` (the statement check alone) and ``support+statement`` (what written answers use now).
 
-    python bench/judged_checks.py [--judged eval/answers/judged.v1.jsonl] [--out bench/results]
+    python bench/judged_checks.py [--judged eval/answers/judged.v1.jsonl] [--index DIR] [--out bench/results]
+
+The judged set names each cited source by its docno only: the statements themselves are third-party
+text (the Stacks project, the HoTT book, arXiv papers) and are read from the index
+``bench/answer_quality.py`` builds (the development index plus the demo corpus), never copied here.
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ingestion.formula_spans import find_formula_spans
+from rag_app import MathRAG
 from rag_app.attribution import MIN_CLAIM_WORDS, support_features
 from rag_app.embedder_factory import make_embedder
 from rag_app.settings import Settings
-from rag_app.statement_check import StatementChecker
+from rag_app.statement_check import StatementChecker, source_context
 
 ROOT = Path(__file__).resolve().parents[1]
+ANSWER_INDEX = Path.home() / ".cache" / "rag-app-answers" / "index"  # bench/answer_quality.py's --work
 LABELS = ("stated", "true-not-stated", "wrong", "filler")
 
 
@@ -52,24 +58,43 @@ def load(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def flags(rows: list[dict[str, Any]], settings: Settings) -> dict[str, list[bool]]:
+def cited_texts(rows: list[dict[str, Any]], index: Path) -> list[tuple[str, str]]:
+    """Each row's cited sources from the index: (statement texts, with headings) joined, and the texts alone."""
+    if not (index / "manifest.json").exists():
+        raise SystemExit(f"no index at {index}: run bench/answer_quality.py first (it builds one) or pass --index")
+    wanted = {source["docno"] for row in rows for source in row["cited_sources"]}
+    found = {}
+    for record in MathRAG(Settings(index_dir=index)).index.store.iter_records():
+        if record.docno in wanted:
+            found[record.docno] = record
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise SystemExit(f"{index}: {len(missing)} cited statements are not in this index, e.g. {missing[0]}")
+    return [
+        (
+            "\n".join(source_context(found[s["docno"]]) for s in row["cited_sources"]),
+            "\n".join(found[s["docno"]].text for s in row["cited_sources"]),
+        )
+        for row in rows
+    ]
+
+
+def flags(rows: list[dict[str, Any]], settings: Settings, index: Path) -> dict[str, list[bool]]:
     """For each checker, whether it flags each sentence (True: not supported)."""
     embedder = make_embedder(settings)
     sentences = [row["sentence"] for row in rows]
     # what the answer's check reads: each cited source with its heading (rag_app.statement_check.source_context)
-    sources = ["\n".join(source.get("context", source["text"]) for source in row["cited_sources"]) for row in rows]
+    sources, plain = zip(*cited_texts(rows, index), strict=True) if rows else ((), ())
     sentence_vectors = embedder.embed_documents(sentences)
-    source_vectors = embedder.embed_documents(sources)
+    source_vectors = embedder.embed_documents(list(plain))
     checker = StatementChecker()
     support, statement = [], []
-    for row, sentence, source, s_vec, t_vec in zip(
-        rows, sentences, sources, sentence_vectors, source_vectors, strict=True
-    ):
-        score = support_features(sentence, s_vec, source, t_vec).score if source else 0.0
+    vectors = zip(sentence_vectors, source_vectors, strict=True)
+    for row, sentence, source, text, (s_vec, t_vec) in zip(rows, sentences, sources, plain, vectors, strict=True):
+        score = support_features(sentence, s_vec, text, t_vec).score if text else 0.0
         support.append(score < settings.answers.min_support)
-        previous = (
-            rows[len(statement) - 1]["sentence"] if statement and rows[len(statement) - 1]["qid"] == row["qid"] else ""
-        )
+        before = rows[len(statement) - 1] if statement else None
+        previous = before["sentence"] if before and before["qid"] == row["qid"] else ""
         statement.append(not source or not checker.check(sentence, source, row.get("question", ""), previous).stated)
     both = [a or b for a, b in zip(support, statement, strict=True)]
     return {"support": support, "statement": statement, "support+statement": both}
@@ -101,11 +126,12 @@ def measure(rows: list[dict[str, Any]], flagged: list[bool]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--judged", type=Path, default=ROOT / "eval/answers/judged.v1.jsonl")
+    parser.add_argument("--index", type=Path, default=ANSWER_INDEX, help="where the cited statements are read")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results")
     args = parser.parse_args()
     rows = load(args.judged)
     settings = Settings()
-    results = {name: measure(rows, flagged) for name, flagged in flags(rows, settings).items()}
+    results = {name: measure(rows, flagged) for name, flagged in flags(rows, settings, args.index).items()}
     result = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "judged": str(args.judged.relative_to(ROOT) if args.judged.is_relative_to(ROOT) else args.judged),
