@@ -22,7 +22,7 @@ from rag_app.conversation import RewrittenQuery
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import LLMServerError
 from rag_app.packaged_models import PackagedModelError
-from rag_app.quoted_answer import NONE_STATED, parse_selection, quoted_answer
+from rag_app.quoted_answer import parse_selection, quoted_answer
 from rag_app.settings import Settings
 from rag_app.statement_check import StatementChecker, source_context
 from rag_app.text_repair import repair
@@ -120,9 +120,7 @@ class Answerer:
                 record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
             elif quoting:
                 record.sources, record.raw_text, record.text = list(given), "".join(reply), text
-                record.cited = [s.cited[0] for s in record.sentences]
-                picked = not text.startswith(NONE_STATED)
-                record.status = AnswerStatus.ANSWERED if picked and record.cited else AnswerStatus.UNSUPPORTED
+                record.cited = [s.cited[0] for s in record.sentences]  # status: set by _quote
             else:
                 record.sources = list(given)
                 source_vectors = np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
@@ -161,8 +159,9 @@ class Answerer:
             proofs=False,
         )  # fmt: skip
         reply.append(client.chat(messages, max_tokens=quote.max_tokens, temperature=0.0))
-        text, quotes = quoted_answer(given, parse_selection(reply[0], len(given), quote.max_quotes))
-        record.sentences = quotes
+        selected = parse_selection(reply[0], len(given), quote.max_quotes)
+        text, record.sentences = quoted_answer(given, selected)
+        record.status = AnswerStatus.ANSWERED if selected else AnswerStatus.UNSUPPORTED
         return text
 
     def _messages(
@@ -263,12 +262,13 @@ class Answerer:
         if not numbers:
             return replace(sentence, supported=False, stated=False, problems=["cites no source"])
         cited_text = "\n".join(source_context(sources[n - 1].record) for n in numbers)
-        check = StatementChecker().check(sentence.text, cited_text, question, previous)
+        check = _CHECKER.check(sentence.text, cited_text, question, previous)
         return replace(
             sentence, supported=sentence.supported and check.stated, stated=check.stated, problems=list(check.problems)
         )
 
 
+_CHECKER = StatementChecker()  # holds no state: one serves every answer
 CUT_OFF = "The model's answer stopped before its first sentence was complete, so none is shown: read the sources below."
 
 

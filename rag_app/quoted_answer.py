@@ -19,6 +19,7 @@ NONE_STATED = (
     "None of the statements found was judged to answer this question. The closest one, quoted as it "
     "stands (read it before relying on it):"
 )
+NO_SOURCES = "No statement could be given to the model, so none is quoted: the retrieved ones are listed below."
 _NONE = re.compile(r"\bnone\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+")
 
@@ -46,7 +47,7 @@ def quoted_answer(hits: Sequence[SearchHit], selected: Sequence[int]) -> tuple[s
     statement picked, the closest one is quoted under a notice saying so: the model often misjudges
     (12 of its 16 "none" replies in bench/answer_quality.py had the answering statement in front of it)."""
     if not hits:
-        return NONE_STATED.split(".")[0] + ".", []
+        return NO_SOURCES, []
     numbers = list(selected) or [1]
     blocks = [quote(hits[number - 1], number) for number in numbers]
     sentences = [
