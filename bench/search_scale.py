@@ -61,11 +61,14 @@ DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"
 MODES = [SearchMode.BM25, SearchMode.DENSE, SearchMode.HYBRID, SearchMode.HYBRID_FORMULA, SearchMode.FORMULA]
 NOISE = 0.02  # norm of the perturbation of a copied unit vector (cosine to the original about 0.9998)
 DUPLICATED_SHARE = 0.02  # statements whose copies come in pairs of duplicates
+LEARNED_RUN = "hybrid-formula + learned ranker (top 100)"
 
 
-def settings_for(index_dir: Path, work: Path, duplicates: bool = True) -> Settings:
+def settings_for(index_dir: Path, work: Path, duplicates: bool = True, learned_ranker: bool = False) -> Settings:
+    """The first stage alone unless ``learned_ranker`` (the packaged one, over the top 100)."""
     settings = Settings(data_dir=work / "data", index_dir=index_dir)
     settings.duplicates.detect = settings.duplicates.collapse = duplicates
+    settings.ranker.model = "auto" if learned_ranker else "none"
     return settings
 
 
@@ -268,6 +271,8 @@ def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: in
     rss_loaded = peak_rss_mb()
     plain = MathRAG(settings_for(index_dir, work, duplicates=False))  # shares nothing with ``rag``: loaded once more
     plain.search("warm up", k, SearchMode.HYBRID_FORMULA)
+    ranked = MathRAG(settings_for(index_dir, work, learned_ranker=True))  # the default search: ordered by LambdaMART
+    ranked.search("warm up", k, SearchMode.HYBRID_FORMULA)
     runs: list[tuple[str, str, Callable[[str], object]]] = [
         (mode.value, "formula" if mode is SearchMode.FORMULA else "text", partial(rag.search, k=k, mode=mode))
         for mode in MODES
@@ -275,6 +280,7 @@ def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: in
     runs += [
         ("hybrid-formula, not collapsed", "text", partial(plain.search, k=k, mode=SearchMode.HYBRID_FORMULA)),
         ("papers (hybrid-formula)", "text", partial(rag.search_papers, k=k)),
+        (LEARNED_RUN, "text", partial(ranked.search, k=k, mode=SearchMode.HYBRID_FORMULA)),
     ]
     latencies: dict[str, dict[str, float]] = {}
     for name, kind, search in runs:
@@ -340,7 +346,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             axis.plot(
                 sizes, [row["search"]["latency"][mode.value][quantile] for row in rows], marker="o", label=mode.value
             )
-    for name in ("hybrid-formula, not collapsed", "papers (hybrid-formula)"):
+    for name in ("hybrid-formula, not collapsed", "papers (hybrid-formula)", LEARNED_RUN):
         for axis, quantile in zip(axes, ("p50_ms", "p95_ms"), strict=True):
             axis.plot(
                 sizes,

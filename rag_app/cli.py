@@ -780,6 +780,66 @@ def train_rerank(
     typer.echo(f"  {report.directory}" + (f" (published to {published})" if published else ""))
 
 
+@train_app.command("ranker")
+def train_ranker(
+    index: IndexOption = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="write the ranker here instead")] = None,
+    max_queries: Annotated[
+        Optional[int], typer.Option("--max-queries", min=1, help="training queries of each kind at most")
+    ] = None,
+    publish: Annotated[
+        bool, typer.Option("--publish", help="also ship it in the package (ranker.model = packaged or auto)")
+    ] = False,
+    reuse: Annotated[
+        bool, typer.Option("--reuse/--recompute", help="reuse the features of the same corpus and settings")
+    ] = True,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Train the learned ranker (LightGBM LambdaMART) over the first stage's top candidates (minutes on a CPU).
+
+    Use it with `ranker.model = "DIR"` (the directory printed), or --publish to make it the packaged one;
+    compare with `rag-app eval SETS -r hybrid-formula -r hybrid-formula+ltr`.
+    """
+    from rag_app.training.train_ranker import TrainRankerJob, publish_ranker
+    from retriever.learned_ranker import LearnedRankerError
+
+    settings = _settings(config, index)
+    if max_queries is not None:
+        training = settings.ranker.training.model_copy(update={"max_queries_per_kind": max_queries})
+        settings = settings.model_copy(update={"ranker": settings.ranker.model_copy(update={"training": training})})
+    job = TrainRankerJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
+    try:
+        report = job.run(show_progress=not as_json, log=_err, reuse=reuse)
+        published = str(publish_ranker(report.directory)) if publish else None
+    except (FileNotFoundError, ValueError, LearnedRankerError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    card = report.ranker.card
+    summary = {
+        "directory": str(report.directory),
+        "published": published,
+        "embedder": report.ranker.embedder,
+        "queries": report.queries,
+        "seconds": report.seconds,
+        "reused_features": report.reused_features,
+        "cost": card.get("cost", {}),
+        "held_out": card.get("metrics", {}).get("held_out", {}),
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+        return
+    held_out = summary["held_out"]
+    typer.echo(f"trained learned ranker in {report.seconds:.0f} s ({card['cost']['trees']} trees) on queries "
+               f"{report.queries}")  # fmt: skip
+    if held_out.get("queries"):
+        before, after = held_out["first_stage"], held_out["ranker"]
+        mrr = f"MRR@10 {before['mrr@10']:.3f} -> {after['mrr@10']:.3f}"
+        hit = f"Hit@10 {before['hit@10']:.3f} -> {after['hit@10']:.3f}"
+        typer.echo(f"  held-out ({held_out['queries']} queries): {mrr}, {hit}")
+    typer.echo(f"  {report.directory}" + (f" (published to {published})" if published else ""))
+
+
 @train_app.command("query-adapter")
 def train_query_adapter(
     index: IndexOption = None,

@@ -340,7 +340,7 @@ class MathRAG:
             filter=where.describe() if where is not None else "everything",
             retriever=str(mode or self.settings.retrieval.mode),
             reranker=self.search_stack.reranker.identity if rerank else "",
-            rerank_ms=self.search_stack.reranking(second).last_rerank_ms if rerank else 0.0,
+            rerank_ms=self.search_stack.last_rerank_ms(second) if rerank else 0.0,
             second_embedding=self.search_stack.second_embedding_used(second),
         )
         return self.answerer.stream(question, retrieval, started)

@@ -5,6 +5,7 @@ Stages, each a class in ``retriever`` taking the stage before it::
     ChannelRanker                 the channels a mode names (dense, BM25, formula, MaRF), fused by rank
     -> EnsembleRanker             + the companion embedding model's channel, fused linearly   (when asked)
     -> FirstStageSearcher         the records read from Chroma once; the filter, applied once
+    -> LearnedRankingSearcher     LambdaMART over the top 100, from the channels' own numbers   (ranker.model)
     -> RerankingSearcher          the cross-encoder over the top N                         (when asked)
     -> DuplicateCollapsingSearcher  one hit per duplicate group                  (duplicates.collapse)
     -> PaperSearcher              papers ranked from their statements                (search --papers)
@@ -26,6 +27,8 @@ from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.ensemble_ranker import EnsembleRanker
 from retriever.first_stage_searcher import FirstStageSearcher
+from retriever.learned_ranker import LearnedRanker
+from retriever.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.paper_searcher import PaperSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
@@ -34,31 +37,38 @@ from retriever.statement_index import StatementIndex
 from retriever.types import StatementSearcher
 
 RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
+LEARNED_SUFFIX = "+ltr"  # `hybrid-formula+ltr`: that retriever's top 100 ordered by the learned ranker
 SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the companion embedding model
 
 
 class UnknownRunNameError(ValueError):
-    """A run name the grammar does not know (``MODE``, ``MODE+dense2``, ``MODE+rerank``, both)."""
+    """A run name the grammar does not know (``MODE``, then any of ``+dense2``, ``+ltr``, ``+rerank`` in that order)."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunName:
-    """What an evaluation run name asks for: ``hybrid-formula+dense2+rerank`` is the hybrid-formula
-    mode, fused with the companion embedding model, then reranked."""
+    """What an evaluation run name asks for: ``hybrid-formula+dense2+ltr+rerank`` is the hybrid-formula
+    mode, fused with the companion embedding model, ordered by the learned ranker, then reranked.
+    A plain ``MODE`` is the first stage alone, whatever the settings turn on for search."""
 
     mode: SearchMode
     second_embedding: bool
     rerank: bool
+    learned: bool = False
 
     @classmethod
     def parse(cls, name: str) -> RunName:
-        rerank = name.endswith(RERANK_SUFFIX)
-        second = name.removesuffix(RERANK_SUFFIX).endswith(SECOND_EMBEDDING_SUFFIX)
-        mode = name.removesuffix(RERANK_SUFFIX).removesuffix(SECOND_EMBEDDING_SUFFIX)
+        rest = name
+        rerank = rest.endswith(RERANK_SUFFIX)
+        rest = rest.removesuffix(RERANK_SUFFIX)
+        learned = rest.endswith(LEARNED_SUFFIX)
+        rest = rest.removesuffix(LEARNED_SUFFIX)
+        second = rest.endswith(SECOND_EMBEDDING_SUFFIX)
+        mode = rest.removesuffix(SECOND_EMBEDDING_SUFFIX)
         if mode not in set(SearchMode):
-            known = ", ".join([*SearchMode, "NAME+dense2", "NAME+rerank", "NAME+dense2+rerank"])
+            known = ", ".join([*SearchMode, "NAME+dense2", "NAME+ltr", "NAME+rerank", "NAME+dense2+ltr+rerank"])
             raise UnknownRunNameError(f"unknown retriever {name!r} (known: {known}, run:PATH)")
-        return cls(SearchMode(mode), second, rerank)
+        return cls(SearchMode(mode), second, rerank, learned)
 
 
 class SearchStack:
@@ -96,9 +106,12 @@ class SearchStack:
         )
         self._ensemble: EnsembleRanker | None = None
         self._reranker: CrossEncoderReranker | None = None
+        self._learned_ranker: LearnedRanker | None = None
         self._first_stages: dict[bool, FirstStageSearcher] = {}
-        self._rerankings: dict[bool, RerankingSearcher] = {}
-        self._collapsing: dict[tuple[bool, bool], DuplicateCollapsingSearcher] = {}  # by (rerank, companion model)
+        self._learned: dict[bool, LearnedRankingSearcher] = {}
+        self._rerankings: dict[tuple[bool, bool], RerankingSearcher] = {}  # by (companion model, learned ranker)
+        # by (rerank, companion model, learned ranker)
+        self._collapsing: dict[tuple[bool, bool, bool], DuplicateCollapsingSearcher] = {}
 
     def with_query_adapter(self, spec: str | None) -> SearchStack:
         """This stack with another query adapter on the dense channel (``none``: the base vectors); the
@@ -108,19 +121,32 @@ class SearchStack:
             self.settings, self.index, self.companion, self.duplicates, self.ranker.with_query_adapter(adapter)
         )
         variant._reranker = self._reranker
+        variant._learned_ranker = self._learned_ranker
         return variant
 
     # ------------------------------------------------------------------ statements
     def statements(
-        self, *, rerank: bool = False, second_embedding: bool = False, collapse: bool | None = None
+        self,
+        *,
+        rerank: bool = False,
+        second_embedding: bool = False,
+        collapse: bool | None = None,
+        learned: bool | None = None,
     ) -> StatementSearcher:
-        """The statement searcher: the first stage, reranked when asked, duplicates collapsed when
-        ``collapse`` (unset: ``duplicates.collapse``)."""
+        """The statement searcher: the first stage, ordered by the learned ranker when ``learned`` (unset:
+        when ``ranker.model`` names one), reranked when asked, duplicates collapsed when ``collapse``
+        (unset: ``duplicates.collapse``)."""
         collapse = self.settings.duplicates.collapse if collapse is None else collapse
-        inner: StatementSearcher = self.reranking(second_embedding) if rerank else self.first_stage(second_embedding)
+        learned = self.learned_ranker_configured() if learned is None else learned
+        use_second = second_embedding and self.companion is not None
+        inner: StatementSearcher
+        if rerank:
+            inner = self.reranking(use_second, learned)
+        else:
+            inner = self.learned(use_second) if learned else self.first_stage(use_second)
         if not collapse or self.duplicates is None:
             return inner
-        key = (rerank, second_embedding and self.companion is not None)
+        key = (rerank, use_second, learned)
         if key not in self._collapsing:
             self._collapsing[key] = DuplicateCollapsingSearcher(inner, self.duplicates)
         return self._collapsing[key]
@@ -133,6 +159,38 @@ class SearchStack:
             self._first_stages[use_second] = FirstStageSearcher(ranker, self.index, self.settings.retrieval.candidates)
         return self._first_stages[use_second]
 
+    def learned(self, second_embedding: bool = False) -> LearnedRankingSearcher:
+        """The first stage's top ``ranker.candidates`` ordered by the learned ranker; raises
+        ``LearnedRankerError`` naming the command that builds it when it is missing."""
+        use_second = second_embedding and self.companion is not None
+        if use_second not in self._learned:
+            self._learned[use_second] = LearnedRankingSearcher(
+                self.first_stage(use_second), self.learned_ranker, self.settings.ranker.candidates
+            )
+        return self._learned[use_second]
+
+    def learned_ranker_configured(self) -> bool:
+        """Whether ``ranker.model`` gives a ranker for this index (``auto`` gives none for an embedder
+        no packaged ranker was trained for)."""
+        spec = self.settings.ranker.model
+        if not spec or spec == "none":
+            return False
+        if spec == "auto":
+            if self._learned_ranker is None:  # loaded once: this is asked at every search
+                self._learned_ranker = LearnedRanker.configured("auto", self.index.embedder.identity)
+            return self._learned_ranker is not None
+        return True
+
+    @property
+    def learned_ranker(self) -> LearnedRanker:
+        """The configured learned ranker, or the packaged one when the settings turn it off (an
+        evaluation's ``+ltr`` run asks for it explicitly)."""
+        if self._learned_ranker is None:
+            spec = self.settings.ranker.model
+            spec = "packaged" if not spec or spec in ("none", "auto") else spec
+            self._learned_ranker = LearnedRanker.load(spec, self.index.embedder.identity)
+        return self._learned_ranker
+
     def ensemble(self) -> EnsembleRanker:
         """The channels fused with the companion model's; ValueError when that model is off."""
         if self.companion is None:
@@ -144,16 +202,23 @@ class SearchStack:
             )
         return self._ensemble
 
-    def reranking(self, second_embedding: bool = False) -> RerankingSearcher:
-        """The first stage followed by the cross-encoder (``[rerank]`` settings); raises
-        ``RerankerModelError`` naming the command that builds the model when it is missing."""
+    def reranking(self, second_embedding: bool = False, learned: bool = False) -> RerankingSearcher:
+        """The first stage (ordered by the learned ranker when ``learned``) followed by the
+        cross-encoder (``[rerank]`` settings); raises ``RerankerModelError`` naming the command that
+        builds the model when it is missing."""
         use_second = second_embedding and self.companion is not None
-        if use_second not in self._rerankings:
+        key = (use_second, learned)
+        if key not in self._rerankings:
             rerank = self.settings.rerank
-            self._rerankings[use_second] = RerankingSearcher(
-                self.first_stage(use_second), self.reranker, rerank.candidates, rerank.weight
-            )
-        return self._rerankings[use_second]
+            first: StatementSearcher = self.learned(use_second) if learned else self.first_stage(use_second)
+            self._rerankings[key] = RerankingSearcher(first, self.reranker, rerank.candidates, rerank.weight)
+        return self._rerankings[key]
+
+    def last_rerank_ms(self, second_embedding: bool = False) -> float:
+        """The cross-encoder's share of the last reranked search the settings compose (0: none yet)."""
+        key = (second_embedding and self.companion is not None, self.learned_ranker_configured())
+        searcher = self._rerankings.get(key)
+        return searcher.last_rerank_ms if searcher is not None else 0.0
 
     @property
     def reranker(self) -> CrossEncoderReranker:
@@ -183,4 +248,7 @@ class SearchStack:
         run = RunName.parse(name)
         if run.second_embedding and self.companion is None:
             raise UnknownRunNameError(f"retriever {name!r} needs the second embedding model (second_embedding.model)")
-        return self.statements(rerank=run.rerank, second_embedding=run.second_embedding, collapse=False), run.mode
+        searcher = self.statements(
+            rerank=run.rerank, second_embedding=run.second_embedding, collapse=False, learned=run.learned
+        )
+        return searcher, run.mode

@@ -220,6 +220,45 @@ class RerankSettings(BaseModel):
     training: RerankTrainingSettings = Field(default_factory=RerankTrainingSettings)
 
 
+class RankerTrainingSettings(BaseModel):
+    """``train ranker``: LambdaMART over the first stage's candidates for queries made from the index's
+    training statements (never from an evaluation set)."""
+
+    name: str = Field("math-ranker", description="directory name under DATA_DIR/models/rankers")
+    pair_kinds: list[str] = Field(
+        default_factory=lambda: ["name", "defined-term", "section", "label", "mse", "question", "formula"],
+        description="training query kinds (see rag_app.training.training_pairs); without section titles the "
+        "ranker learned to ignore sections, and lost on topic queries (stacks-sections nDCG@10 0.712 -> 0.670)",
+    )
+    # Label words outnumber names 30 to 1: a cap per kind keeps one kind from deciding every split.
+    max_queries_per_kind: int = Field(1500, ge=1, description="seeded sample of training queries of each kind")
+    held_out_queries_per_kind: int = Field(
+        300, ge=1, description="queries of each kind from held-out papers: early stopping and the card's figures"
+    )
+    mode: str = Field("hybrid-formula", description="the first stage whose candidates it learns to order")
+    second_embedding: bool = Field(False, description="train on the first stage fused with the second model")
+    trees: int = Field(400, ge=1, description="boosting rounds at most (early stopping on held-out queries)")
+    learning_rate: float = Field(0.05, gt=0)
+    # 15 leaves, 100 rows a leaf: the best of a small grid on both development sets (docs/retrieval-and-evaluation.md).
+    leaves: int = Field(15, ge=2)
+    min_child_samples: int = Field(100, ge=1)
+    seed: int = 2026
+
+
+class RankerSettings(BaseModel):
+    """The learned ranker (LightGBM LambdaMART) over the first stage's top candidates."""
+
+    # `auto` beat the first stage on both development sets (research questions MRR@10 0.776 -> 0.797,
+    # slogans 0.445 -> 0.489, both p < 0.05; docs/retrieval-and-evaluation.md, "The learned ranker").
+    model: str | None = Field(
+        "auto",
+        description="`auto` (the packaged one, if trained for this embedder), `packaged`, a `train ranker` "
+        "directory, or `none`",
+    )
+    candidates: int = Field(100, ge=1, description="first-stage results the ranker reorders")
+    training: RankerTrainingSettings = Field(default_factory=RankerTrainingSettings)
+
+
 class SecondEmbeddingSettings(BaseModel):
     """A second embedding model fused with the first as one more channel (docs/retrieval-and-evaluation.md)."""
 
@@ -515,6 +554,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
+    ranker: RankerSettings = Field(default_factory=RankerSettings)
     second_embedding: SecondEmbeddingSettings = Field(default_factory=SecondEmbeddingSettings)
     papers: PaperSettings = Field(default_factory=PaperSettings)
     duplicates: DuplicateSettings = Field(default_factory=DuplicateSettings)

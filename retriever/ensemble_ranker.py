@@ -47,13 +47,18 @@ class EnsembleRanker:
         companion = self.companion.search(query, depth)
         fused = linear_fusion({FIRST_STAGE: first.ids, CHANNEL: companion}, {FIRST_STAGE: 1.0, CHANNEL: weight})[:k]
         second_ranks = {hit.id: rank for rank, hit in enumerate(companion, start=1)}
+        second_scores = {hit.id: float(hit.score) for hit in companion}
         channel_ranks: dict[str, dict[str, int]] = {}
+        channel_scores: dict[str, dict[str, float]] = {}
         for scored in fused:
             ranks = dict(first.channel_ranks.get(scored.id, {}))
+            scores = dict(first.channel_scores.get(scored.id, {}))
             if scored.id in second_ranks:
                 ranks[CHANNEL] = second_ranks[scored.id]
+                scores[CHANNEL] = second_scores[scored.id]
             channel_ranks[scored.id] = ranks
-        return Ranking([ScoredId(hit.id, round(hit.score, 6)) for hit in fused], channel_ranks)
+            channel_scores[scored.id] = scores
+        return Ranking([ScoredId(hit.id, round(hit.score, 6)) for hit in fused], channel_ranks, channel_scores)
 
     def query_weight(self, query: str) -> float:
         """The companion model's weight for ``query``: ``weight`` less the query's formula share."""

@@ -52,5 +52,7 @@ class FirstStageSearcher:
             record = records.get(scored.id)
             if record is None:
                 continue  # BM25 (or the second model's vectors) may briefly know an id deleted from the store
-            hits.append(SearchHit(record, scored.score, len(hits) + 1, dict(ranking.channel_ranks.get(scored.id, {}))))
+            ranks = dict(ranking.channel_ranks.get(scored.id, {}))
+            scores = dict(ranking.channel_scores.get(scored.id, {}))
+            hits.append(SearchHit(record, scored.score, len(hits) + 1, ranks, channel_scores=scores))
         return hits

@@ -48,6 +48,8 @@ class SearchHit:
     channel_ranks: dict[str, int] = field(default_factory=dict)
     # Other places the same statement appears (see retriever.duplicate_groups), when results are collapsed.
     duplicates: tuple[DuplicatePlace, ...] = ()
+    # Each channel's own score of the statement (cosine, BM25, ...): the learned ranker's features.
+    channel_scores: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``search --json`` (a contract: fields are only ever added)."""
@@ -86,14 +88,17 @@ class Ranking:
 
     ids: list[ScoredId]  # best first
     channel_ranks: dict[str, dict[str, int]]  # statement id -> channel -> the statement's rank there
+    channel_scores: dict[str, dict[str, float]] = field(default_factory=dict)  # id -> channel -> its score there
 
     @classmethod
     def of(cls, fused: Sequence[ScoredId], runs: Mapping[str, Sequence[ScoredId]]) -> Ranking:
-        """``fused`` (scores rounded to 6 decimals, as shown), with each channel's rank of its ids."""
+        """``fused`` (scores rounded to 6 decimals, as shown), with each channel's rank and score of its ids."""
         ranks = {name: {hit.id: rank for rank, hit in enumerate(run, start=1)} for name, run in runs.items()}
+        scores = {name: {hit.id: float(hit.score) for hit in run} for name, run in runs.items()}
         return cls(
             [ScoredId(hit.id, round(hit.score, 6)) for hit in fused],
             {hit.id: {name: by_id[hit.id] for name, by_id in ranks.items() if hit.id in by_id} for hit in fused},
+            {hit.id: {name: by_id[hit.id] for name, by_id in scores.items() if hit.id in by_id} for hit in fused},
         )
 
 

@@ -12,6 +12,7 @@ from retriever.channel_ranker import ChannelRanker
 from retriever.chroma_store import ChromaStatementStore
 from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.first_stage_searcher import FirstStageSearcher
+from retriever.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.search_filter import SearchFilter
 from retriever.search_mode import SearchMode
@@ -29,13 +30,17 @@ def test_the_stages_are_composed_in_order_once_per_index(rag: MathRAG) -> None:
     searcher = stack.statements(rerank=True, collapse=True)
     assert isinstance(searcher, DuplicateCollapsingSearcher)
     reranking = searcher.statements
-    assert isinstance(reranking, RerankingSearcher) and reranking is stack.reranking()
-    first = reranking.index
+    assert isinstance(reranking, RerankingSearcher) and reranking is stack.reranking(learned=True)
+    learned = reranking.index  # the packaged learned ranker is on by default (ranker.model = auto)
+    assert isinstance(learned, LearnedRankingSearcher) and learned is stack.learned()
+    first = learned.first
     assert isinstance(first, FirstStageSearcher) and first is stack.first_stage()
     assert isinstance(first.ranker, ChannelRanker) and first.ranker is stack.ranker
     # built once, reused by every search: the same objects each time they are asked for
     assert stack.statements(rerank=True, collapse=True) is searcher
-    assert stack.statements(collapse=False) is first
+    assert stack.statements(collapse=False) is learned
+    assert stack.statements(collapse=False, learned=False) is first
+    assert stack.reranking() is not reranking and stack.reranking().index is first
     # the second model is off here: asking for it gives the first stage alone
     assert stack.first_stage(second_embedding=True) is first
     with pytest.raises(ValueError, match=r"second_embedding\.model"):
@@ -56,8 +61,11 @@ def test_one_search_reads_chroma_once_for_its_hits(rag: MathRAG, monkeypatch: py
         if mode in (SearchMode.MARF, SearchMode.MARF_MAXSIM):
             continue  # MaRF is off in these settings
         calls.clear()
-        hits = rag.search_stack.statements(collapse=False).search("bounded entire function", 5, mode)
+        hits = rag.search_stack.statements(collapse=False, learned=False).search("bounded entire function", 5, mode)
         assert hits and len(calls) == 1 and calls[0] <= 5, (mode, calls)
+        calls.clear()  # the learned ranker reads its candidates' records in the same one call
+        hits = rag.search_stack.statements(collapse=False).search("bounded entire function", 5, mode)
+        assert len(hits) == 5 and len(calls) == 1 and calls[0] <= rag.settings.ranker.candidates, (mode, calls)
 
 
 def test_a_filter_is_applied_once_after_fusion(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,11 +87,16 @@ def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
     assert RunName.parse("hybrid-formula+dense2+rerank") == RunName(SearchMode.HYBRID_FORMULA, True, True)
     assert RunName.parse("bm25+rerank") == RunName(SearchMode.BM25, False, True)
     assert RunName.parse("dense") == RunName(SearchMode.DENSE, False, False)
-    for unknown in ("hybrid+rerank+dense2", "bm26", "+rerank"):
+    assert RunName.parse("hybrid-formula+dense2+ltr+rerank") == RunName(SearchMode.HYBRID_FORMULA, True, True, True)
+    assert RunName.parse("dense+ltr") == RunName(SearchMode.DENSE, False, False, True)
+    for unknown in ("hybrid+rerank+dense2", "bm26", "+rerank", "hybrid+rerank+ltr", "hybrid+ltr+dense2"):
         with pytest.raises(UnknownRunNameError, match="unknown retriever"):
             RunName.parse(unknown)
     searcher, mode = rag.search_stack.for_run_name("hybrid+rerank")
     assert mode is SearchMode.HYBRID and searcher is rag.search_stack.reranking()
+    # a plain mode is the first stage alone, whatever the settings turn on for search
+    assert rag.search_stack.for_run_name("hybrid")[0] is rag.search_stack.first_stage()
+    assert rag.search_stack.for_run_name("hybrid+ltr")[0] is rag.search_stack.learned()
     with pytest.raises(UnknownRunNameError, match=r"second_embedding\.model"):
         rag.search_stack.for_run_name("hybrid+dense2")
 

@@ -1,0 +1,91 @@
+"""`train ranker` on the demo index: LambdaMART over the first stage's candidates, a card, a cache."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rag_app.cli import app
+from rag_app.pipeline import MathRAG
+from rag_app.settings import Settings
+from rag_app.training.train_ranker import FEATURES_FILE, SOURCE_FIELD_FEATURES, QueryGroups, TrainRankerJob
+from retriever.learned_ranker import LearnedRanker
+from retriever.ranking_features import FEATURE_NAMES
+from tests.conftest import make_settings
+
+
+def small_settings(tmp_path: Path, index_dir: Path) -> Settings:
+    settings = make_settings(tmp_path, index_dir=index_dir)
+    settings.ranker.training.max_queries_per_kind = 40
+    settings.ranker.training.trees = 20
+    settings.ranker.training.min_child_samples = 5
+    return settings
+
+
+def test_trained_ranker_has_a_card_hides_the_source_field_and_reuses_its_features(
+    demo_index_dir: Path, tmp_path: Path
+) -> None:
+    settings = small_settings(tmp_path, demo_index_dir)
+    job = TrainRankerJob(settings, demo_index_dir, tmp_path / "ranker")
+    report = job.run(log=lambda _m: None)
+    assert not report.reused_features and sum(report.queries.values()) > 10
+    assert "section" in report.queries and "label" in report.queries
+    ranker = LearnedRanker.load(str(report.directory), MathRAG(settings).index.embedder.identity)
+    card = ranker.card
+    assert card["features"] == list(FEATURE_NAMES) and card["first_stage"] == "hybrid-formula"
+    held_out = card["metrics"]["held_out"]
+    assert held_out["queries"] > 0 and 0 <= held_out["ranker"]["mrr@10"] <= 1
+    assert card["cost"]["trees"] >= 1 and card["cost"]["seconds_fit"] >= 0
+
+    # the field a query was copied from is missing in its rows; other fields are not
+    groups = QueryGroups.load(job.work_dir / FEATURES_FILE)
+    found_kinds = [kind for kind, found in zip(groups.kinds, groups.found, strict=True) if found]
+    start = 0
+    for kind, size in zip(found_kinds, groups.sizes, strict=True):
+        rows = groups.features[start : start + size]
+        start += size
+        for name in SOURCE_FIELD_FEATURES.get(kind, ()):
+            assert np.isnan(rows[:, FEATURE_NAMES.index(name)]).all(), (kind, name)
+        if kind == "label":
+            assert not np.isnan(rows[:, FEATURE_NAMES.index("query_in_name")]).any()
+    ends = np.cumsum(groups.sizes)
+    assert all(groups.labels[end - size : end].any() for end, size in zip(ends, groups.sizes, strict=True))
+
+    again = job.run(log=lambda _m: None)  # the same corpus and settings: the features are reused
+    assert again.reused_features
+    assert again.ranker.booster.model_to_string() == ranker.booster.model_to_string()
+
+
+def test_the_trained_ranker_orders_a_search_and_an_evaluation_run(demo_index_dir: Path, tmp_path: Path) -> None:
+    settings = small_settings(tmp_path, demo_index_dir)
+    directory = TrainRankerJob(settings, demo_index_dir, tmp_path / "ranker").run(log=lambda _m: None).directory
+    settings.ranker.model = str(directory)
+    rag = MathRAG(settings)
+    hits = rag.search("Fatou's lemma", k=5)
+    assert len(hits) == 5 and all("first-stage" in hit.channel_ranks for hit in hits)
+    assert [hit.rank for hit in hits] == [1, 2, 3, 4, 5]
+    assert not any(math.isnan(hit.score) for hit in hits)
+    searcher, _mode = rag.search_stack.for_run_name("hybrid-formula+ltr")
+    assert searcher.search("Fatou's lemma", 5)[0].record.id == hits[0].record.id
+
+
+def test_cli_trains_and_prints_json(demo_index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_APP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RAG_APP_INGESTION__ISOLATE_PAPERS", "false")
+    monkeypatch.setenv("RAG_APP_RANKER__TRAINING__TREES", "10")
+    monkeypatch.setenv("RAG_APP_RANKER__TRAINING__MIN_CHILD_SAMPLES", "5")
+    out = tmp_path / "cli-ranker"
+    result = CliRunner().invoke(
+        app, ["train", "ranker", "--index", str(demo_index_dir), "--out", str(out), "--max-queries", "30", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["directory"] == str(out) and summary["published"] is None
+    assert summary["held_out"]["queries"] > 0 and summary["cost"]["trees"] >= 1
+    missing = CliRunner().invoke(app, ["train", "ranker", "--index", str(tmp_path / "no-index"), "--json"])
+    assert missing.exit_code == 2 and "error:" in missing.output

@@ -1,0 +1,76 @@
+"""The learned ranker's features: what each column says of a (query, statement) pair."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ingestion import Source, StatementKind, StatementRecord
+from retriever.ranking_features import FEATURE_NAMES, feature_matrix
+from retriever.types import SearchHit
+
+
+def column(matrix: np.ndarray, name: str) -> list[float]:
+    return [float(value) for value in matrix[:, FEATURE_NAMES.index(name)]]
+
+
+def hit(record: StatementRecord, rank: int, scores: dict[str, float], ranks: dict[str, int]) -> SearchHit:
+    return SearchHit(record, score=1.0 / rank, rank=rank, channel_ranks=ranks, channel_scores=scores)
+
+
+NAKAYAMA = StatementRecord(
+    "a", Source.ARXIV, StatementKind.LEMMA, "Let $M$ be a finitely generated module with $IM = M$. Then ...",
+    "p1", name="Nakayama's lemma", formulas=("IM = M",), section="Modules", title="Commutative algebra",
+    label="lemma-nakayama",
+)  # fmt: skip
+FLAT = StatementRecord(
+    "b", Source.ARXIV, StatementKind.DEFINITION, "A module is flat if tensoring with it is exact.", "p2",
+    section="Flatness", metadata={"defined_terms": "flat"},
+)  # fmt: skip
+
+
+def test_channel_scores_ranks_and_missing_channels() -> None:
+    hits = [
+        hit(NAKAYAMA, 1, {"dense": 0.8, "bm25": 12.0}, {"dense": 1, "bm25": 1}),
+        hit(FLAT, 2, {"dense": 0.4}, {"dense": 3}),
+    ]
+    matrix = feature_matrix("Nakayama lemma", hits)
+    assert matrix.shape == (2, len(FEATURE_NAMES)) and matrix.dtype == np.float32
+    assert column(matrix, "dense_score") == pytest.approx([0.8, 0.4])
+    assert column(matrix, "dense_score_rel") == [1.0, 0.5]
+    assert column(matrix, "dense_rrank") == pytest.approx([1.0, 1 / 3])
+    bm25 = column(matrix, "bm25_score")
+    assert bm25[0] == 12.0 and math.isnan(bm25[1])  # BM25 did not return the definition: missing, not 0
+    assert column(matrix, "bm25_rrank") == [1.0, 0.0]
+    assert all(math.isnan(v) for v in column(matrix, "dense2_score"))  # the second model is off
+    assert column(matrix, "first_stage_rrank") == [1.0, 0.5]
+
+
+def test_the_fusion_channel_stands_in_for_dense() -> None:
+    matrix = feature_matrix("flat", [hit(FLAT, 1, {"fusion": 0.7}, {"fusion": 1})])
+    assert column(matrix, "dense_score") == pytest.approx([0.7])
+
+
+def test_field_matches_use_stemmed_terms() -> None:
+    hits = [hit(NAKAYAMA, 1, {}, {}), hit(FLAT, 2, {}, {})]
+    matrix = feature_matrix("Nakayama's lemma for modules", hits)
+    in_name, covered = column(matrix, "query_in_name"), column(matrix, "name_covered")
+    assert in_name[0] > 0 and covered[0] == 1.0 and in_name[1] == 0.0  # the name typed whole covers it
+    assert column(matrix, "query_in_section")[0] > 0  # "modules" matches the section "Modules"
+    flat = feature_matrix("flatness of modules", [hit(FLAT, 1, {}, {})])
+    assert column(flat, "query_in_defined_terms") == [0.5]  # "flatness" and "flat" share the stem
+    assert column(flat, "kind") == [float(list(StatementKind).index(StatementKind.DEFINITION))]
+
+
+def test_formula_overlap_and_query_profile() -> None:
+    matrix = feature_matrix("when is $IM = M$ for an ideal $I$", [hit(NAKAYAMA, 1, {}, {}), hit(FLAT, 2, {}, {})])
+    overlap = column(matrix, "formula_token_overlap")
+    assert overlap == [0.75, 0.0]  # query tokens IM, =, M, I: the statement's formula lacks the lone I
+    assert column(matrix, "query_formulas") == [2.0, 2.0]
+    assert 0 < column(matrix, "query_formula_share")[0] < 1
+
+
+def test_no_hits_give_an_empty_matrix() -> None:
+    assert feature_matrix("anything", []).shape == (0, len(FEATURE_NAMES))
