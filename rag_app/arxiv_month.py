@@ -49,6 +49,7 @@ class MonthReport:
     statements_by_kind: Counter[str] = field(default_factory=Counter)
     added: int = 0
     removed: int = 0
+    updated: int = 0  # statements whose name, label or other shown fields changed in a new version
     seconds: float = 0.0
     problems: list[IngestProblem] = field(default_factory=list)
 
@@ -61,7 +62,8 @@ class MonthReport:
         return (
             f"arXiv {self.month}: {self.papers_ok} papers ingested, {self.unchanged} unchanged, "
             f"{len(self.skipped)} skipped, {len(self.failed)} failed; {self.statements} statements "
-            f"({self.added} added, {self.removed} removed) in {self.seconds:.1f} s" + (f"; {kinds}" if kinds else "")
+            f"({self.added} added, {self.updated} updated, {self.removed} removed) in {self.seconds:.1f} s"
+            + (f"; {kinds}" if kinds else "")
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -74,6 +76,7 @@ class MonthReport:
             "statements": self.statements,
             "statements_by_kind": dict(self.statements_by_kind),
             "added": self.added,
+            "updated": self.updated,
             "removed": self.removed,
             "seconds": round(self.seconds, 3),
             "problems": [problem.to_dict() for problem in self.problems],
@@ -136,7 +139,7 @@ class ArxivMonthIngest:
                         writer.add(paper)
                 progress.close()
             written = writer.finish()
-            report.added, report.removed = written.added, written.removed
+            report.added, report.removed, report.updated = written.added, written.removed, written.updated
         finally:
             manifest.close()
         report.seconds = time.perf_counter() - started

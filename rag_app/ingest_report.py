@@ -14,6 +14,7 @@ class IngestReport:
     added: int = 0
     unchanged: int = 0
     removed: int = 0
+    updated: int = 0  # statements kept under their id whose name, label or other shown fields changed
     seconds: float = 0.0
     problems: list[IngestProblem] = field(default_factory=list)
 
@@ -24,7 +25,7 @@ class IngestReport:
     def summary(self) -> str:
         return (
             f"{self.papers} papers, {self.statements} statements "
-            f"({self.added} added, {self.unchanged} unchanged, {self.removed} removed) "
+            f"({self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed) "
             f"in {self.seconds:.1f} s; {len(self.errors)} errors, "
             f"{len(self.problems) - len(self.errors)} warnings"
         )
@@ -36,6 +37,7 @@ class IngestReport:
             "added": self.added,
             "unchanged": self.unchanged,
             "removed": self.removed,
+            "updated": self.updated,
             "seconds": round(self.seconds, 3),
             "problems": [problem.to_dict() for problem in self.problems],
         }

@@ -28,6 +28,7 @@ class MseReport:
     posts_read: int = 0
     records_by_kind: Counter[str] = field(default_factory=Counter)
     added: int = 0
+    updated: int = 0  # edited posts' statements whose shown fields changed (their text is their id)
     removed_posts: int = 0
     seconds: float = 0.0
     complete: bool = True  # False when the file could not be read to its end (nothing was removed)
@@ -48,6 +49,7 @@ class MseReport:
             "posts_read": self.posts_read,
             "records_by_kind": dict(self.records_by_kind),
             "added": self.added,
+            "updated": self.updated,
             "removed_posts": self.removed_posts,
             "complete": self.complete,
             "seconds": round(self.seconds, 3),
@@ -70,6 +72,7 @@ class MseIngest:
             writer.add(PendingPaper(record.paper_id, [record]))
         writer.flush()
         report.added = writer.counts.added
+        report.updated = writer.counts.updated
         report.posts_read = reader.posts_read
         report.problems = reader.problems
         # A problem naming the file itself (not one post) means the read stopped early.

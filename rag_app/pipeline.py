@@ -166,6 +166,7 @@ class MathRAG:
             writer.add(PendingPaper(paper.paper_id, paper.records))
         written = writer.finish()
         report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed
+        report.updated = written.updated
         report.seconds = time.perf_counter() - started
         return report
 

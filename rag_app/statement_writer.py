@@ -36,7 +36,8 @@ class PendingPaper:
 @dataclass
 class WriteCounts:
     added: int = 0
-    unchanged: int = 0  # statements already in the store (same content id)
+    unchanged: int = 0  # statements already in the store (same content id, same name, label, ...)
+    updated: int = 0  # statements stored before whose name, label or other shown fields changed
     removed: int = 0  # statements a re-ingested paper no longer has
 
 
@@ -97,3 +98,4 @@ class StatementWriter:
     def _count(self, result: AddResult) -> None:
         self.counts.added += result.added
         self.counts.unchanged += result.unchanged
+        self.counts.updated += result.updated

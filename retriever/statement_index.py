@@ -67,6 +67,15 @@ class IndexMismatchError(RuntimeError):
 class AddResult:
     added: int
     unchanged: int
+    updated: int = 0  # already stored under the same id, but shown differently (a renamed theorem): replaced
+
+
+def shown_fields(record: StatementRecord) -> tuple[object, ...]:
+    """What a reader sees of a statement beyond the text its id hashes: its name, labels, section, title,
+    link, formulas, proof and metadata. A re-ingest that changes any of them replaces the stored record
+    (and its vector: the name and section are embedded with the text)."""
+    return (record.name, record.label, record.labels, record.section, record.title, record.url,
+            record.formulas, record.proof, sorted((str(k), str(v)) for k, v in record.metadata.items()))  # fmt: skip
 
 
 class StatementIndex:
@@ -103,13 +112,15 @@ class StatementIndex:
 
     # ----------------------------------------------------------------- writing
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> AddResult:
-        """Embed and store the records not yet indexed (ids are content hashes)."""
-        existing = self.store.existing_ids([r.id for r in records])
-        new_records = list({r.id: r for r in records if r.id not in existing}.values())
-        if new_records:
-            vectors = self.embedder.embed_documents([r.search_text() for r in new_records], show_progress)
-            self._store(new_records, vectors)
-        return AddResult(added=len(new_records), unchanged=len(records) - len(new_records))
+        """Embed and store the records not yet indexed (ids are content hashes), and replace those stored
+        under the same id whose shown fields changed (:func:`shown_fields`: a renamed theorem)."""
+        rows, changed = self._to_write(records)
+        to_write = [records[row] for row in rows]
+        if to_write:
+            vectors = self.embedder.embed_documents([r.search_text() for r in to_write], show_progress)
+            self._delete(sorted(changed))  # every derived store forgets the old version first
+            self._store(to_write, vectors)
+        return AddResult(len(to_write) - len(changed), len(records) - len(to_write), len(changed))
 
     def add_embedded(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> AddResult:
         """Store records whose vectors were computed elsewhere (parallel workers, another machine).
@@ -118,12 +129,23 @@ class StatementIndex:
         """
         if len(records) != len(vectors):
             raise ValueError(f"{len(records)} records but {len(vectors)} vectors")
-        existing = self.store.existing_ids([r.id for r in records])
-        keep = {r.id: i for i, r in enumerate(records) if r.id not in existing}
-        if keep:
-            rows = list(keep.values())
-            self._store([records[i] for i in rows], np.asarray(vectors, dtype=np.float32)[rows])
-        return AddResult(added=len(keep), unchanged=len(records) - len(keep))
+        rows, changed = self._to_write(records)
+        if rows:
+            self._delete(sorted(changed))
+            self._store([records[row] for row in rows], np.asarray(vectors, dtype=np.float32)[rows])
+        return AddResult(len(rows) - len(changed), len(records) - len(rows), len(changed))
+
+    def _to_write(self, records: Sequence[StatementRecord]) -> tuple[list[int], set[str]]:
+        """The rows of ``records`` to write (one per id, the last wins) and the ids among them that are
+        stored already with other shown fields."""
+        last = {record.id: row for row, record in enumerate(records)}
+        existing = self.store.existing_ids(list(last))
+        stored = {record.id: record for record in self.store.get(sorted(existing))} if existing else {}
+        changed = {
+            record_id for record_id, row in last.items()
+            if record_id in stored and shown_fields(stored[record_id]) != shown_fields(records[row])
+        }  # fmt: skip
+        return [row for record_id, row in last.items() if record_id not in existing or record_id in changed], changed
 
     def _store(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         in_step = self._lexical_in_step()

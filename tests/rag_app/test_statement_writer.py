@@ -91,3 +91,30 @@ def test_vectors_made_elsewhere_are_stored_as_they_are_and_manifest_rows_follow(
         manifest.close()
     stored = index.store.vectors([remote.id])[remote.id]
     assert np.allclose(stored, worker_vector[0], atol=1e-6)
+
+
+def test_a_renamed_or_relabelled_statement_is_updated_in_every_store(tmp_path: Path, embedder: Embedder) -> None:
+    from dataclasses import replace
+
+    from retriever.duplicate_groups import DuplicateGroups
+
+    (tmp_path / "index").mkdir()
+    index = StatementIndex(tmp_path / "index", embedder, duplicates=DuplicateGroups(tmp_path / "index"))
+    old = replace(record("p", "Every bounded entire function is constant."), name="Old", label="thm:old")
+    other = record("p", "A second statement of the paper.")
+    initial = StatementWriter(index, batch_statements=10)
+    initial.add(PendingPaper("p", [old, other]))
+    assert initial.finish().added == 2
+    first = StatementWriter(index, batch_statements=10)
+    first.add(PendingPaper("p", [old, other]))
+    assert (first.finish().unchanged, first.counts.updated) == (2, 0)  # the same paper again: nothing to do
+
+    new = replace(old, name="New", label="thm:new")
+    writer = StatementWriter(index, batch_statements=10)
+    writer.add(PendingPaper("p", [new, other]))
+    counts = writer.finish()
+    assert (counts.added, counts.updated, counts.unchanged, counts.removed) == (0, 1, 1, 0)
+    stored = index.store.get([old.id])[0]
+    assert (stored.name, stored.label) == ("New", "thm:new") and index.count() == 2
+    assert len(index.lexical_index()) == 2 and index.lexical_index().search("New", 1)[0].id == old.id
+    assert index.duplicates is not None and index.duplicates.count() == 2
