@@ -87,9 +87,13 @@ class ChatClient:
                 response = httpx.post(endpoint, json=candidates[endpoint](), timeout=self.timeout_s)
             except httpx.HTTPError:
                 return None
-            if response.status_code == 200 and "count" in response.json():
+            try:
+                count = response.json().get("count") if response.status_code == 200 else None
+            except (ValueError, AttributeError):  # not JSON, or not an object: this server cannot count here
+                count = None
+            if isinstance(count, int):
                 self._token_endpoint = endpoint
-                return int(response.json()["count"])
+                return count
         self._token_endpoint = ""  # neither: estimate from now on
         return None
 
@@ -134,6 +138,10 @@ class ChatClient:
                     ) from error
                 except (openai.APIError, httpx.HTTPError) as error:
                     raise LLMUnavailableError(f"the answer stream from {self.base_url} broke off: {error}") from error
+                except (ValueError, TypeError, AttributeError, KeyError) as error:  # `data: {not json`
+                    raise LLMUnavailableError(
+                        f"the LLM server at {self.base_url} sent a malformed answer stream ({_describe(error)})"
+                    ) from error
                 if shown or finished:
                     return
             # Still nothing: a small model can end its answer at once (llama.cpp then sends no finish
@@ -150,7 +158,16 @@ class ChatClient:
 
     def _models(self) -> list[Any]:
         if self._server_models is None:
-            self._server_models = list(self._call(lambda: self._client.models.list().data))
+            try:
+                models = list(self._call(lambda: self._client.models.list().data))
+                if not all(isinstance(getattr(entry, "id", None), str) for entry in models):
+                    raise TypeError("its entries have no model id")
+            except (ValueError, TypeError, AttributeError, KeyError, openai.APIResponseValidationError) as error:
+                raise LLMUnavailableError(
+                    f"the server at {self.base_url} is not an OpenAI-compatible LLM server: /models answered "
+                    f"something other than a model list ({_describe(error)})"
+                ) from error
+            self._server_models = models
         return self._server_models
 
     def _call(self, request):
@@ -169,3 +186,9 @@ class ChatClient:
             ) from error
         except RETRYABLE as error:
             raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error
+
+
+def _describe(error: Exception) -> str:
+    """An exception as one short line: its type and the start of its message."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__

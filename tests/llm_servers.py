@@ -146,3 +146,39 @@ class HangingServer:
         for connection in self.connections:
             connection.close()
         self.sock.close()
+
+
+class MalformedServer:
+    """An HTTP server on loopback that answers like a broken LLM server: ``/v1/models`` with an HTML page
+    (``html_models``), or a model list and then a chat stream of ``data: {not json``."""
+
+    def __init__(self, html_models: bool = False) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, body: bytes, content_type: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                if html_models:
+                    self._send(b"<html><body><h1>Welcome to nginx!</h1></body></html>", "text/html")
+                else:
+                    models = {"object": "list", "data": [{"id": "broken-model", "object": "model", "owned_by": "x"}]}
+                    self._send(json.dumps(models).encode(), "application/json")
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self._send(b"data: {not json\n\ndata: [DONE]\n\n", "text/event-stream")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

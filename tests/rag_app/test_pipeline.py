@@ -6,10 +6,14 @@ import gzip
 import shutil
 from pathlib import Path
 
+import pytest
+
 from rag_app import MathRAG
+from rag_app.answer import AnswerStatus
 from rag_app.llm_server import LLMServerProcess
 from rag_app.pipeline import demo_corpus_path
 from tests.conftest import TEST_CHAT_MODEL, make_settings
+from tests.llm_servers import MalformedServer
 
 
 def test_demo_search_finds_the_named_theorem(demo_rag: MathRAG) -> None:
@@ -42,6 +46,25 @@ def test_llm_down_answer_says_so_and_keeps_the_sources(demo_index_dir: Path, tmp
     answer = MathRAG(settings).ask("What is the class equation?")
     assert answer.llm_error and "not available" in answer.text
     assert answer.sources and answer.sources[0].record.paper_id == "finite-groups"
+
+
+@pytest.mark.parametrize("html_models", [True, False], ids=["models-as-html", "stream-not-json"])
+def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
+    demo_index_dir: Path, tmp_path: Path, html_models: bool
+) -> None:
+    server = MalformedServer(html_models)
+    try:
+        settings = make_settings(tmp_path, index_dir=demo_index_dir)
+        settings.llm.base_url, settings.llm.retries = server.url, 0
+        for style in ("synthesis", "quote"):
+            settings.answers.style = style
+            answer = MathRAG(settings).ask("What is the class equation?")
+            assert answer.status is AnswerStatus.LLM_UNAVAILABLE, (style, answer.text)
+            expected = "not an OpenAI-compatible" if html_models else "malformed answer stream"
+            assert answer.llm_error and expected in answer.llm_error and server.url in answer.llm_error
+            assert answer.sources and answer.sources[0].record.paper_id == "finite-groups"
+    finally:
+        server.close()
 
 
 def test_ingest_is_idempotent_and_replaces_a_changed_paper(tmp_path: Path) -> None:
