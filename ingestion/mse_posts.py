@@ -124,6 +124,42 @@ def _open(path: Path) -> Iterator[IO[bytes]]:
             yield handle
 
 
+class Utf8Rows:
+    """A dump's byte stream without the lines that are not UTF-8, each reported by line and skipped.
+
+    A dump has one ``<row .../>`` a line (newlines inside a post are escaped), so one bad byte costs
+    one post; read whole, it would end the XML parse and lose every post after it.
+    """
+
+    def __init__(self, handle: IO[bytes], path: Path, problems: list[IngestProblem]) -> None:
+        self.handle = handle
+        self.path = path
+        self.problems = problems
+        self.line = 0
+        self._buffer = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            line = self.handle.readline()
+            if not line:
+                break
+            self.line += 1
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                row = re.search(rb'\bId="(\d+)"', line)
+                which = f" (post {row.group(1).decode()})" if row else ""
+                self.problems.append(IngestProblem(
+                    f"{self.path}:{self.line}", f"not UTF-8 (byte {error.start + 1} of the line){which}: row skipped"
+                ))  # fmt: skip
+                continue
+            self._buffer += line
+        if size < 0:
+            size = len(self._buffer)
+        out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
+
+
 def read_posts(path: Path, problems: list[IngestProblem]) -> Iterator[MsePost]:
     """Every question and answer in ``path``, in file order. Bad rows go to ``problems`` and are skipped;
     a file that is not well-formed XML, or declares entities, ends with one problem naming it."""
@@ -146,7 +182,8 @@ def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, s
     try:
         with _open(path) as handle:
             root: Element | None = None
-            for event, element in ElementTree.iterparse(handle, events=("start", "end"), forbid_dtd=False):
+            rows_only = Utf8Rows(handle, path, problems)
+            for event, element in ElementTree.iterparse(rows_only, events=("start", "end"), forbid_dtd=False):
                 if event == "start":
                     root = element if root is None else root
                 elif element.tag == "row":

@@ -18,9 +18,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ingestion import LatexIngestor, ingest_sources
+from ingestion import ingest_sources
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
+from ingestion.problems import Severity
 from rag_app.answer import AnswerStatus
 from rag_app.dask_ingest import ClusterError
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
@@ -28,7 +29,7 @@ from rag_app.evaluation.dev_sets import write_dev_sets
 from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
 from rag_app.llm_server import STATE_FILE, LLMServerError, running_server_url, server_from_settings
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
-from rag_app.pipeline import MathRAG, demo_corpus_path
+from rag_app.pipeline import MathRAG, demo_corpus_path, latex_ingestor
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, PaperHit, SearchFilter, SearchHit, SearchMode
 from retriever.cross_encoder_reranker import RerankerModelError
@@ -36,7 +37,7 @@ from retriever.embedding_registry import EmbedderSpecError
 from retriever.formulas.marf_encoder import FormulaModelError
 from retriever.formulas.marf_index import MarfIndexError
 from retriever.query_adapter import QueryAdapterError
-from retriever.statement_index import PAPERS
+from retriever.statement_index import MANIFEST, PAPERS
 from retriever.types import record_to_dict
 
 app = typer.Typer(
@@ -61,6 +62,11 @@ RerankOption = Annotated[
 ]
 
 
+# Exit codes (README, "Exit codes"): scripts tell these apart.
+EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
+EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there
+
+
 def _settings(config: Path | None, index: Path | None = None) -> Settings:
     try:
         settings = Settings.load(config)
@@ -68,6 +74,18 @@ def _settings(config: Path | None, index: Path | None = None) -> Settings:
         raise typer.BadParameter(str(error)) from error
     if index is not None:
         settings = settings.model_copy(update={"index_dir": index.expanduser()})
+    return settings
+
+
+def _searched_settings(config: Path | None, index: Path | None) -> Settings:
+    """Settings for a command that reads an index: a ``--index`` that holds none is a usage error, not a
+    new empty index (a mistyped path would otherwise answer "no statements found")."""
+    settings = _settings(config, index)
+    if index is not None and not (settings.resolved_index_dir / MANIFEST).is_file():
+        where = settings.resolved_index_dir
+        what = "is a file" if where.is_file() else "holds no index" if where.is_dir() else "does not exist"
+        _err(f"error: --index {where} {what}; `rag-app ingest --index {where} PATHS` builds one there")
+        raise typer.Exit(EXIT_USAGE)
     return settings
 
 
@@ -161,17 +179,18 @@ def ingest(
         for problem in report.problems:
             _err(str(problem))
         typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
-    if report.statements == 0 and report.errors:
-        raise typer.Exit(1)
+    if report.errors:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
-    """Statement records as JSON lines (the fields of `search --json`), problems on stderr."""
-    latex = LatexIngestor(settings.ingestion.limits)
-    count = 0
-    for paper in ingest_sources(sources, latex):
+    """Statement records as JSON lines (the fields of `search --json`), problems on stderr; each paper
+    parsed under the same per-paper time limit as `ingest`."""
+    count = refused = 0
+    for paper in ingest_sources(sources, latex_ingestor(settings.ingestion)):
         for problem in paper.problems:
             _err(str(problem))
+        refused += any(problem.severity is Severity.ERROR for problem in paper.problems)
         for record in paper.records:
             count += 1
             if as_json:
@@ -180,7 +199,9 @@ def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
                 typer.echo(f"{record.paper_id}  {record.display_name}  {record.label}")
                 typer.echo(f"    {' '.join(record.text.split())[:240]}")
     if not as_json:
-        typer.echo(f"{count} statements (nothing stored)")
+        typer.echo(f"{count} statements (nothing stored)" + (f"; {refused} inputs refused" if refused else ""))
+    if refused:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def _ingest_mse(
@@ -201,14 +222,18 @@ def _ingest_mse(
     wanted = frozenset(tag.strip() for value in tags or [] for tag in value.split(",") if tag.strip())
     filters = MseFilters(min_score=min_score, until=until, tags=wanted)
     rag = MathRAG(settings)
+    refused = False
     for dump in dumps:
         report = rag.ingest_mse(dump, filters, show_progress=not as_json)
+        refused = refused or bool(report.problems) or not report.complete
         if as_json:
             typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
             continue
         for problem in report.problems:
             _err(str(problem))
         typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
+    if refused:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def _ingest_arxiv_month(
@@ -243,8 +268,10 @@ def _ingest_arxiv_month(
         raise typer.BadParameter(f"--source {source}: not a directory")
     if metadata is not None and not metadata.is_file():
         raise typer.BadParameter(f"--metadata {metadata}: no such file")
+    refused = False
     try:
         for report in rag.ingest_arxiv_months(months, source, metadata, show_progress=not as_json, on_cluster=_err):
+            refused = refused or bool(report.failed)
             if as_json:  # one JSON object per month, one per line
                 typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
                 continue
@@ -255,7 +282,9 @@ def _ingest_arxiv_month(
             typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
     except ClusterError as error:
         _err(f"error: {error}")
-        raise typer.Exit(1) from error
+        raise typer.Exit(EXIT_REFUSED) from error
+    if refused:
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def _print_hits(hits: list[SearchHit]) -> None:
@@ -322,7 +351,7 @@ def search(
         raise typer.BadParameter("give either QUERY or --queries FILE")
     if formula and mode is not None:
         raise typer.BadParameter("--formula searches formulas only; leave out --mode")
-    rag = MathRAG(_settings(config, index))
+    rag = MathRAG(_searched_settings(config, index))
     where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
 
     def run(text: str) -> list[SearchHit] | list[PaperHit]:
@@ -373,7 +402,7 @@ def ask(
     config: ConfigOption = None,
 ) -> None:
     """Answer from the indexed statements, citing them by number (sources reranked: the setting rerank.ask)."""
-    with MathRAG(_settings(config, index)) as rag:
+    with MathRAG(_searched_settings(config, index)) as rag:
         try:
             stream = rag.ask_stream(question, k, rerank=rerank)
         except RerankerModelError as error:

@@ -33,7 +33,7 @@ from rag_app.llm_client import ChatClient
 from rag_app.llm_connection import LLMConnection, LLMHealth
 from rag_app.mse_ingest import MseIngest, MseReport
 from rag_app.search_stack import SearchStack
-from rag_app.settings import Settings
+from rag_app.settings import IngestionSettings, Settings
 from rag_app.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.companion_index import CompanionIndex
@@ -42,6 +42,14 @@ from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.paper_searcher import PaperHit
 from retriever.query_adapter import QueryAdapter
 from retriever.types import VectorUpdate
+
+
+def latex_ingestor(ingestion: IngestionSettings) -> LatexIngestor | ParallelLatexIngestor:
+    """The LaTeX parser ``ingest`` and ``ingest --parse-only`` use: in worker processes, each paper
+    under the per-paper time limit, unless ``ingestion.isolate_papers`` is off."""
+    if ingestion.isolate_papers:
+        return ParallelLatexIngestor(ingestion.limits, ingestion.workers or os.cpu_count() or 1)
+    return LatexIngestor(ingestion.limits)
 
 
 def demo_corpus_path() -> Path:
@@ -152,9 +160,7 @@ class MathRAG:
         started = time.perf_counter()
         report = IngestReport()
         ingestion = self.settings.ingestion
-        latex: LatexIngestor | ParallelLatexIngestor = LatexIngestor(ingestion.limits)
-        if ingestion.isolate_papers:
-            latex = ParallelLatexIngestor(ingestion.limits, ingestion.workers or os.cpu_count() or 1)
+        latex = latex_ingestor(ingestion)
         writer = StatementWriter(self.index, ingestion.batch_statements, show_progress=show_progress)
         papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):

@@ -139,3 +139,16 @@ def test_arqmath_format_math_gets_its_delimiters_back() -> None:
     assert answer.metadata["formula_ids"] == "104 105 106 107 108"
     assert answer.formulas[0] == "\\sum_{n\\ge 1} n^{-2} = \\frac{\\pi^2}{6}" and answer.formulas[-1] == "p"
     assert question.metadata["formula_ids"] == "102 103"
+
+
+def test_a_post_with_a_byte_that_is_not_utf8_is_skipped_and_the_rest_read(tmp_path: Path) -> None:
+    lines = FIXTURE.read_bytes().split(b"\n")
+    row = next(i for i, line in enumerate(lines) if b'Id="2"' in line)
+    lines[row] = lines[row].replace(b"coprime", b"copr\xefme")  # one Latin-1 byte in answer 2
+    damaged = tmp_path / "Posts.xml"
+    damaged.write_bytes(b"\n".join(lines))
+    reader, records = read(damaged)
+    _, clean = read(FIXTURE)
+    assert set(records) == set(clean) - {2}  # every other post, those after it included
+    bad = [p for p in reader.problems if p.path == f"{damaged}:{row + 1}"]
+    assert len(bad) == 1 and "not UTF-8" in bad[0].reason and "post 2" in bad[0].reason

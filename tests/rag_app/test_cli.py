@@ -131,10 +131,24 @@ def test_ingest_reports_bad_files_and_exit_codes(tmp_path: Path) -> None:
     paper = tmp_path / "p.tex"
     paper.write_text("\\begin{document}\\begin{theorem}[T] $1+1=2$.\\end{theorem}\\end{document}")
     result = runner.invoke(app, ["ingest", str(bad), str(paper), "--index", str(tmp_path / "index"), "--json"])
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # something was refused; the rest is ingested
     report = json.loads(result.stdout)
     assert report["statements"] == 1 and report["added"] == 1
     assert report["problems"][0]["path"] == str(bad)
+    result = runner.invoke(app, ["ingest", str(paper), "--index", str(tmp_path / "index"), "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["unchanged"] == 1  # everything in
+
+    # --parse-only: the same codes (every input refused: 1)
+    result = runner.invoke(app, ["ingest", "--parse-only", str(bad), "--index", str(tmp_path / "index")])
+    assert result.exit_code == 1 and f"{bad}: not a text file" in result.output
+    assert runner.invoke(app, ["ingest", "--parse-only", str(paper), "--index", str(tmp_path / "i2")]).exit_code == 0
+
+    # a mistyped --index is a usage error for the commands that read an index, and creates nothing
+    for command in (["search", "theorem"], ["ask", "What is T?"]):
+        result = runner.invoke(app, [*command, "--index", str(tmp_path / "indx")])
+        assert result.exit_code == 2 and "does not exist" in result.output, command
+    assert not (tmp_path / "indx").exists()
+    assert runner.invoke(app, ["search", "T", "--index", str(paper)]).exit_code == 2  # a file
 
 
 def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServerProcess, monkeypatch) -> None:

@@ -62,12 +62,20 @@ def test_cli_ingest_mse_with_filters(tmp_path: Path) -> None:
             str(tmp_path / "index"),
         ],
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # the fixture's bad rows are refused, the rest is in
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["records_by_kind"] == {"question": 1, "answer": 2} and report["added"] == 3
     assert {p["path"].rsplit("#", 1)[-1] for p in report["problems"]} == {"post-7", "post-8", "post-9"}
     result = CliRunner().invoke(app, ["ingest", "mse", str(FIXTURE), "--until", "2015/01/01"])
     assert result.exit_code == 2 and "YYYY-MM-DD" in result.output
+    # a refused dump (an entity expansion attack): nothing ingested, the reason named, exit 1
+    bomb = tmp_path / "bomb" / "Posts.xml"
+    bomb.parent.mkdir()
+    bomb.write_text('<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaa">]><posts><row Id="1" Title="&a;"/></posts>')
+    result = CliRunner().invoke(app, ["ingest", "mse", str(bomb), "--json", "--index", str(tmp_path / "i2")])
+    assert result.exit_code == 1, result.output
+    refused = json.loads(result.stdout.strip().splitlines()[-1])
+    assert refused["added"] == 0 and "entity" in refused["problems"][0]["reason"]
 
 
 def test_the_python_api_ingests_a_dump_with_the_report_the_cli_prints(tmp_path: Path) -> None:
