@@ -16,7 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from ingestion import ingest_sources
 from ingestion.arxiv_month_sources import month_prefix
@@ -32,15 +34,41 @@ from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path, latex_ingestor
 from rag_app.settings import Settings
 from retriever import IndexMismatchError, PaperHit, SearchFilter, SearchHit, SearchMode
+from retriever.bm25_segment import BM25SegmentError
 from retriever.cross_encoder_reranker import RerankerModelError
 from retriever.embedding_registry import EmbedderSpecError
 from retriever.formulas.marf_encoder import FormulaModelError
 from retriever.formulas.marf_index import MarfIndexError
+from retriever.index_health import IndexHealth, StoreState
+from retriever.learned_ranker import LearnedRankerError
 from retriever.query_adapter import QueryAdapterError
-from retriever.statement_index import MANIFEST, PAPERS
+from retriever.statement_index import MANIFEST, PAPERS, IndexDamagedError
 from retriever.types import record_to_dict
 
+# Exit codes (README, "Exit codes"): scripts tell these apart.
+EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
+EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there, a model that does not fit
+EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run; nothing was written
+
+
+class _Commands(TyperGroup):
+    """Every command's known failures become one sentence on stderr and an exit code, not a traceback
+    (here rather than in ``main`` so that the tests' CliRunner sees the same codes)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (IndexMismatchError, PackagedModelError, EmbedderSpecError, MarfIndexError, FormulaModelError,
+                QueryAdapterError, LearnedRankerError) as error:  # fmt: skip
+            _err(f"error: {error}")
+            raise typer.Exit(EXIT_USAGE) from None
+        except (IndexDamagedError, BM25SegmentError) as error:
+            _err(f"error: {error}")
+            raise typer.Exit(EXIT_DAMAGED) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Ask questions of mathematics: LaTeX papers in, cited answers out.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -62,17 +90,15 @@ RerankOption = Annotated[
 ]
 
 
-# Exit codes (README, "Exit codes"): scripts tell these apart.
-EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
-EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there
-
-
 def _settings(config: Path | None, index: Path | None = None) -> Settings:
     try:
         settings = Settings.load(config)
     except FileNotFoundError as error:
         raise typer.BadParameter(str(error)) from error
     if index is not None:
+        if index.expanduser().is_file():
+            _err(f"error: --index {index} is a file; give a directory (a new one is created by `ingest`)")
+            raise typer.Exit(EXIT_USAGE)
         settings = settings.model_copy(update={"index_dir": index.expanduser()})
     return settings
 
@@ -440,12 +466,28 @@ def ask(
 
 
 @app.command()
-def status(index: IndexOption = None, config: ConfigOption = None) -> None:
-    """What is indexed and where answers come from."""
-    rag = MathRAG(_settings(config, index))
+def status(index: IndexOption = None, as_json: JsonOption = False, config: ConfigOption = None) -> None:
+    """What is indexed, whether every store derived from Chroma is in step with it, and where answers come from."""
+    rag = MathRAG(_searched_settings(config, index))
+    stores = IndexHealth(rag.index).check()
+    if as_json:
+        summary = {"index": str(rag.settings.resolved_index_dir), "stores": [state.to_dict() for state in stores],
+                   "in_step": all(state.in_step for state in stores)}  # fmt: skip
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+    else:
+        _print_status(rag, stores)
+    if not all(state.in_step for state in stores):
+        raise typer.Exit(EXIT_REFUSED)
+
+
+def _print_status(rag: MathRAG, stores: list[StoreState]) -> None:
     manifest = rag.index.manifest()
     typer.echo(f"index:      {rag.settings.resolved_index_dir}")
-    typer.echo(f"statements: {rag.index.count()}")
+    typer.echo(f"statements: {stores[0].statements if stores[0].statements is not None else 'unreadable'}")
+    for state in stores:
+        typer.echo(f"  {'ok    ' if state.in_step else 'BEHIND'} {state.describe()}")
+    if not all(state.in_step for state in stores):
+        typer.echo("  run `rag-app repair` to rebuild what is behind from Chroma (no re-embedding)")
     typer.echo(f"embedder:   {manifest.get('embedder', rag.settings.embedding.model)}")
     typer.echo(f"updated:    {manifest.get('updated', 'never')}")
     if (rag.index.directory / PAPERS).exists():
@@ -454,6 +496,24 @@ def status(index: IndexOption = None, config: ConfigOption = None) -> None:
         papers.close()
         typer.echo(f"papers:     {counts} (from `ingest arxiv`)")
     typer.echo(f"llm:        {rag.llm_status()}")
+
+
+@app.command()
+def repair(index: IndexOption = None, as_json: JsonOption = False, config: ConfigOption = None) -> None:
+    """Rebuild every store derived from Chroma that is behind or damaged (BM25, the formula index, the duplicate
+    groups, the second model's vectors, the manifest), from Chroma, without re-embedding the statements."""
+    rag = MathRAG(_searched_settings(config, index))
+    health = IndexHealth(rag.index)
+    before = health.repair(show_progress=not as_json)
+    after = health.check()
+    if as_json:
+        typer.echo(json.dumps({"before": [s.to_dict() for s in before], "after": [s.to_dict() for s in after]}))
+    else:
+        for old, new in zip(before, after, strict=False):
+            change = "repaired" if not old.in_step and new.in_step else "ok" if new.in_step else "STILL BEHIND"
+            typer.echo(f"{change:>12}  {new.describe()}")
+    if not all(state.in_step for state in after):
+        raise typer.Exit(EXIT_DAMAGED)
 
 
 def _reembed_if_the_default_changed(settings: Settings) -> None:
@@ -1183,18 +1243,7 @@ def train_formula(
 
 
 def main() -> None:
-    try:
-        app()
-    except (
-        IndexMismatchError,
-        PackagedModelError,
-        EmbedderSpecError,
-        MarfIndexError,
-        FormulaModelError,
-        QueryAdapterError,
-    ) as error:
-        _err(f"error: {error}")
-        raise SystemExit(2) from None
+    app()
 
 
 if __name__ == "__main__":

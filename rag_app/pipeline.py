@@ -150,7 +150,11 @@ class MathRAG:
                 vectors = store.vectors([r.id for r in records])
                 yield records, np.stack([vectors[r.id] for r in records])
 
-        return rebuild_duplicates(self.duplicate_groups(), batches(), store)
+        joined = rebuild_duplicates(self.duplicate_groups(), batches(), store)
+        # An ingest running beside the rebuild may have written between the read of the ids and the
+        # groups' clearing: its statements are caught up from the store, never dropped.
+        self.index.sync_duplicates(show_progress=show_progress)
+        return joined
 
     def ingest(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
         """Ingest LaTeX files, directories, archives and statement CSVs; problems are reported, not raised.

@@ -220,6 +220,14 @@ class BM25Index:
         """Every live document id (for checks; a full scan)."""
         return [row[0] for row in self._db.execute("SELECT id FROM documents")]
 
+    def verify(self) -> None:
+        """Load every segment again from disk, its arrays checked against each other
+        (``BM25SegmentError`` names a damaged one)."""
+        with self._lock:
+            self._generation = -1
+            self._segments = []
+            self._refresh()
+
     @property
     def segment_count(self) -> int:
         with self._lock:

@@ -17,6 +17,7 @@ import numpy as np
 from retriever.atomic_files import directory_written_whole
 
 _ARRAYS = ("terms", "indptr", "rows", "tf", "lengths", "ids")
+REPAIR = "`rag-app repair --index INDEX` rebuilds the lexical indexes from Chroma"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,36 @@ class BM25Segment:
 
     @classmethod
     def load(cls, directory: Path) -> BM25Segment:
-        return cls(name=directory.name, **{array: _load_array(directory / f"{array}.npy") for array in _ARRAYS})
+        """The segment in ``directory``; ``BM25SegmentError`` (naming the directory) when a file is missing,
+        truncated or inconsistent with the others."""
+        try:
+            segment = cls(name=directory.name, **{array: _load_array(directory / f"{array}.npy") for array in _ARRAYS})
+        except FileNotFoundError:
+            raise  # merged away by another process: the caller reads the segment list again
+        except (OSError, ValueError, EOFError) as error:
+            reason = f"{type(error).__name__}: {error}"
+            raise BM25SegmentError(f"{directory}: unreadable segment ({reason}); {REPAIR}") from error
+        problem = segment.inconsistency()
+        if problem:
+            raise BM25SegmentError(f"{directory}: damaged segment ({problem}); {REPAIR}")
+        return segment
+
+    def inconsistency(self) -> str:
+        """What does not fit between the arrays ("" when they agree)."""
+        if len(self.indptr) != len(self.terms) + 1:
+            return f"{len(self.terms)} terms but {len(self.indptr)} postings offsets"
+        postings = int(self.indptr[-1]) if len(self.indptr) else 0
+        if len(self.rows) != postings or len(self.tf) != postings:
+            return f"{postings} postings expected, {len(self.rows)} rows and {len(self.tf)} frequencies found"
+        if len(self.ids) != len(self.lengths):
+            return f"{len(self.ids)} ids but {len(self.lengths)} document lengths"
+        if len(self.rows) and int(self.rows.max()) >= len(self.lengths):
+            return "a posting points past the last document"
+        return ""
+
+
+class BM25SegmentError(ValueError):
+    """A BM25 segment on disk is unreadable or damaged; ``rag-app repair`` rebuilds BM25 from Chroma."""
 
 
 def _load_array(path: Path) -> np.ndarray:

@@ -110,6 +110,10 @@ class CompanionIndex:
         self._write_manifest(self._vectors().count())  # exact again, even after a crash between two writes
         return VectorUpdate(added, removed, self.statements(), time.perf_counter() - started)
 
+    def ids(self) -> set[str]:
+        """The statements holding a vector here (``rag-app status`` compares them with the store)."""
+        return set(self._vectors().get(include=[])["ids"]) if self.manifest() else set()
+
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> int:
         """Embed the statements not yet here (ids are content hashes); returns how many."""
         unique = list({record.id: record for record in records}.values())

@@ -176,6 +176,11 @@ class DuplicateGroups:
             db.execute("DELETE FROM statement")
 
     # ----------------------------------------------------------------- reading
+    def ids(self) -> set[str]:
+        """Every statement the groups know (each statement is in one group, alone or not)."""
+        with closing(self._connect()) as db:
+            return {row[0] for row in db.execute("SELECT id FROM statement")}
+
     def count(self) -> int:
         with closing(self._connect()) as db:
             return int(db.execute("SELECT COUNT(*) FROM statement").fetchone()[0])

@@ -59,6 +59,10 @@ MAX_FILTER_DEPTH = 20_000
 FUSION_OFF = "formula fusion is off: set formula.models (`packaged` or a model directory)"
 
 
+class IndexDamagedError(RuntimeError):
+    """A file of the index cannot be read; the message names it and what to run."""
+
+
 class IndexMismatchError(RuntimeError):
     """The index was built with another embedding model than the one configured."""
 
@@ -98,9 +102,20 @@ class StatementIndex:
         self._marf_encoder: MarfEncoder | None = None
         self._marf_index: MarfIndex | None = None
         self.embedder = embedder
+        if directory.exists() and not directory.is_dir():
+            raise IndexDamagedError(f"{directory} is a file, not an index directory; give --index a directory")
         directory.mkdir(parents=True, exist_ok=True)
         self._check_manifest()
-        self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
+        try:
+            self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
+        except Exception as error:  # Chroma raises many kinds on a damaged database: name the file instead
+            if connection.is_server:  # a server's errors are its own (unreachable, refused)
+                raise
+            raise IndexDamagedError(
+                f"{directory / 'chroma' / 'chroma.sqlite3'} cannot be opened ({type(error).__name__}: "
+                f"{' '.join(str(error).split())[:200]}); it holds the statements and their vectors: restore it "
+                "from a copy, or ingest again into a new --index"
+            ) from error
         self._bm25: BM25Index | None = None
         self._formula_bm25: BM25Index | None = None
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
@@ -204,7 +219,27 @@ class StatementIndex:
         if paper_ids:
             self._delete(sorted(self.store.ids_for_papers(paper_ids)))
 
-    # ----------------------------------------------------------------- lexical indexes
+    # ----------------------------------------------------------------- derived stores
+    def sync_duplicates(self, quick: bool = False, show_progress: bool = False) -> tuple[int, int]:
+        """Bring the duplicate groups in step with the store, the source of truth: statements the
+        groups lack are joined (from their stored vectors, nothing re-embedded), those the store no
+        longer has are forgotten. ``quick``: only when the counts differ (the end of an ingest; a kill
+        between the Chroma write and the groups' leaves them behind). Returns (added, removed)."""
+        groups = self.duplicates
+        if groups is None or (quick and groups.count() == self.store.count()):
+            return 0, 0
+        stored, known = self.store.all_ids(), groups.ids()
+        extra, missing = sorted(known - stored), sorted(stored - known)
+        groups.remove(extra)
+        for start in tqdm(range(0, len(missing), REBUILD_BATCH), desc="duplicate groups", unit="batch",
+                          disable=not show_progress or not missing):  # fmt: skip
+            records = self.store.get(missing[start : start + REBUILD_BATCH])
+            vectors = self.store.vectors([record.id for record in records])
+            records = [record for record in records if record.id in vectors]  # deleted meanwhile
+            if records:
+                groups.add(records, np.stack([vectors[record.id] for record in records]), self.store)
+        return len(missing), len(extra)
+
     def sync_lexical(self, show_progress: bool = False) -> None:
         """Make sure BM25 and the formula index hold the store's statements.
 
@@ -238,6 +273,8 @@ class StatementIndex:
                 self.marf_index().update(self.store.iter_records(), self.marf_encoder())
             except FormulaModelError as error:  # an ingest never dies on the optional fusion channel
                 logger.warning("formula-fusion vectors not updated: %s", error)
+        if (self.directory / MANIFEST).exists():  # its count too: a crash may have left the old one
+            self._write_manifest(statements=len(self.lexical_index()))
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
 
     def _lexical_in_step(self) -> bool:
@@ -332,7 +369,18 @@ class StatementIndex:
 
     def manifest(self) -> dict[str, object]:
         path = self.directory / MANIFEST
-        return json.loads(path.read_text()) if path.exists() else {}
+        if not path.exists():
+            return {}
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise IndexDamagedError(
+                f"{path} is damaged ({type(error).__name__}: {error}); it names the index's embedder and "
+                "collection, so the index cannot be opened: restore the file, or ingest again into a new --index"
+            ) from error
+        if not isinstance(manifest, dict):
+            raise IndexDamagedError(f"{path} is damaged (not a JSON object); restore it or ingest into a new --index")
+        return manifest
 
     # ----------------------------------------------------------------- helpers
     def lexical_index(self) -> BM25Index:
@@ -367,6 +415,10 @@ class StatementIndex:
                 f"name {self.embedder.identity!r}; vectors of two models cannot be mixed. Re-embed it with "
                 f"`rag-app reindex --index {self.directory}`, or set embedding.model back to {built_with!r}"
             )
+
+    def write_manifest(self) -> None:
+        """Rewrite the manifest with the store's count (``rag-app repair``)."""
+        self._write_manifest()
 
     def _write_manifest(self, collection: str | None = None, statements: int | None = None) -> None:
         """``statements``: the count when the caller knows it; Chroma's count() scans the collection,

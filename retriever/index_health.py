@@ -1,0 +1,108 @@
+"""Every store derived from the statements, checked against Chroma (the source of truth) and repaired.
+
+An index is Chroma (records and vectors) plus stores derived from it: BM25, the lexical formula index,
+the duplicate groups, the companion model's vectors, the MaRF vectors and the manifest's count. Writes
+keep them in step, and every ingest ends by catching up what a kill left behind; ``rag-app status``
+compares each with Chroma by id and ``rag-app repair`` rebuilds what is behind without re-embedding the
+statements (the companion model embeds only the statements it lacks).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from retriever.bm25_index import BM25Index
+from retriever.statement_index import StatementIndex
+
+
+@dataclass(frozen=True, slots=True)
+class StoreState:
+    """One store against the store of record: how many statements it lacks and has too many."""
+
+    name: str
+    statements: int | None  # None: unreadable
+    missing: int = 0
+    extra: int = 0
+    problem: str = ""  # why it could not be read
+
+    @property
+    def in_step(self) -> bool:
+        return not self.problem and self.missing == 0 and self.extra == 0
+
+    def describe(self) -> str:
+        if self.problem:
+            return f"{self.name}: {self.problem}"
+        if self.in_step:
+            return f"{self.name}: in step ({self.statements:,} statements)"
+        return f"{self.name}: behind ({self.statements:,} statements; {self.missing:,} missing, {self.extra:,} extra)"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"store": self.name, "statements": self.statements, "missing": self.missing, "extra": self.extra,
+                "problem": self.problem, "in_step": self.in_step}  # fmt: skip
+
+
+class IndexHealth:
+    """Checks and repairs the derived stores of one index."""
+
+    def __init__(self, index: StatementIndex) -> None:
+        self.index = index
+
+    def check(self) -> list[StoreState]:
+        """Chroma first (its count), then every derived store compared with it id by id."""
+        try:
+            truth = self.index.store.all_ids()
+        except Exception as error:  # whatever Chroma raises on a damaged file: named here, not a traceback
+            where = self.index.directory / "chroma" / "chroma.sqlite3"
+            problem = f"unreadable ({where}: {_line(error)}); restore it or re-ingest"
+            return [StoreState("chroma", None, problem=problem)]
+        states = [StoreState("chroma", len(truth))]
+        index = self.index
+        states.append(self._compare("bm25", truth, lambda: _bm25_ids(index.lexical_index())))
+        states.append(self._compare("formula index", truth, lambda: _bm25_ids(index.formula_lexical_index())))
+        if index.duplicates is not None:
+            duplicates = index.duplicates
+            states.append(self._compare("duplicate groups", truth, duplicates.ids))
+        companion = index.companion
+        if companion is not None and companion.built_by_configured_model():
+            states.append(self._compare("second model's vectors", truth, companion.ids))
+        manifest_count = index.manifest().get("statements")
+        if isinstance(manifest_count, int) and manifest_count != len(truth):
+            states.append(StoreState("manifest", manifest_count, max(0, len(truth) - manifest_count),
+                                     max(0, manifest_count - len(truth))))  # fmt: skip
+        return states
+
+    def repair(self, show_progress: bool = False) -> list[StoreState]:
+        """Rebuild each store that is behind or unreadable from Chroma; returns the states found before."""
+        before = self.check()
+        if before[0].problem:
+            return before  # nothing to rebuild from
+        behind = {state.name for state in before if not state.in_step}
+        index = self.index
+        if behind & {"bm25", "formula index", "manifest"}:
+            index.rebuild_lexical(show_progress)
+            index.write_manifest()
+        if "duplicate groups" in behind:
+            index.sync_duplicates(show_progress=show_progress)
+        if "second model's vectors" in behind and index.companion is not None:
+            index.companion.update(index.store.iter_records(), show_progress=show_progress)
+        return before
+
+    @staticmethod
+    def _compare(name: str, truth: set[str], read: Callable[[], set[str]]) -> StoreState:
+        try:
+            ids = read()
+        except (OSError, ValueError, KeyError, EOFError, sqlite3.Error) as error:
+            return StoreState(name, None, problem=f"damaged ({_line(error)}); `rag-app repair` rebuilds it from Chroma")
+        return StoreState(name, len(ids), len(truth - ids), len(ids - truth))
+
+
+def _bm25_ids(bm25: BM25Index) -> set[str]:
+    bm25.verify()
+    return set(bm25.ids)
+
+
+def _line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__

@@ -1,0 +1,160 @@
+"""Every derived store in step with Chroma: crash windows, a rebuild beside a writer, damaged files.
+
+The crash windows are injected in the process (the write stops where a kill -9 would stop it);
+tests/rag_app/test_arxiv_month.py kills a real ingest with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rag_app import MathRAG
+from rag_app.cli import app
+from rag_app.pipeline import demo_corpus_path
+from retriever.duplicate_groups import DuplicateGroups
+from retriever.index_health import IndexHealth
+from retriever.statement_index import StatementIndex
+from tests.conftest import make_settings
+
+runner = CliRunner()
+PAPERS = ("galois-theory", "graph-theory", "complex-analysis")
+
+
+class InjectedCrashError(Exception):
+    """Stands for a kill -9 at one point of a write."""
+
+
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    for paper in PAPERS:
+        shutil.copytree(demo_corpus_path() / paper, root / paper)
+    # the same statement in two papers: one duplicate group spans them
+    (root / "copy").mkdir()
+    (root / "copy" / "main.tex").write_text((root / "complex-analysis" / "main.tex").read_text())
+    return root
+
+
+def snapshot(rag: MathRAG) -> dict[str, object]:
+    index = rag.index
+    groups = index.duplicates
+    assert groups is not None
+    return {
+        "chroma": sorted(index.store.all_ids()),
+        "bm25": sorted(index.lexical_index().ids),
+        "formula": sorted(index.formula_lexical_index().ids),
+        "groups": sorted(groups.ids()),
+        "grouped": sorted(sorted(p.id for p in places) for places in groups.places(sorted(groups.ids())).values()),
+        "manifest": index.manifest()["statements"],
+    }
+
+
+WINDOWS = {
+    "after the Chroma upsert": (DuplicateGroups, "add"),
+    "after the duplicate groups": (StatementIndex, "_index_lexical"),
+    "after the lexical indexes": (StatementIndex, "_update_fusion"),
+}
+
+
+@pytest.mark.parametrize("window", list(WINDOWS))
+def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
+    tmp_path: Path, window: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    papers = corpus(tmp_path)
+    clean = MathRAG(make_settings(tmp_path / "clean"))
+    clean.ingest([papers])
+    expected = snapshot(clean)
+    assert len(expected["chroma"]) > 40 and expected["grouped"]  # type: ignore[arg-type]
+
+    settings = make_settings(tmp_path / "crashed", ingestion={"batch_statements": 20, "isolate_papers": False})
+    owner, method = WINDOWS[window]
+    original = getattr(owner, method)
+    calls = {"n": 0}
+
+    def crash_on_the_second_write(*args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise InjectedCrashError(window)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, method, crash_on_the_second_write)
+    with pytest.raises(InjectedCrashError):
+        MathRAG(settings).ingest([papers])
+    monkeypatch.setattr(owner, method, original)
+
+    behind = IndexHealth(MathRAG(settings).index).check()
+    assert not all(state.in_step for state in behind) or window == "after the lexical indexes"
+    rerun = MathRAG(settings)
+    rerun.ingest([papers])
+    assert snapshot(rerun) == expected  # nothing lost, nothing duplicated, in any store
+    assert all(state.in_step for state in IndexHealth(rerun.index).check())
+    hits = rerun.search("bounded entire function", k=5)
+    assert len({hit.record.id for hit in hits}) == len(hits)
+
+
+def test_rebuilding_the_groups_beside_a_writer_keeps_its_statements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    papers = corpus(tmp_path)
+    settings = make_settings(tmp_path / "index")
+    rag = MathRAG(settings)
+    rag.ingest([papers / "galois-theory", papers / "graph-theory"])
+    original_clear = DuplicateGroups.clear
+
+    def a_writer_commits_just_before_the_clear(groups: DuplicateGroups) -> None:
+        MathRAG(settings).ingest([papers / "complex-analysis", papers / "copy"])  # another process's ingest
+        original_clear(groups)
+
+    monkeypatch.setattr(DuplicateGroups, "clear", a_writer_commits_just_before_the_clear)
+    rag.rebuild_duplicates()
+    fresh = MathRAG(settings)
+    groups = fresh.index.duplicates
+    assert groups is not None and groups.ids() == fresh.index.store.all_ids()
+    assert all(state.in_step for state in IndexHealth(fresh.index).check())
+
+
+def test_damaged_files_get_a_sentence_a_code_and_a_repair(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    env = {"RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}
+    assert runner.invoke(app, ["ingest", str(demo_corpus_path() / "complex-analysis"), "--index", str(index)],
+                         env=env).exit_code == 0  # fmt: skip
+    assert runner.invoke(app, ["status", "--index", str(index)], env=env).exit_code == 0
+
+    # a truncated BM25 segment: status says which store, search names the file, repair rebuilds from Chroma
+    rows = next((index / "bm25" / "segments").glob("*/rows.npy"))
+    rows.write_bytes(rows.read_bytes()[: rows.stat().st_size // 2])
+    status = runner.invoke(app, ["status", "--index", str(index)], env=env)
+    assert status.exit_code == 1 and "BEHIND bm25: damaged" in status.output
+    search = runner.invoke(app, ["search", "bounded entire", "--index", str(index), "--mode", "bm25"], env=env)
+    assert search.exit_code == 3 and str(rows.parent) in search.output and "rag-app repair" in search.output
+    repair = runner.invoke(app, ["repair", "--index", str(index)], env=env)
+    assert repair.exit_code == 0 and "repaired  bm25: in step" in repair.output
+    search = runner.invoke(app, ["search", "bounded entire", "--index", str(index), "--mode", "bm25"], env=env)
+    assert search.exit_code == 0 and "Liouville" in search.output
+
+    # a truncated manifest, a damaged Chroma database, an index path that is a file
+    for damage, expected, code in (
+        ("manifest", "manifest.json is damaged", 3),
+        ("chroma", "chroma.sqlite3 cannot be opened", 3),
+    ):
+        broken = tmp_path / damage
+        shutil.copytree(index, broken)
+        if damage == "manifest":
+            (broken / "manifest.json").write_text((index / "manifest.json").read_text()[:30])
+        else:
+            database = broken / "chroma" / "chroma.sqlite3"
+            data = bytearray(database.read_bytes())
+            data[100:8192] = b"\x00" * (8192 - 100)
+            database.write_bytes(bytes(data))
+        for command in (["search", "entire"], ["ingest", str(demo_corpus_path() / "graph-theory")], ["status"]):
+            result = runner.invoke(app, [*command, "--index", str(broken)], env=env)
+            assert result.exit_code == code, (damage, command, result.output)
+            assert expected in result.output and str(broken) in result.output, (damage, command, result.output)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not an index")
+    for command in (["search", "x"], ["ingest", str(demo_corpus_path() / "graph-theory")]):
+        result = runner.invoke(app, [*command, "--index", str(a_file)], env=env)
+        assert result.exit_code == 2 and "is a file" in result.output
