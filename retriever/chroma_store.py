@@ -34,6 +34,11 @@ class ChromaStatementStore:
         self._client = connection.client(path)
         self._collection = connection.open_collection(self._client, collection)
 
+    def reconnect(self) -> None:
+        """Open the client and collection again (after the process's Chroma cache was cleared)."""
+        self._client = self.connection.client(self.path)
+        self._collection = self.connection.open_collection(self._client, self.collection_name)
+
     def collection_names(self) -> list[str]:
         """This index's collections (a reindex leaves one behind only if it crashed), without the prefix."""
         prefix = self.connection.collection_prefix

@@ -110,6 +110,11 @@ class CompanionIndex:
         self._write_manifest(self._vectors().count())  # exact again, even after a crash between two writes
         return VectorUpdate(added, removed, self.statements(), time.perf_counter() - started)
 
+    def reconnect(self) -> None:
+        """Open the client again (after the process's Chroma cache was cleared); the collection follows."""
+        self._client = self.connection.client(self.directory.parent / "chroma")
+        self._collection = None
+
     def ids(self) -> set[str]:
         """The statements holding a vector here (``rag-app status`` compares them with the store)."""
         return set(self._vectors().get(include=[])["ids"]) if self.manifest() else set()

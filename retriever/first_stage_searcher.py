@@ -31,6 +31,7 @@ class FirstStageSearcher:
     ) -> list[SearchHit]:
         """The ``k`` best statements for ``query``; with ``where``, only statements that pass it."""
         mode = SearchMode(mode)
+        self.index.follow_other_writers()  # statements another process added are searched too
         total = self.index.searchable_count()  # also brings BM25 in step with the store after a crash
         if not query.strip() or total == 0:
             return []

@@ -119,6 +119,7 @@ class StatementIndex:
         self._bm25: BM25Index | None = None
         self._formula_bm25: BM25Index | None = None
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
+        self._manifest_seen = self._manifest_stamp()  # the last write this process knows of
 
     @property
     def collection_name(self) -> str:
@@ -395,6 +396,36 @@ class StatementIndex:
             self._formula_bm25 = BM25Index(self.directory / FORMULA_LEXICAL, k1=FORMULA_K1, b=FORMULA_B)
         return self._formula_bm25
 
+    def follow_other_writers(self) -> bool:
+        """See what another process wrote since this one last looked (the chat beside an ingest).
+
+        BM25 and the duplicate groups read their files afresh; embedded Chroma keeps its vector index in
+        the memory of each process, so when the manifest (rewritten at every write) changed under this
+        process, its Chroma cache is dropped and the store and the companion's vectors are opened again.
+        A stat per search; a reload only after another process wrote. Returns whether it reloaded.
+        """
+        stamp = self._manifest_stamp()
+        if stamp == self._manifest_seen:
+            return False
+        self._manifest_seen = stamp
+        if self.connection.is_server:  # a server serves every writer's statements already
+            return False
+        from chromadb.api.client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+        self.store.reconnect()
+        if self.companion is not None:
+            self.companion.reconnect()
+        self._marf_index = None  # read again when next asked for
+        return True
+
+    def _manifest_stamp(self) -> tuple[int, int]:
+        try:
+            stat = (self.directory / MANIFEST).stat()
+        except FileNotFoundError:
+            return (0, 0)
+        return (stat.st_mtime_ns, stat.st_size)
+
     def searchable_count(self) -> int:
         """Statements in the index, as searching sees them: BM25 keeps the store's count at no cost,
         while Chroma's count() scans the collection (72 ms at 1M statements, on every search)."""
@@ -433,7 +464,10 @@ class StatementIndex:
             "statements": self.count() if statements is None else statements,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        others_wrote = self._manifest_stamp() != self._manifest_seen
         save_manifest(self.directory, manifest)
+        if not others_wrote:  # this process's own write: nothing to reload for it
+            self._manifest_seen = self._manifest_stamp()
 
 
 def save_manifest(directory: Path, manifest: dict[str, object]) -> None:

@@ -158,3 +158,27 @@ def test_damaged_files_get_a_sentence_a_code_and_a_repair(tmp_path: Path) -> Non
     for command in (["search", "x"], ["ingest", str(demo_corpus_path() / "graph-theory")]):
         result = runner.invoke(app, [*command, "--index", str(a_file)], env=env)
         assert result.exit_code == 2 and "is a file" in result.output
+
+
+def test_a_long_lived_reader_sees_what_another_process_ingested_in_every_channel(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    settings = make_settings(tmp_path)
+    reader = MathRAG(settings)
+    reader.ingest([demo_corpus_path() / "complex-analysis"])
+    assert reader.index.follow_other_writers() is False  # its own writes need no reload
+    query = "every quimby zorblax is a flibbertigibbet"
+    assert all(hit.record.name != "Zorblax" for hit in reader.search(query, k=3, mode="dense"))
+
+    paper = tmp_path / "zorblax" / "main.tex"
+    paper.parent.mkdir()
+    paper.write_text("\\begin{document}\\begin{theorem}[Zorblax] Every quimby zorblax is a flibbertigibbet."
+                     "\\end{theorem}\\end{document}")  # fmt: skip
+    env = {**os.environ, "RAG_APP_DATA_DIR": str(settings.data_dir), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}
+    command = [sys.executable, "-m", "rag_app.cli", "ingest", str(paper.parent), "--index", str(settings.index_dir)]
+    assert subprocess.run(command, env=env, capture_output=True, timeout=300).returncode == 0
+    for mode in ("dense", "bm25", "hybrid-formula"):
+        assert reader.search(query, k=1, mode=mode)[0].record.name == "Zorblax", mode
+    assert reader.index.count() == MathRAG(settings).index.count()
