@@ -8,8 +8,8 @@ sources and hands each paper (an MSE post is a paper) to a :class:`StatementWrit
   same step as the new ones are added, so a kill between two batches leaves whole papers;
 - records the papers' manifest entries (``ingest arxiv``) only after their statements are stored,
   so a rerun redoes exactly the papers without an entry;
-- ends by checking that the lexical indexes and the duplicate groups are in step with the store (no-ops
-  unless a write was interrupted).
+- ends by checking that the lexical indexes, the duplicate groups and the second model's vectors are in
+  step with the store (no-ops unless a write was interrupted).
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class StatementWriter:
         # every store derived from the statements is caught up from Chroma, the source of truth.
         self.index.sync_lexical(self.show_progress)
         self.index.sync_duplicates(quick=True, show_progress=self.show_progress)
+        self.index.sync_companion(quick=True, show_progress=self.show_progress)
         return self.counts
 
     def _count(self, result: AddResult) -> None:

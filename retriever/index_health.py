@@ -85,8 +85,8 @@ class IndexHealth:
             index.write_manifest()
         if "duplicate groups" in behind:
             index.sync_duplicates(show_progress=show_progress)
-        if "second model's vectors" in behind and index.companion is not None:
-            index.companion.update(index.store.iter_records(), show_progress=show_progress)
+        if "second model's vectors" in behind:
+            index.sync_companion(show_progress=show_progress)
         return before
 
     @staticmethod

@@ -241,6 +241,18 @@ class StatementIndex:
                 groups.add(records, np.stack([vectors[record.id] for record in records]), self.store)
         return len(missing), len(extra)
 
+    def sync_companion(self, quick: bool = False, show_progress: bool = False) -> int:
+        """Bring the second model's vectors in step with the store once they are built (a kill between
+        the Chroma write and theirs leaves them behind); ``quick``: only when the counts differ. The
+        missing statements are embedded by the second model; returns how many changed."""
+        second = self.companion
+        if second is None or not second.built_by_configured_model():
+            return 0
+        if quick and second.statements() == self.store.count():
+            return 0
+        update = second.update(self.store.iter_records(), show_progress=show_progress)
+        return update.added + update.removed
+
     def sync_lexical(self, show_progress: bool = False) -> None:
         """Make sure BM25 and the formula index hold the store's statements.
 

@@ -15,12 +15,15 @@ from typer.testing import CliRunner
 from rag_app import MathRAG
 from rag_app.cli import app
 from rag_app.pipeline import demo_corpus_path
+from retriever.companion_index import CompanionIndex
 from retriever.duplicate_groups import DuplicateGroups
 from retriever.index_health import IndexHealth
 from retriever.statement_index import StatementIndex
 from tests.conftest import make_settings
 
 runner = CliRunner()
+# The second model's vectors are a store too: the plain MiniLM stands in for it (mpnet reads 3 statements/s).
+SECOND = {"model": "packaged:all-MiniLM-L6-v2"}
 PAPERS = ("galois-theory", "graph-theory", "complex-analysis")
 
 
@@ -40,9 +43,10 @@ def corpus(tmp_path: Path) -> Path:
 
 def snapshot(rag: MathRAG) -> dict[str, object]:
     index = rag.index
-    groups = index.duplicates
-    assert groups is not None
+    groups, second = index.duplicates, index.companion
+    assert groups is not None and second is not None
     return {
+        "second model": sorted(second.ids()),
         "chroma": sorted(index.store.all_ids()),
         "bm25": sorted(index.lexical_index().ids),
         "formula": sorted(index.formula_lexical_index().ids),
@@ -54,7 +58,8 @@ def snapshot(rag: MathRAG) -> dict[str, object]:
 
 WINDOWS = {
     "after the Chroma upsert": (DuplicateGroups, "add"),
-    "after the duplicate groups": (StatementIndex, "_index_lexical"),
+    "after the duplicate groups": (CompanionIndex, "add"),
+    "after the second model's vectors": (StatementIndex, "_index_lexical"),
     "after the lexical indexes": (StatementIndex, "_update_fusion"),
 }
 
@@ -64,12 +69,13 @@ def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
     tmp_path: Path, window: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     papers = corpus(tmp_path)
-    clean = MathRAG(make_settings(tmp_path / "clean"))
+    clean = MathRAG(make_settings(tmp_path / "clean", second_embedding=SECOND))
     clean.ingest([papers])
     expected = snapshot(clean)
     assert len(expected["chroma"]) > 40 and expected["grouped"]  # type: ignore[arg-type]
 
-    settings = make_settings(tmp_path / "crashed", ingestion={"batch_statements": 20, "isolate_papers": False})
+    ingestion = {"batch_statements": 20, "isolate_papers": False}
+    settings = make_settings(tmp_path / "crashed", ingestion=ingestion, second_embedding=SECOND)
     owner, method = WINDOWS[window]
     original = getattr(owner, method)
     calls = {"n": 0}
