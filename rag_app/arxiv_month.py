@@ -62,7 +62,9 @@ class MonthReport:
         return (
             f"arXiv {self.month}: {self.papers_ok} papers ingested, {self.unchanged} unchanged, "
             f"{len(self.skipped)} skipped, {len(self.failed)} failed; {self.statements} statements "
-            f"({self.added} added, {self.updated} updated, {self.removed} removed) in {self.seconds:.1f} s"
+            f"({self.added} added, {self.removed} removed"
+            + (f", {self.updated} updated" if self.updated else "")
+            + f") in {self.seconds:.1f} s"
             + (f"; {kinds}" if kinds else "")
         )
 

@@ -25,7 +25,9 @@ class IngestReport:
     def summary(self) -> str:
         return (
             f"{self.papers} papers, {self.statements} statements "
-            f"({self.added} added, {self.updated} updated, {self.unchanged} unchanged, {self.removed} removed) "
+            f"({self.added} added, {self.unchanged} unchanged, {self.removed} removed"
+            + (f", {self.updated} updated" if self.updated else "")
+            + ") "
             f"in {self.seconds:.1f} s; {len(self.errors)} errors, "
             f"{len(self.problems) - len(self.errors)} warnings"
         )
