@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from retriever.atomic_files import directory_written_whole
-from retriever.embedder import identity_directory_name
+from retriever.embedder_artifact import EmbedderArtifact
 from retriever.ranking_features import FEATURE_NAMES, FEATURES_VERSION, feature_matrix
 from retriever.types import SearchHit
 
@@ -34,13 +34,13 @@ KIND = "learned-ranker"
 BUILD_COMMAND = "rag-app train ranker"
 
 
-def packaged_directory(embedder_identity: str) -> Path:
-    """Where the packaged ranker for an embedder lives (one directory per embedder identity)."""
-    return PACKAGED_RANKER_DIR / identity_directory_name(embedder_identity)
-
-
 class LearnedRankerError(RuntimeError):
     """The learned ranker is missing, unreadable, or was trained for another embedder or feature list."""
+
+
+RANKERS = EmbedderArtifact("learned ranker", PACKAGED_RANKER_DIR, (CARD, MODEL), BUILD_COMMAND, "ranker.model = none",
+                           LearnedRankerError)  # fmt: skip
+packaged_directory = RANKERS.packaged_directory
 
 
 @dataclass
@@ -73,19 +73,8 @@ class LearnedRanker:
     def load(cls, spec: str, embedder_identity: str | None = None) -> LearnedRanker:
         """``packaged`` (the one shipped for ``embedder_identity``) or a ``train ranker`` directory,
         checked against the embedder in use and this version's feature list."""
-        if spec != "packaged":
-            directory, what = Path(spec).expanduser(), f"learned ranker {spec!r}"
-        elif embedder_identity is None:
-            raise LearnedRankerError("the packaged learned ranker is chosen by the embedder: name the embedder")
-        else:
-            directory = packaged_directory(embedder_identity)
-            what = f"the packaged learned ranker for {embedder_identity}"
+        directory, what = RANKERS.locate(spec, embedder_identity)
         card_path, model_path = directory / CARD, directory / MODEL
-        if not card_path.is_file() or not model_path.is_file():
-            raise LearnedRankerError(
-                f"{what} is missing ({CARD} and {MODEL} expected in {directory}); build one with "
-                f"`{BUILD_COMMAND}` or turn it off (ranker.model = none)"
-            )
         import lightgbm
 
         try:
@@ -102,25 +91,14 @@ class LearnedRanker:
                 f"version computes {FEATURES_VERSION}); retrain it with `{BUILD_COMMAND}`"
             )
         ranker = cls(booster, card)
-        if embedder_identity is not None and ranker.embedder != embedder_identity:
-            raise LearnedRankerError(
-                f"{what} was trained for the embedder {ranker.embedder!r}, but the index uses "
-                f"{embedder_identity!r}; train one for it with `{BUILD_COMMAND}`"
-            )
+        RANKERS.check_embedder(what, ranker.embedder, embedder_identity)
         return ranker
 
     @classmethod
     def configured(cls, spec: str | None, embedder_identity: str) -> LearnedRanker | None:
-        """The ranker a setting names: unset or ``none``, none; ``auto``, the packaged one when it was
-        trained for this embedder (another embedder searches without); else that ranker."""
-        if not spec or spec == "none":
-            return None
-        if spec == "auto":
-            try:
-                return cls.load("packaged", embedder_identity)
-            except LearnedRankerError:
-                return None
-        return cls.load(spec, embedder_identity)
+        """The ranker a setting names (``auto``, ``packaged``, ``none``, a directory; see
+        :class:`retriever.embedder_artifact.EmbedderArtifact`)."""
+        return RANKERS.configured(spec, embedder_identity, cls.load)
 
     def save(self, directory: Path) -> Path:
         """Write the ranker (replacing what was there)."""

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from retriever.atomic_files import directory_written_whole
-from retriever.embedder import Embedder, identity_directory_name
+from retriever.embedder import Embedder
+from retriever.embedder_artifact import EmbedderArtifact
 
 PACKAGED_QUERY_ADAPTER_DIR = Path(__file__).parent / "query_adapter_weights"
 CARD = "card.json"
@@ -36,13 +37,13 @@ KIND = "query-adapter"
 BUILD_COMMAND = "rag-app train query-adapter"
 
 
-def packaged_directory(embedder_identity: str) -> Path:
-    """Where the packaged adapter for an embedder lives (one directory per embedder identity)."""
-    return PACKAGED_QUERY_ADAPTER_DIR / identity_directory_name(embedder_identity)
-
-
 class QueryAdapterError(RuntimeError):
     """The query adapter is missing, unreadable, or was trained for another embedder."""
+
+
+ADAPTERS = EmbedderArtifact("query adapter", PACKAGED_QUERY_ADAPTER_DIR, (CARD, WEIGHTS), BUILD_COMMAND,
+                            "retrieval.query_adapter unset", QueryAdapterError)  # fmt: skip
+packaged_directory = ADAPTERS.packaged_directory
 
 
 @dataclass(frozen=True)
@@ -74,21 +75,8 @@ class QueryAdapter:
     def load(cls, spec: str, embedder_identity: str | None = None) -> QueryAdapter:
         """``packaged`` (the one shipped for ``embedder_identity``) or a directory from ``train
         query-adapter``, checked against the embedder in use."""
-        if spec != "packaged":
-            directory, what = Path(spec).expanduser(), f"query adapter {spec!r}"
-        elif embedder_identity is None:
-            raise QueryAdapterError("the packaged query adapter is chosen by the embedder: name the embedder")
-        else:
-            directory, what = (
-                packaged_directory(embedder_identity),
-                f"the packaged query adapter for {embedder_identity}",
-            )
+        directory, what = ADAPTERS.locate(spec, embedder_identity)
         card_path, weights_path = directory / CARD, directory / WEIGHTS
-        if not card_path.is_file() or not weights_path.is_file():
-            raise QueryAdapterError(
-                f"{what} is missing ({CARD} and {WEIGHTS} expected in {directory}); build one with "
-                f"`{BUILD_COMMAND}` or turn it off (retrieval.query_adapter unset)"
-            )
         try:
             card = json.loads(card_path.read_text(encoding="utf-8"))
             with np.load(weights_path) as weights:
@@ -99,11 +87,7 @@ class QueryAdapter:
         if card.get("kind") != KIND or matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] != bias.shape[0]:
             raise QueryAdapterError(f"{directory} is not a query adapter; build one with `{BUILD_COMMAND}`")
         adapter = cls(matrix, bias, card)
-        if embedder_identity is not None and adapter.embedder != embedder_identity:
-            raise QueryAdapterError(
-                f"{what} was trained for the embedder {adapter.embedder!r}, but the index uses "
-                f"{embedder_identity!r}; train one for it with `{BUILD_COMMAND}`"
-            )
+        ADAPTERS.check_embedder(what, adapter.embedder, embedder_identity)
         return adapter
 
     @classmethod
@@ -111,14 +95,7 @@ class QueryAdapter:
         """The adapter a setting names: unset or ``none``, no adapter; ``auto``, the packaged one when it
         was trained for this embedder (another embedder searches with its base vectors); else that
         adapter, which must fit the embedder."""
-        if not spec or spec == "none":
-            return None
-        if spec == "auto":
-            try:
-                return cls.load("packaged", embedder_identity)
-            except QueryAdapterError:
-                return None
-        return cls.load(spec, embedder_identity)
+        return ADAPTERS.configured(spec, embedder_identity, cls.load)
 
     def save(self, directory: Path) -> Path:
         """Write the adapter (replacing what was there)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -48,7 +49,9 @@ def test_missing_foreign_or_mismatched_adapter_names_the_command(tmp_path) -> No
 def test_configured_auto_takes_the_packaged_adapter_only_for_its_embedder(tmp_path, monkeypatch) -> None:
     import retriever.query_adapter as module
 
-    monkeypatch.setattr(module, "PACKAGED_QUERY_ADAPTER_DIR", tmp_path / "packaged")
+    packaged = replace(module.ADAPTERS, packaged_root=tmp_path / "packaged")
+    monkeypatch.setattr(module, "ADAPTERS", packaged)
+    monkeypatch.setattr(module, "packaged_directory", packaged.packaged_directory)
     assert QueryAdapter.configured("auto", "packaged:all-MiniLM-L6-v2") is None  # nothing packaged
     _adapter().save(module.packaged_directory("packaged:all-MiniLM-L6-v2"))
     _adapter(embedder="packaged:all-MiniLM-L6-v2+unicode-math").save(
