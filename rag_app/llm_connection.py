@@ -16,7 +16,7 @@ from rag_app.llm_server import (
     running_server_url,
     server_from_settings,
 )
-from rag_app.settings import Settings
+from rag_app.settings import LLMSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,14 @@ logger = logging.getLogger(__name__)
 class LLMHealth:
     state: str  # "up", "down" or "not started"
     description: str
+
+
+def request_slots(llm: LLMSettings) -> int:
+    """Requests sent at once. The local llama.cpp server answers one at a time and gives the others an
+    empty stream (3 of 4 concurrent `train questions` requests came back empty), so they wait their turn
+    there; vLLM and other servers batch them."""
+    local_llama_cpp = not llm.base_url and llm.server == "llama.cpp"
+    return 1 if local_llama_cpp else llm.max_concurrency
 
 
 class LLMConnection:
@@ -49,7 +57,7 @@ class LLMConnection:
                 temperature=llm.temperature,
                 max_tokens=llm.max_tokens,
                 extra_body=llm.extra_body,
-                max_concurrency=llm.max_concurrency,
+                max_concurrency=request_slots(llm),
             )
             if isinstance(self.server, LlamaCppServer) and llm.llama_cpp.warm_up:
                 self._warm_up(self._client)

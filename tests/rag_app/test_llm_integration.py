@@ -196,3 +196,20 @@ def test_the_model_reads_only_the_sources_the_scores_justify(
     assert [h.record.id for h in wide.sources] == [h.record.id for h in rag.search(question, 3)]
     context = wide.to_dict()["context"]
     assert context["instruction_tokens"] > 50 and context["question_tokens"] > 10 and len(context["source_tokens"]) == 3
+
+
+def test_the_local_llama_cpp_server_is_sent_one_request_at_a_time(llm_server: LLMServerProcess) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rag_app.llm_connection import request_slots
+    from rag_app.settings import LLMSettings
+
+    assert request_slots(LLMSettings(server="llama.cpp", max_concurrency=4)) == 1  # the one we start
+    assert request_slots(LLMSettings(server="vllm", max_concurrency=4)) == 4
+    assert request_slots(LLMSettings(base_url="http://gpu:8000/v1", max_concurrency=4)) == 4
+    # one slot: concurrent callers wait their turn and each gets its answer (none an empty stream)
+    client = ChatClient(llm_server.base_url, model=TEST_CHAT_MODEL, max_tokens=8, max_concurrency=1)
+    messages = [[{"role": "user", "content": f"Say {word}."}] for word in ("one", "two", "three", "four")]
+    with ThreadPoolExecutor(4) as pool:
+        replies = list(pool.map(client.chat, messages))
+    assert all(reply.strip() for reply in replies), replies
