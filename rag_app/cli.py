@@ -108,8 +108,8 @@ def _searched_settings(config: Path | None, index: Path | None) -> Settings:
     new empty index (a mistyped path would otherwise answer "no statements found")."""
     settings = _settings(config, index)
     if index is not None and not (settings.resolved_index_dir / MANIFEST).is_file():
-        where = settings.resolved_index_dir
-        what = "is a file" if where.is_file() else "holds no index" if where.is_dir() else "does not exist"
+        where = settings.resolved_index_dir  # not a file: `_settings` refused that
+        what = "holds no index" if where.is_dir() else "does not exist"
         _err(f"error: --index {where} {what}; `rag-app ingest --index {where} PATHS` builds one there")
         raise typer.Exit(EXIT_USAGE)
     return settings
