@@ -107,6 +107,7 @@ class SearchStack:
         self._ensemble: EnsembleRanker | None = None
         self._reranker: CrossEncoderReranker | None = None
         self._learned_ranker: LearnedRanker | None = None
+        self._auto_ranker_looked_up = False  # `ranker.model = "auto"`: the packaged one sought (it may be none)
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._learned: dict[bool, LearnedRankingSearcher] = {}
         self._rerankings: dict[tuple[bool, bool], RerankingSearcher] = {}  # by (companion model, learned ranker)
@@ -122,6 +123,7 @@ class SearchStack:
         )
         variant._reranker = self._reranker
         variant._learned_ranker = self._learned_ranker
+        variant._auto_ranker_looked_up = self._auto_ranker_looked_up
         return variant
 
     # ------------------------------------------------------------------ statements
@@ -176,7 +178,8 @@ class SearchStack:
         if not spec or spec == "none":
             return False
         if spec == "auto":
-            if self._learned_ranker is None:  # loaded once: this is asked at every search
+            if not self._auto_ranker_looked_up:  # once: this is asked at every search
+                self._auto_ranker_looked_up = True
                 self._learned_ranker = LearnedRanker.configured("auto", self.index.embedder.identity)
             return self._learned_ranker is not None
         return True

@@ -126,7 +126,8 @@ class TrainRankerJob:
         if not held_out_queries:  # a small corpus: every paper trains; a seeded fifth of its queries checks
             rng = random.Random(self.training.seed)
             held_out_queries = rng.sample(training_queries, len(training_queries) // 5)
-            training_queries = [query for query in training_queries if query not in set(held_out_queries)]
+            checking = set(held_out_queries)
+            training_queries = [query for query in training_queries if query not in checking]
             validation = "a fifth of the training queries (no held-out paper gave one)"
         if len(training_queries) < 10 or not held_out_queries:
             raise ValueError(
