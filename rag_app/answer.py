@@ -58,6 +58,9 @@ class Answer:
     server: str | None = None
     search_query: str = ""  # what retrieval searched for: the question, or its rewrite from the conversation
     rewrite: str = "as asked"  # how search_query was made (rag_app.conversation.RewriteMethod)
+    # The quoting answer: the probability the model gave each source number (and "none") as its first
+    # pick, from the server's log probabilities; empty when the server gave none.
+    choice: dict[str, float] = field(default_factory=dict)
     filter: str = "everything"  # the search filter, described
     retriever: str = ""  # the retriever mode that found the sources
     reranker: str = ""  # the cross-encoder that ordered the sources ("" when not reranked)
@@ -86,6 +89,21 @@ class Answer:
     @property
     def supported(self) -> bool:
         return self.status is AnswerStatus.ANSWERED
+
+    @property
+    def choice_confidence(self) -> float | None:
+        """How sure the model was of the pick the answer shows (of NONE, when it picked nothing); None
+        when the server gave no probabilities or the answer is not a quoting one."""
+        if not self.choice:
+            return None
+        picked = str(self.cited[0]) if self.cited and self.status is AnswerStatus.ANSWERED else "none"
+        return self.choice.get(picked, 0.0)
+
+    def quoted_sources(self) -> list[int]:
+        """The source numbers a quoting answer quotes whole (the chat does not show them twice)."""
+        if self.style != "quote":
+            return []
+        return list(dict.fromkeys(s.best_source for s in self.sentences if s.stated and s.best_source is not None))
 
     @property
     def unsupported_sentences(self) -> list[str]:
@@ -133,6 +151,8 @@ class Answer:
             "reranker": self.reranker,
             "second_embedding": self.second_embedding,
             "style": self.style,
+            "choice": self.choice,
+            "choice_confidence": self.choice_confidence,
             "removed_sentences": self.removed_sentences,
             "repeated_sentences": self.repeated_sentences,
             "truncated": self.truncated,

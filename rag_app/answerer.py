@@ -22,7 +22,7 @@ from rag_app.conversation import RewrittenQuery
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import LLMServerError
 from rag_app.packaged_models import PackagedModelError
-from rag_app.quoted_answer import parse_selection, quoted_answer
+from rag_app.quoted_answer import choice_probabilities, parse_selection, quoted_answer
 from rag_app.settings import Settings
 from rag_app.statement_check import StatementChecker, source_context
 from rag_app.text_repair import repair
@@ -158,8 +158,10 @@ class Answerer:
             client, prompt, question, candidates, record, given, quote.sources_budget_tokens, quote.max_source_tokens,
             proofs=False,
         )  # fmt: skip
-        reply.append(client.chat(messages, max_tokens=quote.max_tokens, temperature=0.0))
+        text, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
+        reply.append(text)
         selected = parse_selection(reply[0], len(given), quote.max_quotes)
+        record.choice = choice_probabilities(alternatives, len(given))
         text, record.sentences = quoted_answer(given, selected)
         record.status = AnswerStatus.ANSWERED if selected else AnswerStatus.UNSUPPORTED
         return text

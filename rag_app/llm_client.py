@@ -50,6 +50,7 @@ class ChatClient:
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._token_endpoint: str | None = None
         self._server_models: list[Any] | None = None
+        self._alternatives_refused = False  # the server said it gives no log probabilities
 
     @property
     def model(self) -> str:
@@ -155,6 +156,56 @@ class ChatClient:
         temperature: float | None = None,
     ) -> str:
         return "".join(self.stream_chat(messages, extra_body, max_tokens, temperature))
+
+    def chat_with_alternatives(
+        self,
+        messages: Sequence[dict[str, str]],
+        max_tokens: int | None = None,
+        alternatives: int = 10,
+    ) -> tuple[str, list[dict[str, float]]]:
+        """The reply (temperature 0) and, for each token of it, the ``alternatives`` likeliest tokens
+        with their log probabilities; the quoting answer reads how sure the model was of the source
+        numbers it wrote. vLLM returns them; llama-cpp-python's server only when it keeps every
+        position's logits (``llm.llama_cpp.prompt_logits``, off by default: it slows prompt reading).
+        A server that refuses is asked again without them, and not asked for them again: the reply
+        then comes with no alternatives."""
+        if self._alternatives_refused:
+            return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
+        with self._slots:
+            try:
+                response = self._client.chat.completions.create(
+                    model=self.model,
+                    messages=list(messages),
+                    temperature=0.0,
+                    max_tokens=max_tokens or self.max_tokens,
+                    logprobs=True,
+                    top_logprobs=alternatives,
+                    extra_body=self.extra_body or None,
+                )
+            except openai.APIStatusError as error:
+                if "logprob" not in str(error).lower():
+                    raise LLMUnavailableError(
+                        f"the LLM server at {self.base_url} failed: {_describe(error)}"
+                    ) from error
+                self._alternatives_refused = True
+                response = None
+            except (openai.APIError, httpx.HTTPError) as error:
+                raise LLMUnavailableError(f"the LLM server at {self.base_url} failed: {_describe(error)}") from error
+        if response is None:
+            return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
+        try:
+            choice = response.choices[0]
+            text = choice.message.content or ""
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as error:
+            raise LLMUnavailableError(
+                f"the LLM server at {self.base_url} sent a malformed reply ({_describe(error)})"
+            ) from error
+        tokens: list[dict[str, float]] = []
+        content = getattr(getattr(choice, "logprobs", None), "content", None) or []
+        for token in content:
+            tops = getattr(token, "top_logprobs", None) or []
+            tokens.append({top.token: float(top.logprob) for top in tops} or {token.token: float(token.logprob)})
+        return text, tokens
 
     def _models(self) -> list[Any]:
         if self._server_models is None:

@@ -8,6 +8,7 @@ with MathRAG.open("~/my-index") as rag:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +35,7 @@ from rag_app.llm_connection import LLMConnection, LLMHealth
 from rag_app.mse_ingest import MseIngest, MseReport
 from rag_app.search_stack import SearchStack
 from rag_app.settings import IngestionSettings, Settings
+from rag_app.statement_rewrite import StatementRewriter
 from rag_app.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.companion_index import CompanionIndex
@@ -41,6 +43,7 @@ from retriever.duplicate_groups import DuplicateGroups
 from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.paper_searcher import PaperHit
 from retriever.query_adapter import QueryAdapter
+from retriever.query_notation import read_typed_notation
 from retriever.types import VectorUpdate
 
 
@@ -62,6 +65,7 @@ class MathRAG:
         self.settings = settings
         self._index: StatementIndex | None = None
         self._search_stack: SearchStack | None = None
+        self._statement_rewriter: StatementRewriter | None = None
         self._companion: CompanionIndex | None = None
         self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
@@ -92,8 +96,26 @@ class MathRAG:
     def search_stack(self) -> SearchStack:
         """This index's searchers, composed from the settings once (see ``rag_app.search_stack``)."""
         if self._search_stack is None:
-            self._search_stack = SearchStack(self.settings, self.index, self.companion_index(), self.duplicate_groups())
+            self._search_stack = SearchStack(
+                self.settings,
+                self.index,
+                self.companion_index(),
+                self.duplicate_groups(),
+                rewriter=self.statement_rewriter.rewrite,
+            )
         return self._search_stack
+
+    @property
+    def statement_rewriter(self) -> StatementRewriter:
+        """The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
+        rewrites are cached under the data directory."""
+        if self._statement_rewriter is None:
+            self._statement_rewriter = StatementRewriter(
+                load_prompt("statement_rewrite"),
+                self.llm_client,
+                self.settings.data_dir / "cache" / "statement-rewrites.jsonl",
+            )
+        return self._statement_rewriter
 
     def companion_index(self) -> CompanionIndex | None:
         """The companion embedding model's vectors (settings ``[second_embedding]``), or None when it is off."""
@@ -255,15 +277,19 @@ class MathRAG:
         where: SearchFilter | None = None,
         rerank: bool | None = None,
         second_embedding: bool | None = None,
+        rewrite: bool | None = None,
     ) -> list[SearchHit]:
         """The best statements for ``query``; ``where`` restricts sources, kinds, categories or dates.
 
         ``rerank``: rescore the fused top N with the cross-encoder (unset: ``rerank.search``).
         ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.search``).
+        ``rewrite``: fuse in the search of the LLM's statement rewrite (unset: ``retrieval.statement_rewrite``
+        is ``always``).
         """
         rerank = self.settings.rerank.search if rerank is None else rerank
         second = self.settings.second_embedding.search if second_embedding is None else second_embedding
-        searcher = self.search_stack.statements(rerank=rerank, second_embedding=second)
+        rewrite = self.settings.retrieval.statement_rewrite == "always" if rewrite is None else rewrite
+        searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
         return searcher.search(query, k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode, where)
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
@@ -342,9 +368,14 @@ class MathRAG:
         """
         started = time.perf_counter()
         search = self.rewrite_query(question, history)
+        if self.settings.retrieval.typed_notation:
+            # read here, not only inside the search, so that the relevance check embeds the query the
+            # search embedded (once: the embedder caches the last query) and "searched for" shows it
+            search = dataclasses.replace(search, query=read_typed_notation(search.query))
         rerank = self.settings.rerank.ask if rerank is None else rerank
         second = self.settings.second_embedding.ask if second_embedding is None else second_embedding
-        hits = self.search(search.query, k, mode, where, rerank=rerank, second_embedding=second)
+        rewrite = self.settings.retrieval.statement_rewrite != "off"
+        hits = self.search(search.query, k, mode, where, rerank=rerank, second_embedding=second, rewrite=rewrite)
         retrieval = Retrieval(
             hits,
             search,

@@ -9,8 +9,9 @@ is exactly what its sources state, and the only decision left to the model is wh
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rag_app.attribution import SentenceSupport
 from retriever.types import SearchHit
@@ -31,6 +32,45 @@ def parse_selection(reply: str, sources: int, max_quotes: int) -> list[int]:
         return []
     picked = [int(n) for n in _NUMBER.findall(reply) if 1 <= int(n) <= sources]
     return list(dict.fromkeys(picked))[:max_quotes]
+
+
+def choice_probabilities(tokens: Sequence[Mapping[str, float]], sources: int) -> dict[str, float]:
+    """How sure the model was of its first pick: the probability it gave each source number (``"1"``..)
+    and ``"none"`` as the start of its reply, normalized over those; empty when the server sent no log
+    probabilities or the reply starts with neither.
+
+    ``tokens``: for each token of the reply (temperature 0, so the likeliest was taken), its likeliest
+    alternatives with their log probabilities. "[3]" is "[", "3", "]" in the tokenizers we serve: the
+    first token says bracket, bare number or NONE; after a bracket, the second says which number.
+    """
+    if not tokens:
+        return {}
+    found: dict[str, float] = {}
+    bracket = 0.0
+    for token, logprob in tokens[0].items():
+        text, p = token.strip(), math.exp(logprob)
+        if text == "[":
+            bracket += p
+        elif (key := _source_key(text.lstrip("["), sources)) is not None:
+            found[key] = found.get(key, 0.0) + p
+    chosen = max(tokens[0], key=lambda token: tokens[0][token]).strip()
+    if chosen == "[" and len(tokens) > 1:
+        after = {key: math.exp(lp) for t, lp in tokens[1].items() if (key := _source_key(t.strip(), sources))}
+        after.pop("none", None)
+        total_after = sum(after.values())
+        for key, p in after.items():
+            found[key] = found.get(key, 0.0) + bracket * p / total_after
+    total = sum(found.values())
+    return {key: round(value / total, 4) for key, value in sorted(found.items())} if total else {}
+
+
+def _source_key(text: str, sources: int) -> str | None:
+    """``"3"`` for a source number within ``1..sources``, ``"none"`` for the start of NONE, else None."""
+    if text.isdigit():
+        return text if 1 <= int(text) <= sources else None
+    if text and text[0] in "Nn" and "NONE".startswith(text.upper()):
+        return "none"
+    return None
 
 
 def quote(hit: SearchHit, number: int) -> str:

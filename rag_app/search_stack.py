@@ -8,6 +8,8 @@ Stages, each a class in ``retriever`` taking the stage before it::
     -> LearnedRankingSearcher     LambdaMART over the top 100, from the channels' own numbers   (ranker.model)
     -> RerankingSearcher          the cross-encoder over the top N                         (when asked)
     -> DuplicateCollapsingSearcher  one hit per duplicate group                  (duplicates.collapse)
+    -> TypedNotationSearcher      ASCII-typed math read as LaTeX first, for every stage  (retrieval.typed_notation)
+    -> RewriteFusingSearcher      + the search of the LLM's statement rewrite     (retrieval.statement_rewrite)
     -> PaperSearcher              papers ranked from their statements                (search --papers)
 
 Each stage is built once per index and reused by every search (the reranker's model is loaded once
@@ -16,6 +18,7 @@ for both first stages). ``MathRAG``, the CLI, the chat and the evaluation all ge
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag_app.embedder_factory import resolve_device
@@ -32,17 +35,22 @@ from retriever.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.paper_searcher import PaperSearcher
 from retriever.query_adapter import QueryAdapter
 from retriever.reranking_searcher import RerankingSearcher
+from retriever.rewrite_fusing_searcher import RewriteFusingSearcher
 from retriever.search_mode import SearchMode
 from retriever.statement_index import StatementIndex
+from retriever.typed_notation_searcher import TypedNotationSearcher
 from retriever.types import StatementSearcher
 
 RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
 LEARNED_SUFFIX = "+ltr"  # `hybrid-formula+ltr`: that retriever's top 100 ordered by the learned ranker
 SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the companion embedding model
+NOTATION_SUFFIX = "+notation"  # `hybrid-formula+ltr+notation`: the query's ASCII-typed math read as LaTeX first
+REWRITE_SUFFIX = "+rewrite"  # `...+notation+rewrite`: fused with the search of the LLM's statement rewrite
 
 
 class UnknownRunNameError(ValueError):
-    """A run name the grammar does not know (``MODE``, then any of ``+dense2``, ``+ltr``, ``+rerank`` in that order)."""
+    """A run name the grammar does not know (``MODE``, then any of ``+dense2``, ``+ltr``, ``+rerank``,
+    ``+notation``, ``+rewrite`` in that order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +63,16 @@ class RunName:
     second_embedding: bool
     rerank: bool
     learned: bool = False
+    notation: bool = False
+    rewrite: bool = False
 
     @classmethod
     def parse(cls, name: str) -> RunName:
         rest = name
+        rewrite = rest.endswith(REWRITE_SUFFIX)
+        rest = rest.removesuffix(REWRITE_SUFFIX)
+        notation = rest.endswith(NOTATION_SUFFIX)
+        rest = rest.removesuffix(NOTATION_SUFFIX)
         rerank = rest.endswith(RERANK_SUFFIX)
         rest = rest.removesuffix(RERANK_SUFFIX)
         learned = rest.endswith(LEARNED_SUFFIX)
@@ -66,16 +80,27 @@ class RunName:
         second = rest.endswith(SECOND_EMBEDDING_SUFFIX)
         mode = rest.removesuffix(SECOND_EMBEDDING_SUFFIX)
         if mode not in set(SearchMode):
-            known = ", ".join([*SearchMode, "NAME+dense2", "NAME+ltr", "NAME+rerank", "NAME+dense2+ltr+rerank"])
+            known = ", ".join(
+                [
+                    *SearchMode,
+                    "NAME+dense2",
+                    "NAME+ltr",
+                    "NAME+rerank",
+                    "NAME+notation",
+                    "NAME+rewrite",
+                    "NAME+dense2+ltr+rerank+notation+rewrite",
+                ]
+            )
             raise UnknownRunNameError(f"unknown retriever {name!r} (known: {known}, run:PATH)")
-        return cls(SearchMode(mode), second, rerank, learned)
+        return cls(SearchMode(mode), second, rerank, learned, notation, rewrite)
 
 
 class SearchStack:
     """The searchers of one index, composed from the settings and kept for reuse.
 
     ``companion``: the companion embedding model's vectors (None: that model is off); ``duplicates``: the
-    index's duplicate groups, used when ``duplicates.collapse`` is set.
+    index's duplicate groups, used when ``duplicates.collapse`` is set; ``rewriter``: the statement a query
+    looks for, written by the LLM (None: searches are never rewritten).
     """
 
     def __init__(
@@ -85,8 +110,10 @@ class SearchStack:
         companion: CompanionIndex | None = None,
         duplicates: DuplicateGroups | None = None,
         ranker: ChannelRanker | None = None,
+        rewriter: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
+        self.rewriter = rewriter
         self.index = index
         self.companion = companion
         self.duplicates = duplicates
@@ -113,13 +140,21 @@ class SearchStack:
         self._rerankings: dict[tuple[bool, bool], RerankingSearcher] = {}  # by (companion model, learned ranker)
         # by (rerank, companion model, learned ranker)
         self._collapsing: dict[tuple[bool, bool, bool], DuplicateCollapsingSearcher] = {}
+        # the outer stages, by the (cached, so long-lived) searcher they wrap
+        self._notation: dict[int, TypedNotationSearcher] = {}
+        self._rewriting: dict[int, RewriteFusingSearcher] = {}
 
     def with_query_adapter(self, spec: str | None) -> SearchStack:
         """This stack with another query adapter on the dense channel (``none``: the base vectors); the
         index, the companion model and the reranker's model are shared."""
         adapter = QueryAdapter.configured(spec, self.index.embedder.identity)
         variant = SearchStack(
-            self.settings, self.index, self.companion, self.duplicates, self.ranker.with_query_adapter(adapter)
+            self.settings,
+            self.index,
+            self.companion,
+            self.duplicates,
+            self.ranker.with_query_adapter(adapter),
+            self.rewriter,
         )
         variant._reranker = self._reranker
         variant._learned_ranker = self._learned_ranker
@@ -134,10 +169,32 @@ class SearchStack:
         second_embedding: bool = False,
         collapse: bool | None = None,
         learned: bool | None = None,
+        notation: bool | None = None,
+        rewrite: bool = False,
     ) -> StatementSearcher:
         """The statement searcher: the first stage, ordered by the learned ranker when ``learned`` (unset:
         when ``ranker.model`` names one), reranked when asked, duplicates collapsed when ``collapse``
-        (unset: ``duplicates.collapse``)."""
+        (unset: ``duplicates.collapse``), the query's typed notation read as LaTeX when ``notation``
+        (unset: ``retrieval.typed_notation``), fused with the search of the LLM's statement rewrite when
+        ``rewrite`` (and a rewriter is given)."""
+        notation = self.settings.retrieval.typed_notation if notation is None else notation
+        searcher = self._statements(rerank, second_embedding, collapse, learned)
+        if notation:
+            if id(searcher) not in self._notation:
+                self._notation[id(searcher)] = TypedNotationSearcher(searcher)
+            searcher = self._notation[id(searcher)]
+        if rewrite and self.rewriter is not None:
+            if id(searcher) not in self._rewriting:
+                retrieval = self.settings.retrieval
+                self._rewriting[id(searcher)] = RewriteFusingSearcher(
+                    searcher, self.rewriter, retrieval.rewrite_weight, retrieval.rrf_k, retrieval.candidates
+                )
+            searcher = self._rewriting[id(searcher)]
+        return searcher
+
+    def _statements(
+        self, rerank: bool, second_embedding: bool, collapse: bool | None, learned: bool | None
+    ) -> StatementSearcher:
         collapse = self.settings.duplicates.collapse if collapse is None else collapse
         learned = self.learned_ranker_configured() if learned is None else learned
         use_second = second_embedding and self.companion is not None
@@ -249,9 +306,16 @@ class SearchStack:
         """The searcher and mode an evaluation run name asks for (duplicates not collapsed: the
         evaluation counts statements by docno itself)."""
         run = RunName.parse(name)
+        if run.rewrite and self.rewriter is None:
+            raise UnknownRunNameError(f"retriever {name!r} needs the LLM that writes the rewrites")
         if run.second_embedding and self.companion is None:
             raise UnknownRunNameError(f"retriever {name!r} needs the second embedding model (second_embedding.model)")
         searcher = self.statements(
-            rerank=run.rerank, second_embedding=run.second_embedding, collapse=False, learned=run.learned
+            rerank=run.rerank,
+            second_embedding=run.second_embedding,
+            collapse=False,
+            learned=run.learned,
+            notation=run.notation,
+            rewrite=run.rewrite,
         )
         return searcher, run.mode

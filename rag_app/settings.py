@@ -139,6 +139,19 @@ class RetrievalSettings(BaseModel):
         description="the dense channel's query adapter: `auto` (the packaged one, if trained for this embedder), "
         "`packaged`, a `train query-adapter` directory, or `none`",
     )
+    typed_notation: bool = Field(
+        True,
+        description="read mathematics typed in ASCII or words as LaTeX before searching (`mu_p` -> `$\\mu_p$`, "
+        "`P^3` -> `$\\mathbb{P}^3$`); a query holding `$` or a backslash is left as typed",
+    )
+    statement_rewrite: Literal["off", "ask", "always"] = Field(
+        "off",
+        description="the LLM writes the statement a query looks for, searched beside the query and fused by rank: "
+        "`ask` for answers only, `always` for search too (seconds per new query on a CPU)",
+    )
+    rewrite_weight: float = Field(
+        0.5, gt=0, description="the rewrite's ranking's weight in the fusion (the query's: 1)"
+    )
 
 
 class QueryAdapterTrainingSettings(BaseModel):

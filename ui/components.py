@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import streamlit as st
@@ -97,20 +98,26 @@ def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
     return SearchControls(top_k, mode, where)
 
 
-def render_source(hit: SearchHit, number: int | None, anchor: str | None, cited: bool = False) -> None:
-    """One numbered source: heading, the statement rendered, where it comes from, its link and score.
+def render_source(
+    hit: SearchHit, number: int | None, anchor: str | None, cited: bool = False, quoted: bool = False
+) -> None:
+    """One numbered source: heading, the statement rendered, where it comes from, its link.
 
-    The full statement and the proof (when ingested) expand on click.
+    No score is shown: the ranker's scores are not on a scale a reader can use (they are often
+    negative), and the order already says what they say. A source the answer quotes whole (``quoted``)
+    is not repeated: its card keeps the heading, origin and link and says it is quoted above. The full
+    statement and the proof (when ingested) expand on click.
     """
     record = hit.record
     with st.container(border=True):
         if anchor:
             st.markdown(f'<div id="{anchor}"></div>', unsafe_allow_html=True)
         prefix = f"[{number}] " if number is not None else ""
-        mark = " · ✓ cited" if cited else ""
-        st.markdown(f"**{prefix}{source_heading(record)}** · score {hit.score:.3f}{mark}")
+        mark = " · quoted above" if quoted else (" · ✓ cited" if cited else "")
+        st.markdown(f"**{prefix}{source_heading(record)}**{mark}")
         preview, shortened = _preview(record.text)
-        st.markdown(to_streamlit_markdown(preview))
+        if not quoted:
+            st.markdown(to_streamlit_markdown(preview))
         details = [source_origin(record)]
         if record.url:
             details.append(f"[{_link_label(record.url)}]({record.url})")
@@ -132,7 +139,7 @@ def render_paper(paper: PaperHit) -> None:
     with st.container(border=True):
         known_as = paper.title or (paper.hits[0].record.source_title if paper.hits else paper.paper_id)
         title = to_streamlit_markdown(known_as)
-        st.markdown(f"**{paper.rank}. {title}** · score {paper.score:.3f}")
+        st.markdown(f"**{paper.rank}. {title}**")
         details = [SOURCE_LABELS.get(paper.source, paper.source), paper.paper_id]
         details += [text for text in (paper.authors, " ".join(paper.categories), paper.date) if text]
         if paper.url:
@@ -143,12 +150,13 @@ def render_paper(paper: PaperHit) -> None:
             st.markdown(f"*{source_heading(hit.record)}*: " + to_streamlit_markdown(preview))
 
 
-def render_sources(sources: list[SearchHit], cited: list[int], anchor: str | None) -> None:
+def render_sources(sources: list[SearchHit], cited: list[int], anchor: str | None, quoted: Sequence[int] = ()) -> None:
+    """The numbered sources; those in ``quoted`` (quoted whole in the answer) as short cards."""
     if not sources:
         return
     st.markdown("**Sources**")
     for number, hit in enumerate(sources, start=1):
-        render_source(hit, number, f"{anchor}-{number}" if anchor else None, number in cited)
+        render_source(hit, number, f"{anchor}-{number}" if anchor else None, number in cited, number in quoted)
 
 
 def render_answer(answer: Answer, turn: int) -> None:
@@ -169,11 +177,14 @@ def render_answer(answer: Answer, turn: int) -> None:
                 why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
                 removed = "removed, " if sentence.text in answer.removed_sentences else ""
                 st.caption(f"⚠ {removed}not stated by the sources it cites{why}: {sentence.text}")
+        if answer.style == "quote" and answer.choice_confidence is not None:
+            what = "this choice" if answer.status is AnswerStatus.ANSWERED else "no statement answering"
+            st.caption(f"The model's confidence in {what}: {answer.choice_confidence:.0%}")
         if answer.invalid_citations:
             st.caption(f"Removed citations to sources that were not given: {answer.invalid_citations}")
     if answer.filter != "everything":
         st.caption(f"filter: {answer.filter}")
-    render_sources(answer.sources, answer.cited, anchor)
+    render_sources(answer.sources, answer.cited, anchor, answer.quoted_sources())
     render_exports(answer, turn)
 
 

@@ -45,3 +45,19 @@ def test_no_choice_quotes_the_closest_statement_under_a_notice() -> None:
     assert text.startswith(NONE_STATED) and "[1] Lemma (Nakayama)" in text and "[2]" not in text
     assert [s.cited for s in sentences] == [[1]]
     assert quoted_answer([], [])[1] == []
+
+
+def test_choice_probabilities_read_the_first_pick_off_its_token() -> None:
+    import math
+
+    from rag_app.quoted_answer import choice_probabilities
+
+    tokens = [
+        {"[": math.log(0.99), "N": math.log(0.01)},  # the bracket: no source number yet
+        {"3": math.log(0.6), "1": math.log(0.3), "9": math.log(0.05), "x": math.log(0.05)},  # 9: not a source
+        {"]": 0.0},
+    ]
+    # p(none) = 0.01 from the first token; the numbers share the bracket's 0.99 as the second token says
+    assert choice_probabilities(tokens, sources=4) == {"1": 0.33, "3": 0.66, "none": 0.01}
+    assert choice_probabilities([{"NONE": math.log(0.8), "2": math.log(0.2)}], sources=4) == {"2": 0.2, "none": 0.8}
+    assert choice_probabilities([], sources=4) == {}  # a server without log probabilities

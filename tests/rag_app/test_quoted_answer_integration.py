@@ -45,6 +45,12 @@ def test_the_statement_the_model_picks_is_quoted_whole(
     assert max(answer.context.source_tokens) <= rag.settings.answers.quote.max_source_tokens + 8
     record = answer.to_dict()
     assert record["style"] == "quote" and record["sentences"][0]["stated"] is True
+    # how sure the model was: the server's log probabilities of its first pick, when it gives them
+    # (llama-cpp-python refuses unless it keeps every logit: the answer is made without them)
+    if answer.choice:
+        assert set(answer.choice) <= {"1", "2", "3", "4", "none"} and abs(sum(answer.choice.values()) - 1) < 0.01
+    assert record["choice"] == answer.choice
+    assert record["choice_confidence"] == (answer.choice.get("2", 0.0) if answer.choice else None)
 
 
 def test_no_pick_quotes_the_closest_statement_under_a_notice(

@@ -16,6 +16,7 @@ from retriever.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.reranking_searcher import RerankingSearcher
 from retriever.search_filter import SearchFilter
 from retriever.search_mode import SearchMode
+from retriever.typed_notation_searcher import TypedNotationSearcher
 from tests.conftest import make_settings
 
 
@@ -27,7 +28,9 @@ def rag(demo_index_dir: Path, tiny_reranker_dir: Path, tmp_path: Path) -> MathRA
 def test_the_stages_are_composed_in_order_once_per_index(rag: MathRAG) -> None:
     stack = rag.search_stack
     assert stack is rag.search_stack
-    searcher = stack.statements(rerank=True, collapse=True)
+    reading = stack.statements(rerank=True, collapse=True)  # typed notation is read first (the default)
+    assert isinstance(reading, TypedNotationSearcher) and stack.statements(rerank=True, collapse=True) is reading
+    searcher = reading.statements
     assert isinstance(searcher, DuplicateCollapsingSearcher)
     reranking = searcher.statements
     assert isinstance(reranking, RerankingSearcher) and reranking is stack.reranking(learned=True)
@@ -37,9 +40,11 @@ def test_the_stages_are_composed_in_order_once_per_index(rag: MathRAG) -> None:
     assert isinstance(first, FirstStageSearcher) and first is stack.first_stage()
     assert isinstance(first.ranker, ChannelRanker) and first.ranker is stack.ranker
     # built once, reused by every search: the same objects each time they are asked for
-    assert stack.statements(rerank=True, collapse=True) is searcher
-    assert stack.statements(collapse=False) is learned
-    assert stack.statements(collapse=False, learned=False) is first
+    assert stack.statements(rerank=True, collapse=True, notation=False) is searcher
+    assert stack.statements(collapse=False, notation=False) is learned
+    assert stack.statements(collapse=False, learned=False, notation=False) is first
+    # no rewriter is asked for unless a search asks for the rewrite
+    assert stack.statements(collapse=False, rewrite=False).statements is learned
     assert stack.reranking() is not reranking and stack.reranking().index is first
     # the second model is off here: asking for it gives the first stage alone
     assert stack.first_stage(second_embedding=True) is first
@@ -89,7 +94,17 @@ def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
     assert RunName.parse("dense") == RunName(SearchMode.DENSE, False, False)
     assert RunName.parse("hybrid-formula+dense2+ltr+rerank") == RunName(SearchMode.HYBRID_FORMULA, True, True, True)
     assert RunName.parse("dense+ltr") == RunName(SearchMode.DENSE, False, False, True)
-    for unknown in ("hybrid+rerank+dense2", "bm26", "+rerank", "hybrid+rerank+ltr", "hybrid+ltr+dense2"):
+    assert RunName.parse("hybrid-formula+ltr+notation") == RunName(SearchMode.HYBRID_FORMULA, False, False, True, True)
+    assert RunName.parse("hybrid-formula+ltr+notation+rewrite").rewrite
+    for unknown in (
+        "hybrid+rerank+dense2",
+        "bm26",
+        "+rerank",
+        "hybrid+rerank+ltr",
+        "hybrid+ltr+dense2",
+        "hybrid+notation+ltr",
+        "hybrid+rewrite+notation",
+    ):
         with pytest.raises(UnknownRunNameError, match="unknown retriever"):
             RunName.parse(unknown)
     searcher, mode = rag.search_stack.for_run_name("hybrid+rerank")
@@ -97,6 +112,8 @@ def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
     # a plain mode is the first stage alone, whatever the settings turn on for search
     assert rag.search_stack.for_run_name("hybrid")[0] is rag.search_stack.first_stage()
     assert rag.search_stack.for_run_name("hybrid+ltr")[0] is rag.search_stack.learned()
+    reading = rag.search_stack.for_run_name("hybrid+ltr+notation")[0]
+    assert isinstance(reading, TypedNotationSearcher) and reading.statements is rag.search_stack.learned()
     with pytest.raises(UnknownRunNameError, match=r"second_embedding\.model"):
         rag.search_stack.for_run_name("hybrid+dense2")
 
@@ -127,3 +144,7 @@ def test_ask_embeds_the_question_once(rag: MathRAG, monkeypatch: pytest.MonkeyPa
     answer = rag.ask("What is the index of a subgroup?", k=3)
     assert answer.sources
     assert len(encoded) == 1, encoded
+    # typed notation is read once, before the search and the relevance check, which embed the same query
+    typed = rag.ask("Is F_q^* cyclic?", k=3)
+    assert typed.search_query == "Is $\\mathbb{F}_q^*$ cyclic?" and typed.question == "Is F_q^* cyclic?"
+    assert len(encoded) == 2, encoded

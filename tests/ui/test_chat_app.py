@@ -71,7 +71,8 @@ def test_a_question_streams_an_answer_whose_citations_link_to_the_sources(
     assert linked and "$A = Q \\Lambda Q^{T}$" in linked[0]  # the formula is left for KaTeX
     assert '<div id="src-0-1"></div>' in answer_markdown  # the anchor the link points at
     headings = [text for text in answer_markdown if text.startswith("**[1]")]
-    assert headings and "Theorem" in headings[0] and "(Spectral theorem)" in headings[0] and "score" in headings[0]
+    assert headings and "Theorem" in headings[0] and "(Spectral theorem)" in headings[0]
+    assert not any("score" in text for text in answer_markdown), "raw ranker scores are not shown to people"
     assert any("Linear algebra" in c.value or "linear" in c.value.lower() for c in at.caption), "the paper is named"
     history = at.session_state["history"]
     assert history[0].cited == [1] and history[0].retriever == "hybrid-formula"
@@ -90,6 +91,10 @@ def test_a_quoting_answer_shows_the_chosen_statement_whole_under_its_title(
     shown = "\n".join(m.value for m in at.chat_message[1].markdown)
     assert f"{record.display_name}, in *" in shown and record.text.split()[2] in shown
     assert not any("not stated" in c.value for c in at.chat_message[1].caption)
+    # the quoted statement is not repeated as a source card: its card says it is quoted above
+    card = [m.value for m in at.chat_message[1].markdown if m.value.startswith("**[1]")]
+    assert card and card[0].endswith("quoted above")
+    assert shown.count(record.text.split("\n")[0].strip()[:40]) == 1
 
 
 def test_a_follow_up_is_searched_with_the_conversation(

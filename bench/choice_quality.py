@@ -1,0 +1,181 @@
+"""Benchmark: does the model's choice of source beat simply quoting the ranker's first result?
+
+For each question of a known-item set (default: ``eval/questions/user-questions.v1.jsonl``, the
+questions in the shape users type), ``MathRAG.ask`` runs the default quoting answer: retrieval, then the
+packaged model picks which of the sources it reads answer the question. With the answering statement
+known, each question says:
+
+- whether an answering statement is among the sources the model read (finding);
+- whether the model's pick answers; whether the first source answers (quoting the ranker's first
+  result); whether one of the first two does (quoting two);
+- what the answer does when the model says NONE: the first source is quoted under a notice; how often
+  that source answers (the model abstained wrongly) and how often nothing answered (abstained rightly);
+- how often nothing answering was read and the model still picked a statement (quoted as the answer).
+
+Answers go to ``choice_quality-answers.jsonl`` under ``--out`` (ignored by git: they quote third-party
+statements); the summary to ``choice_quality.json`` and ``.md``.
+
+    python bench/choice_quality.py [--set FILE] [--index DIR] [--limit N] [--stride N] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import numpy as np
+from tqdm import tqdm
+
+from rag_app import MathRAG, Settings
+from rag_app.answer import AnswerStatus
+from rag_app.evaluation.query_set import EvalQuery, QuerySet
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SET = ROOT / "eval/questions/user-questions.v1.jsonl"
+DEFAULT_INDEX = Path.home() / ".cache/rag-app-questions/index"  # scripts/build_question_index.py
+
+
+def ask_one(rag: MathRAG, query: EvalQuery, gold: set[str]) -> dict[str, Any]:
+    started = time.perf_counter()
+    answer = rag.ask(query.text)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    given = [hit.record.docno for hit in answer.sources]
+    gold_numbers = [n for n, docno in enumerate(given, start=1) if docno in gold]
+    picked = [] if answer.status is AnswerStatus.UNSUPPORTED else list(answer.cited)
+    return {
+        "qid": query.qid,
+        "question": query.text,
+        "gold": sorted(gold),
+        "status": answer.status.value,
+        "llm_error": answer.llm_error,
+        "given": given,
+        "gold_numbers": gold_numbers,
+        "picked": picked,
+        "reply": answer.raw_text,
+        "choice": answer.choice,
+        "picked_answers": any(n in gold_numbers for n in picked),
+        "first_answers": 1 in gold_numbers,
+        "first_two_answer": bool({1, 2} & set(gold_numbers)),
+        "answer_ms": round(elapsed_ms),
+        "first_token_ms": answer.timings_ms.get("first_token"),
+    }
+
+
+def share(rows: list[dict[str, Any]], test: Any) -> dict[str, Any]:
+    hits = sum(1 for r in rows if test(r))
+    return {"count": hits, "of": len(rows), "share": round(hits / len(rows), 3) if rows else None}
+
+
+def likeliest_source(row: dict[str, Any]) -> int | None:
+    """The source number the model gave the highest probability as its first pick, NONE set aside."""
+    numbers = {int(key): p for key, p in row["choice"].items() if key != "none"}
+    return max(numbers, key=lambda n: numbers[n]) if numbers else None
+
+
+def sure_or_first(row: dict[str, Any]) -> int:
+    """The model's pick where it gave it at least 0.5, else the ranker's first source."""
+    picked = row["picked"][0] if row["picked"] else None
+    return picked if picked is not None and row["choice"].get(str(picked), 0.0) >= 0.5 else 1
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    read = [r for r in rows if r["gold_numbers"]]
+    unread = [r for r in rows if not r["gold_numbers"]]
+    abstained = [r for r in rows if not r["picked"]]
+    return {
+        "questions": len(rows),
+        "answering statement read by the model": share(rows, lambda r: r["gold_numbers"]),
+        "answer quotes an answering statement (model's pick)": share(rows, lambda r: r["picked_answers"]),
+        "quoting the first source would answer": share(rows, lambda r: r["first_answers"]),
+        "quoting the first two sources would answer": share(rows, lambda r: r["first_two_answer"]),
+        "when read: model's pick answers": share(read, lambda r: r["picked_answers"]),
+        "when read: first source answers": share(read, lambda r: r["first_answers"]),
+        "when read: model better than first (answer at 2-4)": share(
+            read, lambda r: r["picked_answers"] and not r["first_answers"]
+        ),
+        "when read: model worse than first": share(read, lambda r: r["first_answers"] and not r["picked_answers"]),
+        "model said NONE": share(rows, lambda r: not r["picked"]),
+        "NONE while the first source answers (quoted under the notice)": share(abstained, lambda r: r["first_answers"]),
+        "NONE while another source answers (not shown)": share(
+            abstained, lambda r: r["gold_numbers"] and not r["first_answers"]
+        ),
+        "NONE and nothing read answers (right to abstain)": share(abstained, lambda r: not r["gold_numbers"]),
+        "nothing read answers, a statement quoted as the answer": share(unread, lambda r: r["picked"]),
+        "with probabilities: the model's likeliest source answers (NONE set aside)": share(
+            [r for r in rows if r["choice"]], lambda r: likeliest_source(r) in r["gold_numbers"]
+        ),
+        "with probabilities: the pick when the model is sure (p >= 0.5), else the first source": share(
+            [r for r in rows if r["choice"]], lambda r: sure_or_first(r) in r["gold_numbers"]
+        ),
+        "answer ms p50 / p95": [
+            round(float(np.percentile([r["answer_ms"] for r in rows], q))) if rows else None for q in (50, 95)
+        ],
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "# Choosing the statement: the model's pick against the ranker's first result",
+        "",
+        f"Command: `{result['command']}`",
+        "",
+        f"- set: {result['set']} ({result['summary']['questions']} questions); index: {result['index']}",
+        f"- model: {result['model']}; machine: {result['machine']}",
+        "",
+        "| measure | count | of | share |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, value in result["summary"].items():
+        if isinstance(value, dict):
+            share_text = "—" if value["share"] is None else f"{value['share']:.3f}"
+            lines.append(f"| {name} | {value['count']} | {value['of']} | {share_text} |")
+        elif isinstance(value, list):
+            lines.append(f"| {name} | {value[0]:,} / {value[1]:,} | | |")
+        else:
+            lines.append(f"| {name} | {value} | | |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", type=Path, default=DEFAULT_SET)
+    parser.add_argument("--index", type=Path, default=DEFAULT_INDEX)
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--stride", type=int, default=1, help="every Nth question (a sample across the corpora)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args()
+    if not (args.index / "manifest.json").exists():
+        sys.exit(f"no index at {args.index}: run `python scripts/build_question_index.py` first")
+    queries = list(QuerySet.load(args.set).queries)[:: args.stride][: args.limit or None]
+    settings = Settings(data_dir=args.index.parent / "data", index_dir=args.index)
+    with MathRAG(settings) as rag:
+        model = rag.llm_client().model  # starts the local server before the first question is timed
+        rows = [ask_one(rag, query, set(query.relevant)) for query in tqdm(queries, desc="asking", unit="question")]
+    result = {
+        "command": "python bench/choice_quality.py " + " ".join(sys.argv[1:]),
+        "set": str(args.set.relative_to(ROOT) if args.set.is_relative_to(ROOT) else args.set),
+        "index": str(args.index),
+        "model": model,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "summary": summarize(rows),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "choice_quality.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "choice_quality.md").write_text(markdown(result))
+    with (args.out / "choice_quality-answers.jsonl").open("w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()

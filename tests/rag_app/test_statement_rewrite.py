@@ -1,0 +1,63 @@
+"""The statement a query looks for, written by the LLM and searched beside the query (units: a scripted client)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ingestion.records import Source, StatementKind, StatementRecord
+from prompts import load_prompt
+from rag_app.statement_rewrite import StatementRewriter, usable_statement
+from retriever.rewrite_fusing_searcher import RewriteFusingSearcher
+from retriever.search_filter import SearchFilter
+from retriever.types import SearchHit
+from tests.rag_app.test_conversation import ScriptedClient
+
+
+class NamedClient(ScriptedClient):
+    model = "packaged-test-model"
+
+
+def test_a_rewrite_is_asked_once_then_read_from_the_cache(tmp_path: Path) -> None:
+    client = NamedClient("Statement: Every principal ideal domain is a unique factorization domain.")
+    cache = tmp_path / "cache" / "rewrites.jsonl"
+    rewriter = StatementRewriter(load_prompt("statement_rewrite"), lambda: client, cache)
+    assert rewriter.rewrite("PID => UFD") == "Every principal ideal domain is a unique factorization domain."
+    assert "PID => UFD" in client.messages[0][-1]["content"]
+    again = StatementRewriter(load_prompt("statement_rewrite"), lambda: client, cache)  # a new process
+    assert again.rewrite("PID => UFD").startswith("Every principal ideal domain")
+    assert len(client.messages) == 1, "the second rewrite came from the cache"
+
+
+def test_a_broken_llm_or_an_unusable_reply_gives_no_rewrite(tmp_path: Path) -> None:
+    down = StatementRewriter(load_prompt("statement_rewrite"), lambda: NamedClient(RuntimeError("down")))
+    assert down.rewrite("Hall marriage thm") == ""
+    assert usable_statement('"Hall marriage thm"', "Hall marriage thm") == ""
+    assert usable_statement("x" * 700, "q") == ""
+
+
+def _hit(id_: str, rank: int) -> SearchHit:
+    record = StatementRecord(id=id_, source=Source.LOCAL, kind=StatementKind.THEOREM, text=id_, paper_id="p")
+    return SearchHit(record, 1.0 / rank, rank)
+
+
+class ListSearcher:
+    def __init__(self, results: dict[str, list[str]]) -> None:
+        self.results = results
+        self.queries: list[str] = []
+
+    def search(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> list[SearchHit]:
+        self.queries.append(query)
+        return [_hit(id_, rank) for rank, id_ in enumerate(self.results[query][:k], start=1)]
+
+
+def test_the_rewrite_ranking_is_fused_by_rank_with_the_query_keeping_the_lead() -> None:
+    inner = ListSearcher({"q": ["a", "b", "c"], "statement": ["c", "d", "a"]})
+    fused = RewriteFusingSearcher(inner, lambda q: "statement", rewrite_weight=0.5).search("q", 3, "hybrid")
+    assert [hit.record.id for hit in fused] == ["a", "c", "b"]  # a: first in the query, also found by the rewrite
+    assert [hit.rank for hit in fused] == [1, 2, 3] and inner.queries == ["q", "statement"]
+
+
+def test_without_a_rewrite_the_query_is_searched_alone() -> None:
+    inner = ListSearcher({"q": ["a", "b"]})
+    hits = RewriteFusingSearcher(inner, lambda q: "").search("q", 2, "hybrid")
+    assert [hit.record.id for hit in hits] == ["a", "b"] and inner.queries == ["q"]
