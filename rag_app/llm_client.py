@@ -198,7 +198,7 @@ class ChatClient:
             text = choice.message.content or ""
         except (ValueError, TypeError, AttributeError, KeyError, IndexError) as error:
             raise LLMUnavailableError(
-                f"the LLM server at {self.base_url} sent a malformed reply ({_describe(error)})"
+                f"the LLM server at {self.base_url} sent a malformed answer ({_describe(error)})"
             ) from error
         tokens: list[dict[str, float]] = []
         content = getattr(getattr(choice, "logprobs", None), "content", None) or []

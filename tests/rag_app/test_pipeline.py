@@ -60,7 +60,7 @@ def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
             settings.answers.style = style
             answer = MathRAG(settings).ask("What is the class equation?")
             assert answer.status is AnswerStatus.LLM_UNAVAILABLE, (style, answer.text)
-            expected = "not an OpenAI-compatible" if html_models else "malformed answer stream"
+            expected = "not an OpenAI-compatible" if html_models else "malformed answer"
             assert answer.llm_error and expected in answer.llm_error and server.url in answer.llm_error
             assert answer.sources and answer.sources[0].record.paper_id == "finite-groups"
     finally:
