@@ -59,6 +59,12 @@ _WORD_OPERATORS = {
     "GL": "\\mathrm{GL}",
     "SL": "\\mathrm{SL}",
 }
+# the other operator words, in one pattern compiled once (this runs on every query)
+_OPERATOR_WORD = re.compile(
+    r"(?<![A-Za-z\\{])("
+    + "|".join(sorted((w for w in _WORD_OPERATORS if w not in ("sqrt", "binom")), key=len, reverse=True))
+    + r")(?=[_^(\s{]|$)"
+)
 _CALLIGRAPHIC = {"O": "\\mathcal{O}"}  # O_X, O_{X,x}: the structure sheaf
 
 _SYMBOLS = (("<=>", "\\iff"), ("<=", "\\le"), (">=", "\\ge"), ("!=", "\\ne"), ("->", "\\to"), ("|->", "\\mapsto"))
@@ -181,11 +187,7 @@ def _functions(text: str) -> str:
     text = re.sub(r"(?<![A-Za-z\\])sqrt\(([^()]*)\)", r"\\sqrt{\1}", text)
     text = re.sub(r"(?<![A-Za-z\\])sqrt(\d+|[A-Za-z])(?![A-Za-z])", r"\\sqrt{\1}", text)
     text = re.sub(r"(?<![A-Za-z\\])binom\(([^(),]*),([^()]*)\)", r"\\binom{\1}{\2}", text)
-    for word, command in _WORD_OPERATORS.items():
-        if word in ("sqrt", "binom"):
-            continue
-        text = re.sub(rf"(?<![A-Za-z\\{{]){word}(?=[_^(\s{{]|$)", command.replace("\\", "\\\\"), text)
-    return text
+    return _OPERATOR_WORD.sub(lambda m: _WORD_OPERATORS[m.group(1)], text)
 
 
 def _blackboard(text: str) -> str:
