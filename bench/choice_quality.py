@@ -62,9 +62,13 @@ def ask_one(rag: MathRAG, query: EvalQuery, gold: set[str]) -> dict[str, Any]:
         "picked": picked,
         "reply": answer.raw_text,
         "choice": answer.choice,
+        "scores": [round(float(hit.score), 4) for hit in answer.sources],
         "picked_answers": any(n in gold_numbers for n in picked),
         "first_answers": 1 in gold_numbers,
         "first_two_answer": bool({1, 2} & set(gold_numbers)),
+        "expected": query.metadata.get("expected"),  # a yes/no question's true answer, where the set says
+        "verdict": answer.yes_no_verdict,
+        "lead_in": answer.lead_in,
         "answer_ms": round(elapsed_ms),
         "first_token_ms": answer.timings_ms.get("first_token"),
     }
@@ -116,9 +120,31 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "with probabilities: the pick when the model is sure (p >= 0.5), else the first source": share(
             [r for r in rows if r["choice"]], lambda r: sure_or_first(r) in r["gold_numbers"]
         ),
+        **yes_no_summary(rows),
         "answer ms p50 / p95": [
             round(float(np.percentile([r["answer_ms"] for r in rows], q))) if rows else None for q in (50, 95)
         ],
+    }
+
+
+def yes_no_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """For a set whose questions say their true answer (yes or no): the lead-ins given, right and wrong."""
+    asked = [r for r in rows if r.get("expected")]
+    if not asked:
+        return {}
+    led = [r for r in asked if r["lead_in"]]
+
+    def right(r: dict[str, Any]) -> bool:
+        return r["lead_in"].lower().startswith(r["expected"]) and r["picked_answers"]
+
+    return {
+        "yes/no: the model gave a verdict (YES or NO)": share(asked, lambda r: r["verdict"] in ("yes", "no")),
+        "yes/no: a lead-in was shown": share(asked, lambda r: r["lead_in"]),
+        "yes/no: lead-in right, above a statement that answers": share(led, right),
+        "yes/no: lead-in wrong (the wrong word, or above a statement that does not answer)": share(
+            led, lambda r: not right(r)
+        ),
+        "yes/no: no lead-in though the quote answers": share(asked, lambda r: r["picked_answers"] and not r["lead_in"]),
     }
 
 
@@ -152,14 +178,26 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--stride", type=int, default=1, help="every Nth question (a sample across the corpora)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--prompt-logits", action=argparse.BooleanOptionalAction, default=None,
+        help="start the local server with logits kept (llama.cpp's logprobs need them); default: as configured",
+    )  # fmt: skip
     args = parser.parse_args()
     if not (args.index / "manifest.json").exists():
         sys.exit(f"no index at {args.index}: run `python scripts/build_question_index.py` first")
     queries = list(QuerySet.load(args.set).queries)[:: args.stride][: args.limit or None]
     settings = Settings(data_dir=args.index.parent / "data", index_dir=args.index)
-    with MathRAG(settings) as rag:
+    if args.prompt_logits is not None:
+        settings.llm.llama_cpp = settings.llm.llama_cpp.model_copy(update={"prompt_logits": args.prompt_logits})
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    # Each answer is written as it comes, so a run stopped early still leaves its rows.
+    with MathRAG(settings) as rag, (args.out / "choice_quality-answers.jsonl").open("w") as answers:
         model = rag.llm_client().model  # starts the local server before the first question is timed
-        rows = [ask_one(rag, query, set(query.relevant)) for query in tqdm(queries, desc="asking", unit="question")]
+        for query in tqdm(queries, desc="asking", unit="question"):
+            rows.append(ask_one(rag, query, set(query.relevant)))
+            answers.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
+            answers.flush()
     result = {
         "command": "python bench/choice_quality.py " + " ".join(sys.argv[1:]),
         "set": str(args.set.relative_to(ROOT) if args.set.is_relative_to(ROOT) else args.set),
@@ -168,12 +206,8 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "summary": summarize(rows),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "choice_quality.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "choice_quality.md").write_text(markdown(result))
-    with (args.out / "choice_quality-answers.jsonl").open("w") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(markdown(result))
 
 

@@ -61,6 +61,10 @@ class Answer:
     # The quoting answer: the probability the model gave each source number (and "none") as its first
     # pick, from the server's log probabilities; empty when the server gave none.
     choice: dict[str, float] = field(default_factory=dict)
+    # A yes/no question's quoting answer: the model's verdict on the quoted statement ("yes", "no",
+    # "unclear"; None when not asked) and the lead-in line shown above the quote (None when none).
+    yes_no_verdict: str | None = None
+    lead_in: str | None = None
     filter: str = "everything"  # the search filter, described
     retriever: str = ""  # the retriever mode that found the sources
     reranker: str = ""  # the cross-encoder that ordered the sources ("" when not reranked)
@@ -153,6 +157,8 @@ class Answer:
             "style": self.style,
             "choice": self.choice,
             "choice_confidence": self.choice_confidence,
+            "yes_no_verdict": self.yes_no_verdict,
+            "lead_in": self.lead_in,
             "removed_sentences": self.removed_sentences,
             "repeated_sentences": self.repeated_sentences,
             "truncated": self.truncated,

@@ -26,6 +26,7 @@ from rag_app.quoted_answer import choice_probabilities, parse_selection, quoted_
 from rag_app.settings import Settings
 from rag_app.statement_check import StatementChecker, source_context
 from rag_app.text_repair import repair
+from rag_app.yes_no_lead import checkable_lead_in, is_yes_no_question, parse_verdict
 from retriever import Embedder, SearchHit
 
 
@@ -164,7 +165,30 @@ class Answerer:
         record.choice = choice_probabilities(alternatives, len(given))
         text, record.sentences = quoted_answer(given, selected)
         record.status = AnswerStatus.ANSWERED if selected else AnswerStatus.UNSUPPORTED
+        if selected and quote.yes_no_lead and is_yes_no_question(question):
+            record.lead_in = self._yes_no_lead_in(client, question, given[selected[0] - 1], selected[0], record)
+            if record.lead_in:
+                text = f"{record.lead_in}\n\n{text}"
         return text
+
+    def _yes_no_lead_in(
+        self, client: ChatClient, question: str, hit: SearchHit, number: int, record: Answer
+    ) -> str | None:
+        """The lead-in for a yes/no question whose answer quotes ``hit`` as source ``number``: the model
+        reads the statement whole and says YES, NO or UNCLEAR; None where that cannot be checked."""
+        quote = self.settings.answers.quote
+        started = time.perf_counter()
+        fence = new_fence_key()
+        packed = pack_sources([hit], quote.yes_no_max_statement_tokens, fence, client.count_tokens)
+        if not packed.hits or packed.trimmed:
+            return None  # a verdict on a statement read cut could be wrong about the part not read
+        text = packed.text.replace(f"<source 1 key={fence}>", f"<source {number} key={fence}>", 1)
+        text = text.replace("[1] ", f"[{number}] ", 1)
+        messages = load_prompt(quote.yes_no_prompt).messages(sources=text, question=question, fence=fence)
+        verdict = parse_verdict(client.chat(messages, max_tokens=3, temperature=0.0))
+        record.yes_no_verdict = verdict.value
+        record.timings_ms["yes_no"] = round((time.perf_counter() - started) * 1000, 1)
+        return checkable_lead_in(question, hit.record.text, verdict, number, quote.yes_no_min_overlap)
 
     def _messages(
         self,
@@ -287,7 +311,7 @@ def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool)
 def _with_timings(record: Answer, retrieval_ms: float, stream: AnswerStream, validation_started: float) -> Answer:
     """``record`` with milliseconds from the question: retrieval, first text, whole answer, validation, total."""
     now = time.perf_counter()
-    timings = {"retrieval": retrieval_ms}
+    timings = {"retrieval": retrieval_ms, **record.timings_ms}  # with any step's own (the yes/no verdict)
     if record.reranker:  # the cross-encoder's share of retrieval
         timings["rerank"] = record.rerank_ms
     if stream.first_chunk_s is not None:

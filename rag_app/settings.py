@@ -413,6 +413,17 @@ class QuoteSettings(BaseModel):
     sources_budget_tokens: int = Field(420, ge=48, description="tokens all sources may take together")
     max_quotes: int = Field(2, ge=1, description="statements quoted at most")
     max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
+    # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
+    # (rag_app/yes_no_lead.py): the model says YES or NO reading the quoted statement whole, and the
+    # statement uses most of the question's content words. One more short model call, yes/no questions only.
+    yes_no_lead: bool = Field(True, description="a one-word lead-in (Yes/No, as [n] states) for yes/no questions")
+    yes_no_prompt: str = Field("yes_no_verdict", description="the lead-in's prompt (its latest version) or NAME@vN")
+    yes_no_min_overlap: float = Field(
+        0.5, ge=0, le=1, description="share of the question's content words the quoted statement must use"
+    )
+    yes_no_max_statement_tokens: int = Field(
+        600, ge=32, description="a longer quoted statement gets no lead-in (the model would read it cut)"
+    )
 
 
 class AnswerSettings(BaseModel):

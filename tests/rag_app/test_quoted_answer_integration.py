@@ -99,3 +99,14 @@ def test_a_written_answer_loses_what_its_source_does_not_state(
     removed = [s for s in answer.sentences if s.text in answer.removed_sentences]
     assert removed and not removed[0].stated and any("scalar" in p for p in removed[0].problems)
     assert answer.status is AnswerStatus.ANSWERED and answer.to_dict()["removed_sentences"] == answer.removed_sentences
+
+
+def test_a_yes_no_question_asks_the_real_server_for_a_verdict_and_shows_none_it_cannot_read(
+    demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
+) -> None:
+    # The forced output makes the server answer "[1]" to both calls: a pick, then no readable verdict.
+    rag = quoting_rag(demo_index_dir, tmp_path, llm_server, "[1]")
+    answer = rag.ask("Is a finitely generated module $M$ with $IM = M$ zero, by Nakayama's lemma?", k=5)
+    assert answer.status is AnswerStatus.ANSWERED and answer.cited == [1]
+    assert answer.yes_no_verdict == "unclear" and answer.lead_in is None and answer.text.startswith("[1] ")
+    assert answer.timings_ms["yes_no"] > 0

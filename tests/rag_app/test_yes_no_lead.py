@@ -1,0 +1,116 @@
+"""The yes/no lead-in above a quote: only a checkable one word and a pointer, else none (units)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_app.answerer import Answerer, Retrieval
+from rag_app.conversation import RewriteMethod, RewrittenQuery
+from rag_app.yes_no_lead import (
+    Verdict,
+    checkable_lead_in,
+    is_yes_no_question,
+    parse_verdict,
+    topic_overlap,
+)
+from tests.conftest import make_settings
+from tests.rag_app.test_quoted_answer import hit
+
+PID = "Every principal ideal domain is a unique factorization domain."
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Is every PID a UFD?", "does sum 1/p converge", "Can a group of order p^2 be non-abelian?", "So, are they equal?"],
+)
+def test_questions_that_ask_yes_or_no_are_recognised(question: str) -> None:
+    assert is_yes_no_question(question)
+
+
+@pytest.mark.parametrize("question", ["PID implies UFD", "When is a module flat?", "Island of stability", "Dose"])
+def test_other_questions_are_not(question: str) -> None:
+    assert not is_yes_no_question(question)
+
+
+def test_the_verdict_is_read_strictly() -> None:
+    assert parse_verdict("YES") is Verdict.YES and parse_verdict(" no.") is Verdict.NO
+    assert parse_verdict("UNCLEAR") is parse_verdict("[2]") is parse_verdict("") is Verdict.UNCLEAR
+    assert parse_verdict("Nope") is Verdict.UNCLEAR  # only the words asked for count
+
+
+def test_the_lead_in_needs_a_verdict_and_a_statement_about_the_question() -> None:
+    question = "Is every principal ideal domain a unique factorization domain?"
+    assert topic_overlap(question, PID) == 1.0
+    assert checkable_lead_in(question, PID, Verdict.YES, 2, 0.5) == "Yes, as [2] states:"
+    assert checkable_lead_in(question, PID, Verdict.NO, 1, 0.5) == "No, as [1] states:"
+    assert checkable_lead_in(question, PID, Verdict.UNCLEAR, 2, 0.5) is None
+    # a verdict on a statement about something else is never shown
+    other = "A compact subset of a Hausdorff space is closed."
+    assert topic_overlap(question, other) == 0.0
+    assert checkable_lead_in(question, other, Verdict.YES, 2, 0.5) is None
+
+
+class VerdictClient:
+    """A scripted chat client: the source choice, then the verdict."""
+
+    model, base_url = "scripted", "http://scripted"
+
+    def __init__(self, choice: str, verdict: str) -> None:
+        self.choice, self.verdict = choice, verdict
+        self.verdict_prompts: list[str] = []
+
+    def chat_with_alternatives(self, messages, max_tokens=None, alternatives=10):
+        return self.choice, []
+
+    def chat(self, messages, extra_body=None, max_tokens=None, temperature=None) -> str:
+        self.verdict_prompts.append(messages[-1]["content"])
+        return self.verdict
+
+    def context_window(self) -> None:
+        return None
+
+    def count_tokens(self, text: str) -> None:
+        return None
+
+
+class FlatEmbedder:
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.ones(4, np.float32) / 2
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return np.ones((len(texts), 4), np.float32) / 2
+
+
+def answer(tmp_path: Path, question: str, choice: str, verdict: str, **quote: object):
+    hits = [hit("A flat module over a field is free."), hit(PID)]
+    settings = make_settings(tmp_path, answers={"style": "quote", "quote": quote})
+    client = VerdictClient(choice, verdict)
+    vectors = {h.record.id: np.ones(4, np.float32) / 2 for h in hits}
+    answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, lambda: client)
+    search = RewrittenQuery(question, RewriteMethod.AS_ASKED)
+    stream = answerer.stream(question, Retrieval(hits, search, "everything", "hybrid"), time.perf_counter())
+    return stream.result(), client
+
+
+def test_a_yes_no_question_gets_the_lead_in_above_the_quote(tmp_path: Path) -> None:
+    result, client = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "YES")
+    assert result.text.startswith("Yes, as [2] states:\n\n[2] Lemma (Nakayama)")
+    assert (result.lead_in, result.yes_no_verdict) == ("Yes, as [2] states:", "yes")
+    assert PID in client.verdict_prompts[0] and "<source 2 key=" in client.verdict_prompts[0]
+    assert "yes_no" in result.timings_ms and result.to_dict()["lead_in"] == "Yes, as [2] states:"
+
+
+def test_no_lead_in_when_unclear_off_or_not_a_yes_no_question(tmp_path: Path) -> None:
+    unclear, _ = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "UNCLEAR")
+    assert unclear.text.startswith("[2] ") and unclear.lead_in is None and unclear.yes_no_verdict == "unclear"
+    off, client = answer(tmp_path / "off", "Is every principal ideal domain a UFD?", "[2]", "YES", yes_no_lead=False)
+    assert off.lead_in is None and client.verdict_prompts == []
+    plain, client = answer(tmp_path / "plain", "PID implies UFD", "[2]", "YES")
+    assert plain.lead_in is None and client.verdict_prompts == [], "not a yes/no question: no extra call"
+    abstained, client = answer(tmp_path / "none", "Is every principal ideal domain a UFD?", "NONE", "YES")
+    assert abstained.lead_in is None and client.verdict_prompts == [], "nothing picked: nothing to lead into"
