@@ -1006,6 +1006,10 @@ def train_questions(
         Optional[str], typer.Option("--license", help="the corpus's license, recorded in the file's header")
     ] = None,
     background: Annotated[bool, typer.Option("--background", help="run detached; progress goes to OUT.log")] = False,
+    exclude_set: Annotated[
+        Optional[list[Path]],
+        typer.Option("--exclude-set", help="a query set whose judged statements get no question (repeatable)"),
+    ] = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
@@ -1031,8 +1035,8 @@ def train_questions(
         return
     try:
         report = generate_questions(settings, settings.resolved_index_dir, path, limit, license_note,
-                                    show_progress=not as_json, log=_err)  # fmt: skip
-    except (FileNotFoundError, ValueError, LLMServerError, PackagedModelError) as error:
+                                    show_progress=not as_json, log=_err, exclude_sets=exclude_set or [])  # fmt: skip
+    except (FileNotFoundError, ValueError, QuerySetError, LLMServerError, PackagedModelError) as error:
         _err(f"error: {error}")
         raise typer.Exit(2) from error
     summary = {"file": str(report.path), "existing": report.existing, "added": report.added,

@@ -66,8 +66,10 @@ class LLMConnection:
     def _warm_up(self, client: ChatClient) -> None:
         """Have the local server read the answer prompt's instructions once: they open every answer
         prompt, so llama.cpp keeps them as the cached prefix and the first question reads only its own
-        part. A failure here only costs that saving."""
-        prompt = load_prompt(self.settings.llm.prompt)
+        part. A failure here only costs that saving. The prompt is the one answers use: the quoting
+        answer's choice prompt by default (warming the written answer's prompt saved nothing there)."""
+        answers = self.settings.answers
+        prompt = load_prompt(answers.quote.prompt if answers.style == "quote" else self.settings.llm.prompt)
         system = prompt.messages(sources="", question="", fence="")[0]
         try:
             client.chat([system, {"role": "user", "content": "Sources"}], max_tokens=1, temperature=0.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rag_app.settings import Settings
@@ -21,6 +21,13 @@ def default_questions_file(settings: Settings) -> Path:
     return settings.rerank.training.questions_file or settings.data_dir / "training" / "questions.jsonl"
 
 
+def judged_docnos(query_sets: Sequence[Path]) -> set[str]:
+    """Every docno a query set judges (any grade): the statements its questions are about."""
+    from rag_app.evaluation.query_set import QuerySet
+
+    return {docno for path in query_sets for query in QuerySet.load(path).queries for docno in query.relevant}
+
+
 def generate_questions(
     settings: Settings,
     index_dir: Path,
@@ -29,8 +36,12 @@ def generate_questions(
     license_note: str | None = None,
     show_progress: bool = False,
     log: Callable[[str], None] = print,
+    exclude_sets: Sequence[Path] = (),
 ) -> ExtendReport:
-    """Extend ``path`` with questions for the training statements it lacks (held-out ones stay unseen)."""
+    """Extend ``path`` with questions for the training statements it lacks (held-out ones stay unseen).
+
+    ``exclude_sets``: query sets whose judged statements get no question, so that nothing trained on the
+    file has seen a development set's answers (its relevant docnos are left out)."""
     from rag_app.pipeline import MathRAG
 
     store, _ = open_index_store(index_dir, settings.store.connection())
@@ -39,6 +50,11 @@ def generate_questions(
         raise ValueError(f"the index in {index_dir} holds no statements")
     split = split_of(records, settings.training)  # held-out statements get no question
     train_records = split.training_records(records)
+    excluded = judged_docnos(exclude_sets)
+    if excluded:
+        kept = [record for record in train_records if record.docno not in excluded]
+        log(f"{len(train_records) - len(kept):,} training statements judged by {len(exclude_sets)} set(s) left out")
+        train_records = kept
     question_file = QuestionFile.load(path)
     # Some variety between retries of a malformed reply; a question is short.
     llm = settings.llm.model_copy(update={"temperature": 0.7, "max_tokens": 160})
@@ -61,6 +77,7 @@ def generate_questions(
                 "split_seed": split.seed,
             },
             "license": license_note or DEFAULT_LICENSE,
+            "excluded_sets": [path.name for path in exclude_sets],
         }
         log(f"{len(question_file.questions):,} questions in {path}; {len(train_records):,} training statements")
         return extend_questions(

@@ -38,7 +38,8 @@ def test_the_system_message_is_the_same_for_every_question_so_the_server_can_cac
 
 def test_a_pinned_version_loads_and_unknown_names_or_versions_are_explained() -> None:
     assert load_prompt("answer_with_citations@v1").version == 1
-    assert load_prompt("question_generation").identity == "question_generation@v1"
+    assert load_prompt("question_generation").identity == "question_generation@v2"
+    assert load_prompt("question_generation@v1").version == 1  # the researcher-style questions, still loadable
     with pytest.raises(KeyError, match="answer_with_citations"):
         load_prompt("no-such-prompt")
     with pytest.raises(KeyError, match="has no version 9; it has v1, v2, v3, v4"):
