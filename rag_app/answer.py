@@ -64,6 +64,9 @@ class Answer:
     # A yes/no question's quoting answer: the model's verdict on the quoted statement ("yes", "no",
     # "unclear"; None when not asked) and the lead-in line shown above the quote (None when none).
     yes_no_verdict: str | None = None
+    # Who chose the quoted statement: "model" (it read the sources), "ranker" (the learned ranker's first
+    # result led clearly, the model was not asked); "" for a written answer or none given.
+    chosen_by: str = ""
     lead_in: str | None = None
     filter: str = "everything"  # the search filter, described
     retriever: str = ""  # the retriever mode that found the sources
@@ -157,6 +160,7 @@ class Answer:
             "style": self.style,
             "choice": self.choice,
             "choice_confidence": self.choice_confidence,
+            "chosen_by": self.chosen_by,
             "yes_no_verdict": self.yes_no_verdict,
             "lead_in": self.lead_in,
             "removed_sentences": self.removed_sentences,

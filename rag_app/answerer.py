@@ -22,7 +22,7 @@ from rag_app.conversation import RewrittenQuery
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import LLMServerError
 from rag_app.packaged_models import PackagedModelError
-from rag_app.quoted_answer import choice_probabilities, parse_selection, quoted_answer
+from rag_app.quoted_answer import choice_probabilities, parse_selection, quoted_answer, ranker_is_sure
 from rag_app.settings import Settings
 from rag_app.statement_check import StatementChecker, source_context
 from rag_app.text_repair import repair
@@ -41,6 +41,7 @@ class Retrieval:
     reranker: str = ""  # the cross-encoder's identity, when it reordered the hits
     rerank_ms: float = 0.0
     second_embedding: str = ""  # the second embedding model fused in, or ""
+    learned_ranker: bool = False  # the hits' scores are the learned ranker's (comparable across questions)
 
 
 class Answerer:
@@ -99,7 +100,7 @@ class Answerer:
                 client = self.client()
                 record.model, record.server = client.model, client.base_url
                 if quoting:
-                    yield self._quote(client, prompt, prompt_question, hits, similarities, record, given, reply)
+                    yield self._quote(client, prompt, prompt_question, retrieval, similarities, record, given, reply)
                     return
                 candidates = self._source_candidates(hits, similarities, checks.max_sources, checks.source_margin)
                 messages = self._messages(
@@ -146,23 +147,29 @@ class Answerer:
         client: ChatClient,
         prompt: PromptTemplate,
         question: str,
-        hits: list[SearchHit],
+        retrieval: Retrieval,
         similarities: np.ndarray,
         record: Answer,
         given: list[SearchHit],
         reply: list[str],
     ) -> str:
-        """The quoting answer: the model picks among short views of the sources; the answer quotes its picks."""
+        """The quoting answer: the model picks among short views of the sources; the answer quotes its picks.
+        Where the learned ranker's first result clearly leads (``answers.quote.ranker_sure_margin``), it is
+        quoted without asking the model."""
         quote = self.settings.answers.quote
-        candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
-        messages = self._messages(
-            client, prompt, question, candidates, record, given, quote.sources_budget_tokens, quote.max_source_tokens,
-            proofs=False,
-        )  # fmt: skip
-        text, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
-        reply.append(text)
-        selected = parse_selection(reply[0], len(given), quote.max_quotes)
-        record.choice = choice_probabilities(alternatives, len(given))
+        candidates = self._source_candidates(retrieval.hits, similarities, quote.max_sources, quote.source_margin)
+        if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
+            given.extend(candidates)
+            selected, record.chosen_by = [1], "ranker"
+        else:
+            messages = self._messages(
+                client, prompt, question, candidates, record, given, quote.sources_budget_tokens,
+                quote.max_source_tokens, proofs=False,
+            )  # fmt: skip
+            text, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
+            reply.append(text)
+            selected, record.chosen_by = parse_selection(reply[0], len(given), quote.max_quotes), "model"
+            record.choice = choice_probabilities(alternatives, len(given))
         text, record.sentences = quoted_answer(given, selected)
         record.status = AnswerStatus.ANSWERED if selected else AnswerStatus.UNSUPPORTED
         if selected and quote.yes_no_lead and is_yes_no_question(question):

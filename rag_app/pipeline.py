@@ -384,6 +384,8 @@ class MathRAG:
             reranker=self.search_stack.reranker.identity if rerank else "",
             rerank_ms=self.search_stack.last_rerank_ms(second) if rerank else 0.0,
             second_embedding=self.search_stack.second_embedding_used(second),
+            # the scores are the learned ranker's unless a cross-encoder or the rewrite's fusion replaced them
+            learned_ranker=self.search_stack.learned_ranker_configured() and not rerank and not rewrite,
         )
         return self.answerer.stream(question, retrieval, started)
 

@@ -73,6 +73,13 @@ def _source_key(text: str, sources: int) -> str | None:
     return None
 
 
+def ranker_is_sure(hits: Sequence[SearchHit], margin: float | None) -> bool:
+    """Whether the first hit's score leads the second's by at least ``margin`` (scores of the learned
+    ranker: LambdaMART scores, whose differences mean the same for every question). A single hit is
+    never "sure": there is nothing it was compared with."""
+    return margin is not None and len(hits) > 1 and hits[0].score - hits[1].score >= margin
+
+
 def quote(hit: SearchHit, number: int) -> str:
     """Source ``number`` as the answer shows it: its heading and paper title, then the whole statement
     as a Markdown block quote (never cut: a statement cut before its conclusion would mislead)."""

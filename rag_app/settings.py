@@ -413,6 +413,12 @@ class QuoteSettings(BaseModel):
     sources_budget_tokens: int = Field(420, ge=48, description="tokens all sources may take together")
     max_quotes: int = Field(2, ge=1, description="statements quoted at most")
     max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
+    # The learned ranker's clear first result is quoted without asking the model (bench/choice_quality.py:
+    # where its score leads the second by this much, the first result answered more often than the model's
+    # pick, and the answer comes at search speed). Unset: the model always chooses.
+    ranker_sure_margin: float | None = Field(
+        1.0, ge=0, description="learned-ranker score lead of the first result over the second that skips the model"
+    )
     # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
     # (rag_app/yes_no_lead.py): the model says YES or NO reading the quoted statement whole, and the
     # statement uses most of the question's content words. One more short model call, yes/no questions only.

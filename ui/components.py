@@ -177,7 +177,9 @@ def render_answer(answer: Answer, turn: int) -> None:
                 why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
                 removed = "removed, " if sentence.text in answer.removed_sentences else ""
                 st.caption(f"⚠ {removed}not stated by the sources it cites{why}: {sentence.text}")
-        if answer.style == "quote" and answer.choice_confidence is not None:
+        if answer.style == "quote" and answer.chosen_by == "ranker":
+            st.caption("The search's first result led clearly, so it is quoted without asking the language model.")
+        elif answer.style == "quote" and answer.choice_confidence is not None:
             what = "this choice" if answer.status is AnswerStatus.ANSWERED else "no statement answering"
             st.caption(f"The model's confidence in {what}: {answer.choice_confidence:.0%}")
         if answer.invalid_citations:

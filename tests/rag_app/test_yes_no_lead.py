@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,7 @@ class VerdictClient:
         self.verdict_prompts: list[str] = []
 
     def chat_with_alternatives(self, messages, max_tokens=None, alternatives=10):
+        self.choices_asked = getattr(self, "choices_asked", 0) + 1
         return self.choice, []
 
     def chat(self, messages, extra_body=None, max_tokens=None, temperature=None) -> str:
@@ -86,14 +88,20 @@ class FlatEmbedder:
         return np.ones((len(texts), 4), np.float32) / 2
 
 
-def answer(tmp_path: Path, question: str, choice: str, verdict: str, **quote: object):
+def answer(
+    tmp_path: Path, question: str, choice: str, verdict: str, scores: tuple[float, float] | None = None, **quote: object
+):
+    """The answer to ``question`` over two sources; with ``scores``, they are the learned ranker's."""
     hits = [hit("A flat module over a field is free."), hit(PID)]
+    if scores is not None:
+        hits = [replace(h, score=score) for h, score in zip(hits, scores, strict=True)]
     settings = make_settings(tmp_path, answers={"style": "quote", "quote": quote})
     client = VerdictClient(choice, verdict)
     vectors = {h.record.id: np.ones(4, np.float32) / 2 for h in hits}
     answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, lambda: client)
     search = RewrittenQuery(question, RewriteMethod.AS_ASKED)
-    stream = answerer.stream(question, Retrieval(hits, search, "everything", "hybrid"), time.perf_counter())
+    retrieval = Retrieval(hits, search, "everything", "hybrid", learned_ranker=scores is not None)
+    stream = answerer.stream(question, retrieval, time.perf_counter())
     return stream.result(), client
 
 

@@ -97,6 +97,20 @@ def test_a_quoting_answer_shows_the_chosen_statement_whole_under_its_title(
     assert shown.count(record.text.split("\n")[0].strip()[:40]) == 1
 
 
+def test_a_statement_the_ranker_chose_says_so_under_the_answer(
+    app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
+) -> None:
+    forced(app_env, llm_server, "[2]")  # the model would pick [2]; it is not asked
+    app_env.setenv("RAG_APP_ANSWERS__STYLE", "quote")
+    app_env.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "0")  # any lead is clear enough
+    at = ask(start(), QUESTION)
+    answer = at.session_state["history"][0]
+    assert answer.chosen_by == "ranker" and answer.cited == [1] and answer.raw_text == ""
+    captions = [c.value for c in at.chat_message[1].caption]
+    assert any("quoted without asking the language model" in c for c in captions)
+    assert not any("confidence" in c for c in captions)
+
+
 def test_a_follow_up_is_searched_with_the_conversation(
     app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
 ) -> None:

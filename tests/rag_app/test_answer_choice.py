@@ -1,0 +1,44 @@
+"""Who chooses the quoted statement: the learned ranker where its first result clearly leads, else the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_app.answer import AnswerStatus
+from rag_app.quoted_answer import ranker_is_sure
+from tests.rag_app.test_quoted_answer import hit
+from tests.rag_app.test_yes_no_lead import PID, answer
+
+
+def test_the_ranker_is_sure_only_with_a_clear_lead_over_a_second_result() -> None:
+    first, second = hit("A statement."), hit("Another one.")
+    lead = [first.__class__(first.record, 3.0, 1), second.__class__(second.record, 1.9, 2)]
+    assert ranker_is_sure(lead, 1.0) and not ranker_is_sure(lead, 1.5)
+    assert not ranker_is_sure(lead, None), "unset: the model always chooses"
+    assert not ranker_is_sure(lead[:1], 0.0), "one result was compared with nothing"
+
+
+def test_a_clear_first_result_is_quoted_without_asking_the_model(tmp_path: Path) -> None:
+    result, client = answer(tmp_path, "flat module over a field", "[2]", "", scores=(3.0, 1.5))
+    assert result.chosen_by == "ranker" and result.cited == [1] and result.status is AnswerStatus.ANSWERED
+    assert getattr(client, "choices_asked", 0) == 0 and result.choice == {} and result.raw_text == ""
+    assert result.text.startswith("[1] ") and len(result.sources) == 2  # the others still listed
+    assert result.to_dict()["chosen_by"] == "ranker"
+
+
+def test_a_close_call_or_scores_not_the_learned_rankers_go_to_the_model(tmp_path: Path) -> None:
+    close, client = answer(tmp_path, "PID implies UFD", "[2]", "", scores=(3.0, 2.5))
+    assert close.chosen_by == "model" and close.cited == [2] and client.choices_asked == 1
+    fused, client = answer(tmp_path / "fused", "PID implies UFD", "[2]", "")  # RRF scores: never compared
+    assert fused.chosen_by == "model" and client.choices_asked == 1
+    off, client = answer(tmp_path / "off", "PID implies UFD", "[2]", "", scores=(3.0, 0.0), ranker_sure_margin=None)
+    assert off.chosen_by == "model" and client.choices_asked == 1
+
+
+def test_a_yes_no_question_with_a_clear_first_result_still_gets_its_checked_lead_in(tmp_path: Path) -> None:
+    result, _ = answer(
+        tmp_path, "Is every principal ideal domain a unique factorization domain?", "[1]", "YES", scores=(0.5, 3.0)
+    )
+    assert result.chosen_by == "model"  # the second leads: not a clear first result
+    result, _ = answer(tmp_path / "sure", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5))
+    assert result.chosen_by == "ranker" and result.lead_in == "Yes, as [1] states:" and PID not in result.text
