@@ -3,7 +3,9 @@
 Twenty questions (written for this benchmark, one or two per demo topic) are asked one after another
 through ``MathRAG.ask_stream``, the way the CLI and the chat ask them, once with each configuration:
 ``before`` (the settings before issue 24: prompt v2 with the fence key in its system message, five
-whole sources, llama-cpp-python's server defaults) and ``now`` (today's defaults). Reports first-token
+whole sources, llama-cpp-python's server defaults), ``synthesis`` (today's settings with the written
+answer), ``model-always`` (the quoting answer with the model asked every time) and ``now`` (today's
+defaults: the learned ranker's clear first result is quoted without asking the model). Reports first-token
 and full-answer latency p50/p95; where the prompt's tokens go (instructions, question, each source) and
 how many of them the server found in its cache (its log's prefix-match lines); and the answer checks:
 all citations valid, the model citing on its own, attribution, supported sentences, not-found
@@ -74,10 +76,40 @@ def before(settings: Settings) -> Settings:
     settings.answers.max_source_tokens, settings.answers.proofs = None, "never"
     settings.answers.sources_budget_tokens = None
     settings.llm.llama_cpp.warm_up = False
+    settings.answers.style = "synthesis"  # the written answer was the default then
     return settings
 
 
-CONFIGURATIONS = {"before": before, "now": lambda settings: settings}
+def synthesis(settings: Settings) -> Settings:
+    """Today's settings with the written answer (the default before the quoting answer, issue 40)."""
+    settings = settings.model_copy(deep=True)
+    settings.answers.style = "synthesis"
+    return settings
+
+
+def model_always(settings: Settings) -> Settings:
+    """Today's quoting answer with the model asked every time (before the ranker's clear first result
+    was quoted without it, issue 47)."""
+    settings = settings.model_copy(deep=True)
+    settings.answers.quote.ranker_sure_margin = None
+    return settings
+
+
+def model_always_logits(settings: Settings) -> Settings:
+    """``model-always`` with the local server keeping every logit, so that the choice comes with its
+    probabilities (what ``llm.llama_cpp.prompt_logits`` costs)."""
+    settings = model_always(settings)
+    settings.llm.llama_cpp.prompt_logits = True
+    return settings
+
+
+CONFIGURATIONS = {
+    "before": before,
+    "synthesis": synthesis,
+    "model-always": model_always,
+    "model-always+logits": model_always_logits,
+    "now": lambda settings: settings,
+}
 _PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 
@@ -100,6 +132,7 @@ def ask_all(settings: Settings, log: Path) -> dict[str, Any]:
                 {
                     "question": question,
                     "status": answer.status.value,
+                    "chosen_by": answer.chosen_by,
                     "first_token_ms": answer.timings_ms.get("first_token"),
                     "full_answer_ms": answer.timings_ms.get("full_answer"),
                     "retrieval_ms": answer.timings_ms.get("retrieval"),
@@ -149,6 +182,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows),
         "generated": len(generated),
         "not_found": sum(r["status"] == AnswerStatus.NOT_FOUND.value for r in rows),
+        "chosen_by_ranker": sum(r.get("chosen_by") == "ranker" for r in rows),
         "first_token_ms": {"p50": percentile(first, 50), "p95": percentile(first, 95)},
         "full_answer_ms": {"p50": percentile(full, 50), "p95": percentile(full, 95)},
         "retrieval_ms": {"p50": percentile([r["retrieval_ms"] for r in rows], 50)},
@@ -242,6 +276,7 @@ def markdown(result: dict[str, Any]) -> str:
         ("prompt tokens read (mean)", lambda s: f"{s['read_tokens_mean']:,}"),
         ("answer length, characters (mean)", lambda s: f"{s['answer_chars_mean']:,}"),
         ("answers generated / judged not in the corpus", lambda s: f"{s['generated']} / {s['not_found']}"),
+        ("quoted the ranker's clear first result, model not asked", lambda s: f"{s.get('chosen_by_ranker', 0)}"),
         ("all citations valid", lambda s: f"{s['all_citations_valid']:.0%}"),
         ("the model cited on its own", lambda s: f"{s['model_cited_on_its_own']:.0%}"),
         ("cited after attribution", lambda s: f"{s['cited_after_attribution']:.0%}"),

@@ -63,6 +63,7 @@ def ask_one(rag: MathRAG, query: EvalQuery, gold: set[str]) -> dict[str, Any]:
         "reply": answer.raw_text,
         "choice": answer.choice,
         "scores": [round(float(hit.score), 4) for hit in answer.sources],
+        "chosen_by": answer.chosen_by,
         "picked_answers": any(n in gold_numbers for n in picked),
         "first_answers": 1 in gold_numbers,
         "first_two_answer": bool({1, 2} & set(gold_numbers)),
@@ -120,11 +121,43 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "with probabilities: the pick when the model is sure (p >= 0.5), else the first source": share(
             [r for r in rows if r["choice"]], lambda r: sure_or_first(r) in r["gold_numbers"]
         ),
+        "the ranker's clear first result quoted, model not asked": share(rows, lambda r: r["chosen_by"] == "ranker"),
+        "... and it answers": share([r for r in rows if r["chosen_by"] == "ranker"], lambda r: r["first_answers"]),
+        **margin_summary(rows),
         **yes_no_summary(rows),
         "answer ms p50 / p95": [
             round(float(np.percentile([r["answer_ms"] for r in rows], q))) if rows else None for q in (50, 95)
         ],
     }
+
+
+MARGINS = (0.5, 1.0, 1.5, 2.0)
+
+
+def margin_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the model chose every time (``--model-always``): what quoting the first result without asking
+    it would have done wherever the learned ranker's first score leads the second by at least a margin."""
+    if any(r["chosen_by"] == "ranker" for r in rows) or not any(r["chosen_by"] == "model" for r in rows):
+        return {}
+    asked = rows  # "" where nothing was chosen: the corpus judged not to hold the answer (never a clear lead)
+    summary: dict[str, Any] = {}
+    for margin in MARGINS:
+        sure = [
+            r["chosen_by"] == "model" and len(r["scores"]) > 1 and r["scores"][0] - r["scores"][1] >= margin
+            for r in asked
+        ]
+        chosen = [r["first_answers"] if s else r["picked_answers"] for r, s in zip(asked, sure, strict=True)]
+        summary[f"lead >= {margin}: first result quoted (model not asked)"] = _count(sure)
+        summary[f"lead >= {margin}: ... first answers / model's pick answers"] = [
+            sum(r["first_answers"] for r, s in zip(asked, sure, strict=True) if s),
+            sum(r["picked_answers"] for r, s in zip(asked, sure, strict=True) if s),
+        ]
+        summary[f"lead >= {margin}: answer quotes an answering statement"] = _count(chosen)
+    return summary
+
+
+def _count(flags: list[bool]) -> dict[str, Any]:
+    return {"count": sum(flags), "of": len(flags), "share": round(sum(flags) / len(flags), 3) if flags else None}
 
 
 def yes_no_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -182,13 +215,29 @@ def main() -> None:
         "--prompt-logits", action=argparse.BooleanOptionalAction, default=None,
         help="start the local server with logits kept (llama.cpp's logprobs need them); default: as configured",
     )  # fmt: skip
+    parser.add_argument(
+        "--model-always", action="store_true",
+        help="ask the model even where the ranker's first result leads clearly (to measure that policy)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--from-answers", type=Path,
+        help="summarize an answers file of an earlier run (choice_quality-answers.jsonl) without asking again",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.from_answers:
+        rows = [json.loads(line) for line in args.from_answers.read_text().splitlines() if line.strip()]
+        defaults = {"chosen_by": "model", "expected": None, "lead_in": None, "verdict": None}
+        rows = [{**defaults, **row} for row in rows]  # files from before these fields: the model chose every time
+        write_summary(args, rows, model=rows[0].get("model", "qwen2.5-coder-1.5b-instruct") if rows else "")
+        return
     if not (args.index / "manifest.json").exists():
         sys.exit(f"no index at {args.index}: run `python scripts/build_question_index.py` first")
     queries = list(QuerySet.load(args.set).queries)[:: args.stride][: args.limit or None]
     settings = Settings(data_dir=args.index.parent / "data", index_dir=args.index)
     if args.prompt_logits is not None:
         settings.llm.llama_cpp = settings.llm.llama_cpp.model_copy(update={"prompt_logits": args.prompt_logits})
+    if args.model_always:
+        settings.answers.quote.ranker_sure_margin = None
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     # Each answer is written as it comes, so a run stopped early still leaves its rows.
@@ -198,6 +247,10 @@ def main() -> None:
             rows.append(ask_one(rag, query, set(query.relevant)))
             answers.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")
             answers.flush()
+    write_summary(args, rows, model)
+
+
+def write_summary(args: argparse.Namespace, rows: list[dict[str, Any]], model: str) -> None:
     result = {
         "command": "python bench/choice_quality.py " + " ".join(sys.argv[1:]),
         "set": str(args.set.relative_to(ROOT) if args.set.is_relative_to(ROOT) else args.set),
@@ -206,6 +259,7 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "summary": summarize(rows),
     }
+    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "choice_quality.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "choice_quality.md").write_text(markdown(result))
     print(markdown(result))

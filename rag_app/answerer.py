@@ -26,7 +26,7 @@ from rag_app.quoted_answer import choice_probabilities, parse_selection, quoted_
 from rag_app.settings import Settings
 from rag_app.statement_check import StatementChecker, source_context
 from rag_app.text_repair import repair
-from rag_app.yes_no_lead import checkable_lead_in, is_yes_no_question, parse_verdict
+from rag_app.yes_no_lead import checkable_lead_in, is_yes_no_question, parse_claim, verdict_of_claims
 from retriever import Embedder, SearchHit
 
 
@@ -182,7 +182,8 @@ class Answerer:
         self, client: ChatClient, question: str, hit: SearchHit, number: int, record: Answer
     ) -> str | None:
         """The lead-in for a yes/no question whose answer quotes ``hit`` as source ``number``: the model
-        reads the statement whole and says YES, NO or UNCLEAR; None where that cannot be checked."""
+        reads the statement whole and judges "the answer is yes" and "the answer is no" TRUE or FALSE;
+        None where that cannot be checked."""
         quote = self.settings.answers.quote
         started = time.perf_counter()
         fence = new_fence_key()
@@ -191,8 +192,12 @@ class Answerer:
             return None  # a verdict on a statement read cut could be wrong about the part not read
         text = packed.text.replace(f"<source 1 key={fence}>", f"<source {number} key={fence}>", 1)
         text = text.replace("[1] ", f"[{number}] ", 1)
-        messages = load_prompt(quote.yes_no_prompt).messages(sources=text, question=question, fence=fence)
-        verdict = parse_verdict(client.chat(messages, max_tokens=3, temperature=0.0))
+        prompt = load_prompt(quote.yes_no_prompt)
+        claims = []
+        for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
+            messages = prompt.messages(sources=text, question=question, fence=fence, answer=answer)
+            claims.append(parse_claim(client.chat(messages, max_tokens=3, temperature=0.0)))
+        verdict = verdict_of_claims(*claims)
         record.yes_no_verdict = verdict.value
         record.timings_ms["yes_no"] = round((time.perf_counter() - started) * 1000, 1)
         return checkable_lead_in(question, hit.record.text, verdict, number, quote.yes_no_min_overlap)

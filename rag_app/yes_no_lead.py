@@ -5,11 +5,15 @@ restate a theorem, so the lead-in says one word and points at the quote, and it 
 reader can check it against that quote:
 
 - the question asks yes or no (it opens with "is", "does", "can", ...);
-- the model, reading the quoted statement whole, says YES or NO (not UNCLEAR);
+- the model, reading the quoted statement whole, judges the claim "the answer is yes" TRUE and the claim
+  "the answer is no" FALSE (asked one verdict, it said YES to nearly everything);
+- the question has no negation ("not", "non-", "fail", ...): negation is where the model's verdicts
+  went wrong, so a negated question gets no lead-in;
 - the statement is about what the question names: most of the question's content words appear in it
   (so a verdict on a statement about something else never reads as an answer).
 
-Anything else gives no lead-in, and the answer is the quote as before.
+Only "Yes" is ever said: the model never judged a "no" rightly (bench/choice_quality.py on
+eval/questions/yes-no-questions.v1.jsonl). Anything else gives no lead-in, and the answer is the quote.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ _NOT_CONTENT = frozenset(_SCAFFOLDING.split())
 _STEM = 5  # characters compared: "compact"/"compactness", "integral"/"integrals" match
 
 
+# A question that negates (or asks about failure) is where the model's verdicts went wrong.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|cannot|can't|isn't|aren't|doesn't|don't|fails?|false|without|"
+    r"counterexamples?|non[-\w]*)\b",
+    re.IGNORECASE,
+)
+
+
 class Verdict(Enum):
     YES = "yes"
     NO = "no"
@@ -46,6 +58,28 @@ class Verdict(Enum):
 def is_yes_no_question(question: str) -> bool:
     """Whether ``question`` asks yes or no ("Is every PID a UFD?", "Does sum 1/p converge")."""
     return bool(_YES_NO_OPENING.match(question))
+
+
+def negates(question: str) -> bool:
+    """Whether the question carries a negation ("not", "non-", "fails", "without", ...)."""
+    return bool(_NEGATION.search(question))
+
+
+def parse_claim(reply: str) -> bool | None:
+    """The model's TRUE or FALSE on one claim; None for anything else."""
+    words = re.findall(r"[A-Za-z]+", reply.upper())
+    first = words[0] if words else ""
+    return True if first == "TRUE" else False if first == "FALSE" else None
+
+
+def verdict_of_claims(yes_claim: bool | None, no_claim: bool | None) -> Verdict:
+    """YES only when "the answer is yes" was judged TRUE and "the answer is no" FALSE (NO the other way
+    round); anything else, both TRUE included, is UNCLEAR."""
+    if yes_claim is True and no_claim is False:
+        return Verdict.YES
+    if yes_claim is False and no_claim is True:
+        return Verdict.NO
+    return Verdict.UNCLEAR
 
 
 def parse_verdict(reply: str) -> Verdict:
@@ -83,7 +117,8 @@ def lead_in(verdict: Verdict, number: int) -> str | None:
 
 
 def checkable_lead_in(question: str, statement: str, verdict: Verdict, number: int, min_overlap: float) -> str | None:
-    """The lead-in, where the verdict is YES or NO and the statement is about the question's topic."""
-    if verdict is Verdict.UNCLEAR or topic_overlap(question, statement) < min_overlap:
+    """The lead-in, where the verdict is YES, the question does not negate and the statement is about the
+    question's topic; never for NO (see the module's note)."""
+    if verdict is not Verdict.YES or negates(question) or topic_overlap(question, statement) < min_overlap:
         return None
     return lead_in(verdict, number)

@@ -16,8 +16,11 @@ from rag_app.yes_no_lead import (
     Verdict,
     checkable_lead_in,
     is_yes_no_question,
+    negates,
+    parse_claim,
     parse_verdict,
     topic_overlap,
+    verdict_of_claims,
 )
 from tests.conftest import make_settings
 from tests.rag_app.test_quoted_answer import hit
@@ -44,12 +47,24 @@ def test_the_verdict_is_read_strictly() -> None:
     assert parse_verdict("Nope") is Verdict.UNCLEAR  # only the words asked for count
 
 
-def test_the_lead_in_needs_a_verdict_and_a_statement_about_the_question() -> None:
+def test_the_verdict_needs_exactly_one_of_the_two_claims() -> None:
+    assert parse_claim("TRUE") is True and parse_claim(" false.") is False and parse_claim("[1]") is None
+    assert verdict_of_claims(True, False) is Verdict.YES and verdict_of_claims(False, True) is Verdict.NO
+    # the model's bias: "yes" and "no" both TRUE settles nothing
+    assert verdict_of_claims(True, True) is verdict_of_claims(False, False) is Verdict.UNCLEAR
+    assert verdict_of_claims(True, None) is Verdict.UNCLEAR
+
+
+def test_the_lead_in_needs_a_yes_a_plain_question_and_a_statement_about_it() -> None:
     question = "Is every principal ideal domain a unique factorization domain?"
     assert topic_overlap(question, PID) == 1.0
     assert checkable_lead_in(question, PID, Verdict.YES, 2, 0.5) == "Yes, as [2] states:"
-    assert checkable_lead_in(question, PID, Verdict.NO, 1, 0.5) == "No, as [1] states:"
+    assert checkable_lead_in(question, PID, Verdict.NO, 1, 0.5) is None, "the model never judged a no rightly"
     assert checkable_lead_in(question, PID, Verdict.UNCLEAR, 2, 0.5) is None
+    negated = "Can a principal ideal domain fail to be a unique factorization domain?"
+    assert negates(negated) and negates("Is there a nonconstant bounded entire function?")
+    assert not negates(question) and not negates("Is R[x] noetherian when R is?")
+    assert checkable_lead_in(negated, PID, Verdict.YES, 2, 0.5) is None
     # a verdict on a statement about something else is never shown
     other = "A compact subset of a Hausdorff space is closed."
     assert topic_overlap(question, other) == 0.0
@@ -70,8 +85,11 @@ class VerdictClient:
         return self.choice, []
 
     def chat(self, messages, extra_body=None, max_tokens=None, temperature=None) -> str:
+        """The two claims, "the answer is yes" then "... no", judged as ``verdict`` says."""
         self.verdict_prompts.append(messages[-1]["content"])
-        return self.verdict
+        claim_is_yes = "answer to this question is yes" in messages[-1]["content"]
+        judged = {"YES": (True, False), "NO": (False, True)}.get(self.verdict, (True, True))
+        return "TRUE" if judged[0 if claim_is_yes else 1] else "FALSE"
 
     def context_window(self) -> None:
         return None
