@@ -71,6 +71,9 @@ class TrainingSettings(BaseModel):
     llm_questions: bool = Field(False, description="also generate one question per statement with the LLM")
     question_concurrency: int = Field(4, ge=1)
     question_attempts: int = Field(3, ge=1, description="requests per statement before giving up on it")
+    # A search-box query needs the statement's gist, and on 2 CPUs reading is most of a question's cost
+    # (a 1,500-character Stacks statement took about 11 s a question, its first 600 about 4 s).
+    question_statement_chars: int = Field(600, ge=100, description="characters of a statement the LLM reads")
     # Hard negatives.
     hard_negatives: bool = True
     negative_candidates: int = Field(30, ge=1, description="BM25 candidates reranked by the model's cosine")

@@ -134,8 +134,10 @@ class QuestionGenerator:
         concurrency: int = 4,
         attempts: int = 3,
         prompt: PromptTemplate | None = None,
+        max_statement_chars: int = MAX_STATEMENT_CHARS,
     ) -> None:
         self.client = client
+        self.max_statement_chars = max_statement_chars
         self.cache = cache
         self.concurrency = concurrency
         self.attempts = attempts
@@ -179,7 +181,7 @@ class QuestionGenerator:
         messages = self.prompt.messages(
             kind=record.display_name,
             title=record.source_title,
-            statement=record.text[:MAX_STATEMENT_CHARS],
+            statement=record.text[: self.max_statement_chars],
         )
         last_error: MalformedReplyError | None = None
         for attempt in range(self.attempts):

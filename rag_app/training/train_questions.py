@@ -62,7 +62,11 @@ def generate_questions(
     cache = QuestionCache(settings.data_dir / "training" / "questions.sqlite")
     try:
         generator = QuestionGenerator(
-            rag.llm_client(), cache, settings.training.question_concurrency, settings.training.question_attempts
+            rag.llm_client(),
+            cache,
+            settings.training.question_concurrency,
+            settings.training.question_attempts,
+            max_statement_chars=settings.training.question_statement_chars,
         )
         header = {
             "prompt": generator.prompt_key,
