@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -420,7 +420,10 @@ class QuoteSettings(BaseModel):
     # where its score leads the second by this much, the first result answered more often than the model's
     # pick, and the answer comes at search speed). Unset: the model always chooses.
     ranker_sure_margin: float | None = Field(
-        1.0, ge=0, description="learned-ranker score lead of the first result over the second that skips the model"
+        1.0,
+        ge=0,
+        description='learned-ranker score lead of the first result over the second that skips the model; "none": '
+        "the model always chooses",
     )
     # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
     # (rag_app/yes_no_lead.py): the model says YES or NO reading the quoted statement whole, and the
@@ -433,6 +436,12 @@ class QuoteSettings(BaseModel):
     yes_no_max_statement_tokens: int = Field(
         600, ge=32, description="a longer quoted statement gets no lead-in (the model would read it cut)"
     )
+
+    @field_validator("ranker_sure_margin", mode="before")
+    @classmethod
+    def _none_turns_it_off(cls, value: object) -> object:
+        """TOML has no null: ``ranker_sure_margin = "none"`` (or the same in the environment) turns it off."""
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "off", "") else value
 
 
 class AnswerSettings(BaseModel):

@@ -42,3 +42,11 @@ def test_a_yes_no_question_with_a_clear_first_result_still_gets_its_checked_lead
     assert result.chosen_by == "model"  # the second leads: not a clear first result
     result, _ = answer(tmp_path / "sure", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5))
     assert result.chosen_by == "ranker" and result.lead_in == "Yes, as [1] states:" and PID not in result.text
+
+
+def test_the_margin_is_turned_off_by_none_in_toml_or_the_environment() -> None:
+    from rag_app.settings import QuoteSettings
+
+    assert QuoteSettings(ranker_sure_margin="none").ranker_sure_margin is None
+    assert QuoteSettings(ranker_sure_margin="1.5").ranker_sure_margin == 1.5
+    assert QuoteSettings().ranker_sure_margin == 1.0
