@@ -82,17 +82,6 @@ def verdict_of_claims(yes_claim: bool | None, no_claim: bool | None) -> Verdict:
     return Verdict.UNCLEAR
 
 
-def parse_verdict(reply: str) -> Verdict:
-    """The model's one-word verdict; anything but a clear YES or NO is UNCLEAR."""
-    words = re.findall(r"[A-Za-z]+", reply.upper())
-    first = words[0] if words else ""
-    if first == "YES":
-        return Verdict.YES
-    if first == "NO":
-        return Verdict.NO
-    return Verdict.UNCLEAR
-
-
 def content_words(text: str) -> set[str]:
     """The topic words of ``text``, each cut to its first few letters (a crude stem)."""
     words = (word.lower().strip("'-") for word in _WORD.findall(text))
