@@ -22,7 +22,10 @@ QUESTION = "What does Nakayama's lemma say about a finitely generated module $M$
 
 
 def quoting_rag(demo_index_dir: Path, tmp_path: Path, server: LLMServerProcess, reply: str) -> MathRAG:
-    settings = make_settings(tmp_path, index_dir=demo_index_dir, answers={"style": "quote"})
+    # the model chooses every time: these tests are about its pick (tests/rag_app/test_answer_choice.py
+    # covers the learned ranker's clear first result, quoted without asking it)
+    quote = {"ranker_sure_margin": None}
+    settings = make_settings(tmp_path, index_dir=demo_index_dir, answers={"style": "quote", "quote": quote})
     settings.llm.base_url = server.base_url
     settings.llm.extra_body = forced_output(reply)  # the real server generates exactly this
     return MathRAG(settings)
