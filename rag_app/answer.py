@@ -61,12 +61,12 @@ class Answer:
     # The quoting answer: the probability the model gave each source number (and "none") as its first
     # pick, from the server's log probabilities; empty when the server gave none.
     choice: dict[str, float] = field(default_factory=dict)
-    # A yes/no question's quoting answer: the model's verdict on the quoted statement ("yes", "no",
-    # "unclear"; None when not asked) and the lead-in line shown above the quote (None when none).
-    yes_no_verdict: str | None = None
     # Who chose the quoted statement: "model" (it read the sources), "ranker" (the learned ranker's first
     # result led clearly, the model was not asked); "" for a written answer or none given.
     chosen_by: str = ""
+    # A yes/no question's quoting answer: the model's verdict on the quoted statement ("yes", "no",
+    # "unclear"; None when not asked) and the lead-in line shown above the quote (None when none).
+    yes_no_verdict: str | None = None
     lead_in: str | None = None
     filter: str = "everything"  # the search filter, described
     retriever: str = ""  # the retriever mode that found the sources

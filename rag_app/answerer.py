@@ -17,7 +17,7 @@ from prompts import PromptTemplate, load_prompt
 from rag_app.answer import Answer, AnswerStatus, AnswerStream, ContextReport
 from rag_app.attribution import Attributor, SentenceSupport, attach_citations
 from rag_app.citations import check_citations, citation_numbers
-from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources
+from rag_app.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources, source_block
 from rag_app.conversation import RewrittenQuery
 from rag_app.llm_client import ChatClient, LLMUnavailableError
 from rag_app.llm_server import LLMServerError
@@ -187,11 +187,9 @@ class Answerer:
         quote = self.settings.answers.quote
         started = time.perf_counter()
         fence = new_fence_key()
-        packed = pack_sources([hit], quote.yes_no_max_statement_tokens, fence, client.count_tokens)
-        if not packed.hits or packed.trimmed:
-            return None  # a verdict on a statement read cut could be wrong about the part not read
-        text = packed.text.replace(f"<source 1 key={fence}>", f"<source {number} key={fence}>", 1)
-        text = text.replace("[1] ", f"[{number}] ", 1)
+        text = source_block(number, hit, fence)  # numbered as the answer quotes it
+        if (client.count_tokens(text) or estimate_tokens(text)) > quote.yes_no_max_statement_tokens:
+            return None  # read cut, a verdict could be wrong about the part not read
         prompt = load_prompt(quote.yes_no_prompt)
         claims = []
         for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all

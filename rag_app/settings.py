@@ -426,9 +426,10 @@ class QuoteSettings(BaseModel):
         "the model always chooses",
     )
     # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
-    # (rag_app/yes_no_lead.py): the model says YES or NO reading the quoted statement whole, and the
-    # statement uses most of the question's content words. One more short model call, yes/no questions only.
-    yes_no_lead: bool = Field(True, description="a one-word lead-in (Yes/No, as [n] states) for yes/no questions")
+    # (rag_app/yes_no_lead.py): reading the quoted statement whole, the model judges "the answer is yes"
+    # TRUE and "the answer is no" FALSE, the question does not negate, and the statement uses most of its
+    # content words. Two short model calls, yes/no questions only.
+    yes_no_lead: bool = Field(True, description='"Yes, as [n] states:" above the quote of a yes/no question')
     yes_no_prompt: str = Field("yes_no_verdict", description="the lead-in's prompt (its latest version) or NAME@vN")
     yes_no_min_overlap: float = Field(
         0.5, ge=0, le=1, description="share of the question's content words the quoted statement must use"

@@ -96,18 +96,9 @@ def topic_overlap(question: str, statement: str) -> float:
     return len(asked & content_words(statement)) / len(asked)
 
 
-def lead_in(verdict: Verdict, number: int) -> str | None:
-    """The lead-in line for a verdict on source ``number``; None for UNCLEAR."""
-    if verdict is Verdict.YES:
-        return f"Yes, as [{number}] states:"
-    if verdict is Verdict.NO:
-        return f"No, as [{number}] states:"
-    return None
-
-
 def checkable_lead_in(question: str, statement: str, verdict: Verdict, number: int, min_overlap: float) -> str | None:
     """The lead-in, where the verdict is YES, the question does not negate and the statement is about the
     question's topic; never for NO (see the module's note)."""
     if verdict is not Verdict.YES or negates(question) or topic_overlap(question, statement) < min_overlap:
         return None
-    return lead_in(verdict, number)
+    return f"Yes, as [{number}] states:"
