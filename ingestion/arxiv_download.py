@@ -20,6 +20,7 @@ from defusedxml import ElementTree
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from ingestion.arxiv_month_sources import id_in_month, month_prefix
+from ingestion.contained_paths import contained_path
 from ingestion.latex_sources import safe_paper_dir_name
 
 _OAI = "{http://www.openarchives.org/OAI/2.0/}"
@@ -156,7 +157,8 @@ class ArxivDownloader:
         failed: list[tuple[str, str]] = []
         for paper in papers:
             arxiv_id = str(paper["id"])
-            path = target / safe_paper_dir_name(arxiv_id).replace("_", "")
+            # The id comes from the listing: it names a file in ``target`` and nowhere else.
+            path = contained_path(target, safe_paper_dir_name(arxiv_id).replace("_", ""))
             if path.exists() and path.stat().st_size > 0:
                 present += 1
                 continue

@@ -102,6 +102,8 @@ class FlattenedLatex:
     # their definitions (theorem environments, macros), never as the paper's text.
     packages: list[str] = field(default_factory=list)
     problems: list[IngestProblem] = field(default_factory=list)
+    chars: int = 0  # characters read so far, every inclusion counted
+    refused_for_size: int = 0  # includes refused because the paper's text passed its bound
 
 
 class LatexFlattener:
@@ -114,44 +116,70 @@ class LatexFlattener:
     into :attr:`FlattenedLatex.packages`: its theorem environments and macros are the paper's. Missing
     files and files outside the main file's directory are reported as warnings and left out, except
     the TeX distribution's own files (a class's ``\\input{fleqn.clo}``, ``\\input{glyphtounicode}``),
-    which TeX finds in its tree; include cycles and excessive depth are cut.
+    which TeX finds in its tree; include cycles and excessive depth are cut. Each refused include
+    (unreadable, too deep, outside the paper, past the paper's size bound) is one warning marked as
+    a refused part; the rest of the paper is read.
     """
 
-    def __init__(self, max_depth: int = 16) -> None:
+    def __init__(self, max_depth: int = 16, max_chars: int = 16_000_000, max_files: int = 5_000) -> None:
         self.max_depth = max_depth
+        self.max_chars = max_chars
+        self.max_files = max_files
 
     def flatten(self, main: Path) -> FlattenedLatex:
         result = FlattenedLatex(main=main, text="")
         result.text = self._expand(main, main.parent, result, stack=[])
+        if result.refused_for_size > 1:
+            # One warning for a bomb's thousands of refusals: the first, with how many followed it.
+            first = next(i for i, p in enumerate(result.problems) if "the paper passed its bound" in p.reason)
+            problem = result.problems[first]
+            more = f" ({result.refused_for_size - 1} more includes refused for the same reason)"
+            result.problems[first] = IngestProblem(
+                problem.path, problem.reason + more, problem.severity, problem.line, refused_part=True
+            )
         return result
 
     def _expand(self, path: Path, root: Path, result: FlattenedLatex, stack: list[Path]) -> str:
         resolved = path.resolve()
         text = strip_comments(read_latex_file(path))
         result.files.append(resolved)
+        result.chars += len(text)
         stack = [*stack, resolved]
 
-        def warn(reason: str, match: re.Match[str]) -> str:
+        def warn(reason: str, match: re.Match[str], refused_part: bool = False) -> str:
             line = text.count("\n", 0, match.start()) + 1
-            result.problems.append(IngestProblem(str(path), reason, Severity.WARNING, line))
+            result.problems.append(IngestProblem(str(path), reason, Severity.WARNING, line, refused_part))
             return ""
 
         def inline(target: Path, match: re.Match[str]) -> str | None:
             """The target's text, or None (with a warning) when it must not be read."""
             if not target.resolve().is_relative_to(root.resolve()):
                 # An absolute path or ../ (or a link) out of the paper: never read, but said, as for a missing file.
-                warn(f"include outside the paper's directory refused: {match.group(0)}", match)
+                warn(f"include outside the paper's directory refused: {match.group(0)}", match, refused_part=True)
                 return None
             if target.resolve() in stack:
                 warn(f"include cycle through {target.name}, not followed", match)
                 return None
             if len(stack) > self.max_depth:
-                warn(f"includes nested deeper than {self.max_depth}", match)
+                warn(f"{match.group(0)} refused: includes nested deeper than {self.max_depth}", match, True)
+                return None
+            over = (
+                f"{self.max_chars:,} characters"
+                if result.chars + _file_size(target) > self.max_chars
+                else f"{self.max_files:,} files read"
+                if len(result.files) >= self.max_files
+                else ""
+            )
+            if over:
+                result.refused_for_size += 1
+                if result.refused_for_size == 1:
+                    reason = f"{match.group(0)} refused: the paper passed its bound of {over} (an include bomb?)"
+                    warn(reason, match, refused_part=True)
                 return None
             try:
                 return self._expand(target, root, result, stack)
             except LatexSourceError as error:
-                warn(f"included file unreadable: {error.problem.reason}", match)
+                warn(f"{match.group(0)} refused: included file unreadable: {error.problem.reason}", match, True)
                 return None
 
         def name_of(match: re.Match[str]) -> str:
@@ -193,6 +221,13 @@ class LatexFlattener:
 
         text = _INCLUDE.sub(replace_include, text)
         return _PACKAGE.sub(replace_package, text)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reading it will say what is wrong
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,9 @@ from ingestion.stacks_tags import read_tags, stacks_url, tags_file_for
 from ingestion.statement_split import split_statement
 from ingestion.theorem_packages import rewrite_theorem_packages
 
+# The note for a source that holds no theorem-like environment (counted as "no statements").
+NO_STATEMENTS = "no theorem-like statements found"
+
 
 def arxiv_abs_url(paper_id: str) -> str:
     """The arXiv abstract page of ``paper_id``, or "" when it is not an arXiv identifier as written
@@ -69,7 +72,9 @@ class LatexIngestor:
 
     def __init__(self, limits: IngestLimits | None = None) -> None:
         self.limits = limits or IngestLimits()
-        self.flattener = LatexFlattener(max_depth=self.limits.max_include_depth)
+        self.flattener = LatexFlattener(
+            self.limits.max_include_depth, self.limits.max_paper_chars, self.limits.max_paper_files
+        )
 
     def ingest(self, paths: Iterable[Path]) -> Iterator[PaperStatements]:
         with tempfile.TemporaryDirectory(prefix="rag-app-unpack-") as workdir:
@@ -93,12 +98,14 @@ class LatexIngestor:
         result.problems.extend(_unexpandable_macro_warnings(macros, flat.files, paper.main))
         if not result.records:
             used = theorem_like_names(flat.text)
-            reason = (
-                "no statements extracted although it uses " + ", ".join(f"\\begin{{{name}}}" for name in used[:5])
-                if used
-                else "no theorem-like statements found"
-            )
-            result.problems.append(IngestProblem(str(paper.main), reason))
+            if used:
+                begun = ", ".join(f"\\begin{{{name}}}" for name in used[:5])
+                reason = f"no statements extracted although it uses {begun}"
+                result.problems.append(IngestProblem(str(paper.main), reason))
+            else:
+                # A paper without theorem environments (common in applied mathematics), a book's
+                # introduction: nothing is wrong with it, it holds nothing to index.
+                result.problems.append(IngestProblem(str(paper.main), NO_STATEMENTS, Severity.NOTE))
         return result
 
     def records_from_document(self, document: str, paper: LatexPaper) -> list[StatementRecord]:
@@ -134,19 +141,22 @@ class LatexIngestor:
         def clean_line(latex: str) -> str:
             return clean(latex).replace("\n", " ")
 
-        result.title = clean_line(document_title(document))
-        result.authors = [clean_line(author) for author in document_authors(document)]
-        result.abstract = clean(document_abstract(document))
+        bound = self.limits.max_statement_source_chars
+        result.title = clean_line(document_title(document)[:bound])
+        result.authors = [clean_line(author[:bound]) for author in document_authors(document)]
+        result.abstract = clean(document_abstract(document)[:bound])
         tags_file = tags_file_for(paper.main.parent)
         tags = read_tags(tags_file) if tags_file else {}
         url = arxiv_abs_url(paper.paper_id)
         source = Source.ARXIV if url else Source.LOCAL
         seen: Counter[tuple[str, str]] = Counter()
-        kept = 0
+        kept = refused = 0
         for statement in statements:
-            if brace_depth(statement.text) > self.limits.max_brace_depth:
-                number = numbering.statement_numbers.get(statement.offset, "")
-                result.problems.append(_refused(statement, number, self.limits.max_brace_depth, paper))
+            number = numbering.statement_numbers.get(statement.offset, "")
+            why_refused = self._why_refused(statement.text)
+            if why_refused:
+                result.problems.append(_refused(statement, number, why_refused, paper))
+                refused += 1
                 continue
             text = clean(statement.text)
             if not text:
@@ -157,7 +167,10 @@ class LatexIngestor:
             metadata = self._metadata(statement, result, paper, numbering.statement_numbers.get(statement.offset, ""))
             if statement.subsection:
                 metadata["subsection"] = clean_line(statement.subsection)
-            proof = clean(statement.proof) if brace_depth(statement.proof) <= self.limits.max_brace_depth else ""
+            why_proof_refused = self._why_refused(statement.proof)
+            proof = "" if why_proof_refused else clean(statement.proof)
+            if why_proof_refused:
+                result.problems.append(_refused(statement, number, why_proof_refused, paper, part="proof"))
             name = clean_line(statement.name)
             if statement.kind is StatementKind.DEFINITION:
                 terms = defined_terms(macros.expand(statement.text), readable.convert)
@@ -188,8 +201,9 @@ class LatexIngestor:
                         metadata=part_metadata,
                     )
                 )
-        # Some statements lost (a paper that yields none has its own error, in ``ingest_paper``).
-        begun = _begins_counted(document[body_offset:], environments)
+        # Some statements lost (a paper that yields none has its own error, in ``ingest_paper``); those
+        # refused were each reported with their reason.
+        begun = _begins_counted(document[body_offset:], environments) - refused
         if 0 < kept < begun:
             result.problems.append(
                 IngestProblem(
@@ -199,6 +213,15 @@ class LatexIngestor:
                 )
             )
         return macros
+
+    def _why_refused(self, latex: str) -> str:
+        """Why a statement's (or proof's) source is over the bounds, or "" when it is not."""
+        bound = self.limits.max_statement_source_chars
+        if len(latex) > bound:
+            return f"its source is {len(latex):,} characters, over the bound of {bound:,}"
+        if brace_depth(latex) > self.limits.max_brace_depth:
+            return f"its braces nest deeper than {self.limits.max_brace_depth} levels"
+        return ""
 
     @staticmethod
     def _metadata(
@@ -256,12 +279,13 @@ def _discarded_removed(document: str, macros: MacroTable) -> str:
     return document[:begin] + subset.expand(document[begin:])
 
 
-def _refused(statement: ExtractedStatement, number: str, max_depth: int, paper: LatexPaper) -> IngestProblem:
-    """Why a statement whose braces nest beyond the bound is left out (the paper's others are kept)."""
-    which = " ".join(filter(None, (statement.kind.value, number, f"({statement.label})" if statement.label else "")))
-    return IngestProblem(
-        str(paper.main), f"{which} refused: its braces nest deeper than {max_depth} levels", Severity.WARNING
-    )
+def _refused(statement: ExtractedStatement, number: str, why: str, paper: LatexPaper, part: str = "") -> IngestProblem:
+    """A statement (or its proof) over the bounds, left out with its reason; the paper's others are kept.
+    Named by kind, number, label and first words: its line is in the flattened text, not in a file."""
+    # Its label names it; without one, its first words do.
+    label = f"({statement.label})" if statement.label else '"' + " ".join(statement.text[:60].split()) + '..."'
+    which = " ".join(filter(None, (statement.kind.value, number, label, part)))
+    return IngestProblem(str(paper.main), f"{which} refused: {why}", Severity.WARNING, refused_part=True)
 
 
 def _begins_counted(body: str, environments: dict[str, TheoremEnvironment]) -> int:

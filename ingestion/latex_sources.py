@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion.contained_paths import PathEscapeError, contained_path, safe_component
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_files import included_names, read_latex_file
 from ingestion.latex_statements import kind_for
@@ -47,6 +48,7 @@ LATEX_SUFFIXES = (".tex", ".ltx", ".latex")
 _NEW_ID = re.compile(r"^(?P<id>\d{4}\.\d{4,5})(?P<version>v\d+)?$")
 _OLD_ID = re.compile(r"^(?P<archive>[a-z\-]+(?:\.[A-Z]{2})?)/?(?P<number>\d{7})(?P<version>v\d+)?$")
 _BULK_TAR = re.compile(r"^arXiv_src_\d{4}_\d{3}\.tar$")
+_STACK_EXCHANGE_DUMP = re.compile(r"^posts\.xml(?:\.gz|\.7z)?$", re.IGNORECASE)
 _DOCUMENT_CLASS = re.compile(r"\\documentclass\s*(?:\[(?P<options>[^\]]*)\])?\s*\{(?P<name>[^{}]*)\}")
 
 
@@ -73,7 +75,8 @@ def parse_arxiv_name(name: str) -> ArxivName | None:
 
 
 def safe_paper_dir_name(paper_id: str) -> str:
-    return paper_id.replace("/", "_")
+    """A paper id as one path component (``math/0501001`` is ``math_0501001``)."""
+    return safe_component(paper_id, fallback="paper")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +156,10 @@ def bulk_tar_members(
                 handle = bulk.extractfile(member)
                 if handle is None:
                     continue
-                staged = staging / name
+                staged = contained_path(staging, name)
                 staged.write_bytes(handle.read())
                 yield BulkMember(staged, origin, arxiv)
-    except (tarfile.TarError, OSError, EOFError) as error:
+    except (tarfile.TarError, OSError, EOFError, PathEscapeError) as error:
         yield IngestProblem(str(path), f"cannot read bulk archive: {error}")
 
 
@@ -166,6 +169,7 @@ class PaperFinder:
     def __init__(self, workdir: Path, limits: IngestLimits | None = None) -> None:
         self.workdir = workdir
         self.limits = limits or IngestLimits()
+        self._unpacked: set[Path] = set()  # directories given to an e-print in this run
 
     def find(self, path: Path) -> Iterator[LatexPaper | IngestProblem]:
         if not path.exists():
@@ -174,6 +178,11 @@ class PaperFinder:
             yield from self._papers_in_tree(path, origin=str(path))
         elif is_bulk_tar(path):
             yield from self._bulk_tar(path)
+        elif _STACK_EXCHANGE_DUMP.match(path.name):
+            # Read as an e-print it would be one long "paper" with no statements.
+            yield IngestProblem(
+                str(path), f"a Stack Exchange dump, not LaTeX: ingest it with `rag-app ingest mse {path}`"
+            )
         elif path.suffix.lower() in LATEX_SUFFIXES:
             yield LatexPaper(single_file_paper_id(path), path, str(path))
         elif path.suffix.lower() == ".pdf":
@@ -189,7 +198,9 @@ class PaperFinder:
         arxiv = parse_arxiv_name(path.name)
         paper_id = arxiv.arxiv_id if arxiv else archive_stem(path)
         version = arxiv.version if arxiv else ""
-        target = reset_directory(self.workdir / safe_paper_dir_name(paper_id) / (version or "src"))
+        # The archive's name (``...tar.gz`` included) names a directory inside this run's own only.
+        target = self._unpack_directory(paper_id, version or "src")
+        main_file = contained_path(target, f"{safe_paper_dir_name(paper_id)}.tex")
         try:
             kind = content_type(read_head(path))
             if kind == "gzip":
@@ -200,7 +211,7 @@ class PaperFinder:
                 elif kind in ("pdf", "postscript"):
                     return IngestProblem(origin, f"{kind.upper()}-only submission: no LaTeX source")
                 else:
-                    (target / f"{safe_paper_dir_name(paper_id)}.tex").write_bytes(data)
+                    main_file.write_bytes(data)
             elif kind == "tar":
                 unpack_tar(path, target, self.limits)
             elif kind == "zip":
@@ -212,7 +223,7 @@ class PaperFinder:
             else:
                 if path.stat().st_size > self.limits.max_file_bytes:
                     return IngestProblem(origin, f"file larger than {self.limits.max_file_bytes:,} bytes")
-                (target / f"{safe_paper_dir_name(paper_id)}.tex").write_bytes(path.read_bytes())
+                main_file.write_bytes(path.read_bytes())
         except UnsafeArchiveError as error:
             return IngestProblem(origin, f"archive refused: {error}")
         except OSError as error:
@@ -222,9 +233,21 @@ class PaperFinder:
             return IngestProblem(origin, "no decodable LaTeX file in the submission (binary or empty)")
         return LatexPaper(paper_id, main, origin, version)
 
+    def _unpack_directory(self, paper_id: str, version: str) -> Path:
+        """A fresh directory for one e-print. Two names that make the same safe name (``..tar.gz`` and
+        ``...tar.gz``, or one e-print named twice) get two directories: a paper still being parsed
+        is never unpacked over."""
+        target = contained_path(self.workdir, paper_id, version)
+        copy = 1
+        while target in self._unpacked:
+            copy += 1
+            target = contained_path(self.workdir, paper_id, f"{version}-{copy}")
+        self._unpacked.add(target)
+        return reset_directory(target)
+
     def _bulk_tar(self, path: Path) -> Iterator[LatexPaper | IngestProblem]:
         """The monthly bulk layout: each member is one paper's e-print, named by its id."""
-        staging = reset_directory(self.workdir / f"bulk-{path.stem}")
+        staging = reset_directory(contained_path(self.workdir, f"bulk-{path.stem}"))
         for member in bulk_tar_members(path, staging, self.limits):
             yield member if isinstance(member, IngestProblem) else self.eprint(member.path, member.origin)
 
@@ -290,6 +313,9 @@ class IncludeGraph:
                 seen.update(frontier)
                 if not frontier:
                     break
+            # A file reached again through a cycle (a section that inputs the main file) is not
+            # part of itself: were it, a main file would count as included and its paper vanish.
+            seen.discard(file)
             self._closure[file] = seen
         return self._closure[file]
 

@@ -8,6 +8,14 @@ from dataclasses import dataclass
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
+# Elements whose content is not text to read: code that runs, styles, embedded documents and forms.
+# Their subtrees are dropped whole; of the rest only text is kept (no tags, no attributes), so what
+# is stored is text that another program can show without running anything.
+_NOT_TEXT = {
+    "script", "style", "noscript", "template", "iframe", "frame", "frameset", "object", "embed", "applet",
+    "form", "input", "button", "select", "textarea", "link", "meta", "base", "head", "title", "svg", "canvas",
+    "audio", "video", "source", "track",
+}  # fmt: skip
 _BLOCKS = {"p", "div", "li", "ul", "ol", "blockquote", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "tr"}
 _DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\[", "\\]"), ("\\(", "\\)"))  # longest first
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
@@ -48,6 +56,8 @@ def _walk(node: Tag, parts: list[str]) -> None:
         if not isinstance(child, Tag):
             continue
         name = child.name
+        if name in _NOT_TEXT:
+            continue
         if name == "span" and "math-container" in (child.get("class") or []):
             parts.append(_delimited_math(child))
         elif name == "img":

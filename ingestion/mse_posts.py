@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import re
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import ElementTree
 from defusedxml.common import DefusedXmlException
 
+from ingestion.contained_paths import PathEscapeError, ensure_inside
 from ingestion.mse_html import html_to_text
 from ingestion.problems import IngestProblem, SourceError
 
@@ -114,10 +116,14 @@ def _open(path: Path) -> Iterator[IO[bytes]]:
                     members = [n for n in archive.getnames() if n.lower().endswith("posts.xml")]
                     if not members:
                         raise SourceError(str(path), "no Posts.xml inside the .7z archive")
+                    # The member's name is the archive's: it is unpacked only inside the directory made here.
+                    member = ensure_inside(Path(workdir), Path(members[0]))
                     archive.extract(path=workdir, targets=members[:1])
+            except PathEscapeError as error:
+                raise SourceError(str(path), f"archive refused: its member {members[0]!r} points outside") from error
             except (py7zr.exceptions.Bad7zFile, OSError) as error:
                 raise SourceError(str(path), f"corrupt .7z archive: {error}") from error
-            with (Path(workdir) / members[0]).open("rb") as handle:
+            with member.open("rb") as handle:
                 yield handle
     else:
         with path.open("rb") as handle:
@@ -179,6 +185,7 @@ def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, s
     Streamed: each row is detached from the tree once read, so memory stays flat.
     """
     rows = 0
+    rows_only: Utf8Rows | None = None
     try:
         with _open(path) as handle:
             root: Element | None = None
@@ -196,5 +203,9 @@ def read_rows(path: Path, problems: list[IngestProblem]) -> Iterator[dict[str, s
         problems.append(error.problem)
     except DefusedXmlException as error:
         problems.append(IngestProblem(str(path), f"refused: {type(error).__name__} (entity expansion attack?)"))
-    except (ParseError, EOFError, OSError) as error:
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        # A cut or damaged download: what was read before is kept, and the report says where it ended.
+        where = f"after row {rows} (line {rows_only.line})" if rows_only else "at its start"
+        problems.append(IngestProblem(str(path), f"compressed data cut short or corrupt {where}: {error}"))
+    except (ParseError, OSError) as error:
         problems.append(IngestProblem(str(path), f"not well-formed XML after row {rows}: {error}"))

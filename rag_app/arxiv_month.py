@@ -28,7 +28,7 @@ from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_ingestor import PaperStatements, arxiv_abs_url
 from ingestion.paper_pool import parse_in_pool
 from ingestion.paper_worker import parse_eprint
-from ingestion.problems import IngestProblem, Severity
+from ingestion.problems import IngestProblem, Severity, refused_parts_by_source
 from ingestion.records import Source, StatementRecord
 from rag_app.dask_ingest import DaskEprintParser
 from rag_app.settings import Settings
@@ -59,6 +59,7 @@ class MonthReport:
 
     def summary(self) -> str:
         kinds = ", ".join(f"{kind} {count}" for kind, count in self.statements_by_kind.most_common())
+        refused = refused_parts_by_source(self.problems)
         return (
             f"arXiv {self.month}: {self.papers_ok} papers ingested, {self.unchanged} unchanged, "
             f"{len(self.skipped)} skipped, {len(self.failed)} failed; {self.statements} statements "
@@ -66,6 +67,7 @@ class MonthReport:
             + (f", {self.updated} updated" if self.updated else "")
             + f") in {self.seconds:.1f} s"
             + (f"; {kinds}" if kinds else "")
+            + (f"; {sum(refused.values())} parts refused in {len(refused)} papers" if refused else "")
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -82,6 +84,7 @@ class MonthReport:
             "removed": self.removed,
             "seconds": round(self.seconds, 3),
             "problems": [problem.to_dict() for problem in self.problems],
+            "refused_parts": refused_parts_by_source(self.problems),
         }
 
 

@@ -212,11 +212,12 @@ def ingest(
 def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
     """Statement records as JSON lines (the fields of `search --json`), problems on stderr; each paper
     parsed under the same per-paper time limit as `ingest`."""
-    count = refused = 0
+    count = refused = empty = 0
     for paper in ingest_sources(sources, latex_ingestor(settings.ingestion)):
         for problem in paper.problems:
             _err(str(problem))
         refused += any(problem.severity is Severity.ERROR for problem in paper.problems)
+        empty += any(problem.severity is Severity.NOTE for problem in paper.problems)
         for record in paper.records:
             count += 1
             if as_json:
@@ -225,7 +226,11 @@ def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
                 typer.echo(f"{record.paper_id}  {record.display_name}  {record.label}")
                 typer.echo(f"    {' '.join(record.text.split())[:240]}")
     if not as_json:
-        typer.echo(f"{count} statements (nothing stored)" + (f"; {refused} inputs refused" if refused else ""))
+        typer.echo(
+            f"{count} statements (nothing stored)"
+            + (f"; {refused} inputs refused" if refused else "")
+            + (f"; {empty} with no statements" if empty else "")
+        )
     if refused:
         raise typer.Exit(EXIT_REFUSED)
 

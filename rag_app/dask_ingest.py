@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from ingestion.contained_paths import contained_path
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_ingestor import PaperStatements
 from ingestion.paper_pool import parse_in_pool
@@ -94,7 +95,7 @@ def parse_and_embed(payloads: list[EprintPayload], limits: IngestLimits, recipe:
     with tempfile.TemporaryDirectory(prefix="rag-app-worker-") as staging:
         paths = []
         for number, payload in enumerate(payloads):
-            path = Path(staging) / str(number) / payload.name
+            path = contained_path(Path(staging), str(number), payload.name)
             path.parent.mkdir()
             path.write_bytes(payload.content)
             paths.append((path, payload.origin))

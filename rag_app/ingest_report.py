@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ingestion.problems import IngestProblem, Severity
+from ingestion.problems import IngestProblem, Severity, refused_parts_by_source
 
 
 @dataclass
@@ -20,16 +20,33 @@ class IngestReport:
 
     @property
     def errors(self) -> list[IngestProblem]:
+        """Inputs refused (exit 1)."""
         return [p for p in self.problems if p.severity is Severity.ERROR]
 
+    @property
+    def warnings(self) -> list[IngestProblem]:
+        return [p for p in self.problems if p.severity is Severity.WARNING]
+
+    @property
+    def no_statements(self) -> list[IngestProblem]:
+        """Sources that hold no theorem-like statement: a note, not an error."""
+        return [p for p in self.problems if p.severity is Severity.NOTE]
+
+    @property
+    def refused_parts(self) -> dict[str, int]:
+        """Per paper (its main file), the parts refused while the rest of it was ingested."""
+        return refused_parts_by_source(self.problems)
+
     def summary(self) -> str:
+        refused = self.refused_parts
         return (
             f"{self.papers} papers, {self.statements} statements "
             f"({self.added} added, {self.unchanged} unchanged, {self.removed} removed"
             + (f", {self.updated} updated" if self.updated else "")
             + ") "
-            f"in {self.seconds:.1f} s; {len(self.errors)} errors, "
-            f"{len(self.problems) - len(self.errors)} warnings"
+            f"in {self.seconds:.1f} s; {len(self.errors)} errors, {len(self.warnings)} warnings"
+            + (f", {sum(refused.values())} parts refused in {len(refused)} papers" if refused else "")
+            + (f", {len(self.no_statements)} with no statements" if self.no_statements else "")
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -42,4 +59,6 @@ class IngestReport:
             "updated": self.updated,
             "seconds": round(self.seconds, 3),
             "problems": [problem.to_dict() for problem in self.problems],
+            "refused_parts": self.refused_parts,
+            "no_statements": len(self.no_statements),
         }

@@ -6,13 +6,12 @@ uploading the same name again replaces the paper's statements, as re-ingesting a
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from ingestion.contained_paths import contained_path, safe_component
 from ingestion.latex_sources import ARCHIVE_SUFFIXES
 
 UPLOAD_SUFFIXES = (*ARCHIVE_SUFFIXES, ".tex", ".ltx")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
 
 
 class UploadError(ValueError):
@@ -21,7 +20,7 @@ class UploadError(ValueError):
 
 def save_upload(name: str, data: bytes, directory: Path, max_bytes: int) -> Path:
     """Write one uploaded file under ``directory`` with a safe name; refuse wrong types and sizes."""
-    safe = _UNSAFE.sub("_", Path(name).name).strip("._") or "upload"
+    safe = safe_component(Path(name).name, fallback="upload")
     if not safe.lower().endswith(UPLOAD_SUFFIXES):
         raise UploadError(f"{name}: not a LaTeX source; upload {', '.join(UPLOAD_SUFFIXES)}")
     if len(data) > max_bytes:
@@ -29,6 +28,6 @@ def save_upload(name: str, data: bytes, directory: Path, max_bytes: int) -> Path
     if not data:
         raise UploadError(f"{name}: the file is empty")
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / safe
+    path = contained_path(directory, safe)
     path.write_bytes(data)
     return path

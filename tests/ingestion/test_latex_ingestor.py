@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from ingestion import LatexIngestor, Severity, Source, StatementKind
+from ingestion.ingest_limits import IngestLimits
+from ingestion.problems import IngestProblem
+from rag_app.ingest_report import IngestReport
 from rag_app.pipeline import demo_corpus_path
 
 PAPER = r"""\documentclass{article}
@@ -106,7 +109,9 @@ def test_bad_inputs_are_reported_with_path_and_reason_and_the_rest_goes_on(tmp_p
     assert "cannot unpack archive" in problems[str(broken)].reason
     assert "PDF-only" in problems[str(pdf)].reason
     assert "no such file" in problems[str(missing)].reason
-    assert all(p.severity is Severity.ERROR for p in problems.values())
+    # A file with no statements is a note (nothing is wrong with it); the others were refused.
+    assert problems[str(empty)].severity is Severity.NOTE
+    assert all(p.severity is Severity.ERROR for path, p in problems.items() if path != str(empty))
     assert [len(r.records) for r in results if r.paper_id == "good"] == [2]
 
 
@@ -348,7 +353,7 @@ def test_a_paper_that_loses_some_statements_says_how_many_of_how_many(tmp_path: 
     assert warning.reason == "2 statements extracted of the 3 theorem-like environments it begins"
 
 
-@pytest.mark.parametrize("hostile", ["{" * 200_000 + "x" + "}" * 200_000, "{" * 200_000])
+@pytest.mark.parametrize("hostile", ["{" * 20_000 + "x" + "}" * 20_000, "{" * 20_000])
 def test_a_brace_nest_is_refused_fast_with_its_reason_and_the_rest_is_kept(tmp_path: Path, hostile: str) -> None:
     paper = tmp_path / "nest.tex"
     paper.write_text(
@@ -359,9 +364,10 @@ def test_a_brace_nest_is_refused_fast_with_its_reason_and_the_rest_is_kept(tmp_p
     [result] = list(LatexIngestor().ingest([paper]))
     assert time.perf_counter() - started < 1.0
     assert [r.text for r in result.records] == ["Before.", "After."]
-    refused, counted = result.problems
+    # The refused statement is named once, as a refused part; it is not counted again as lost.
+    [refused] = result.problems
     assert refused.reason == "lemma 2 (lem:nest) refused: its braces nest deeper than 100 levels"
-    assert counted.reason == "2 statements extracted of the 3 theorem-like environments it begins"
+    assert refused.refused_part
 
 
 @pytest.mark.parametrize("style", ["class-proof", "ntheorem-proof"])
@@ -406,3 +412,102 @@ def test_tex_distribution_inputs_figures_and_subfile_parts_raise_no_warning(tmp_
         ("main.tex", 4, "included file not found: \\input{missing-section}"),
         ("two.tex", None, "not included by main.tex (the main document of its directory): fragment skipped"),
     ]
+
+
+# Issue 48, point 1: a paper with one bad part keeps its good parts; each refused part is named.
+GOOD_AROUND = (
+    "\\documentclass{article}\\newtheorem{lemma}{Lemma}\\begin{document}\n"
+    "\\begin{lemma}Every group of prime order is cyclic.\\end{lemma}\n%s\n"
+    "\\begin{lemma}Every subgroup of an abelian group is normal.\\end{lemma}\n\\end{document}\n"
+)
+GOOD_TEXTS = ["Every group of prime order is cyclic.", "Every subgroup of an abelian group is normal."]
+
+
+def test_a_section_that_inputs_the_main_file_loses_nothing(tmp_path: Path) -> None:
+    paper = tmp_path / "loop"
+    paper.mkdir()
+    (paper / "main.tex").write_text(GOOD_AROUND % "\\input{sec}")
+    (paper / "sec.tex").write_text("\\section{Loop}\\input{main}\n\\begin{lemma}Inside the loop.\\end{lemma}\n")
+    [result] = list(LatexIngestor().ingest([paper]))
+    assert [r.text for r in result.records] == [GOOD_TEXTS[0], "Inside the loop.", GOOD_TEXTS[1]]
+    [cycle] = result.problems
+    assert cycle.severity is Severity.WARNING and "include cycle through main.tex" in cycle.reason
+
+
+def test_one_huge_statement_is_refused_and_the_rest_of_the_paper_kept(tmp_path: Path) -> None:
+    paper = tmp_path / "huge.tex"
+    huge = "The value $x_{%d}$ is positive. " * 5_000 % tuple(range(5_000))
+    paper.write_text(GOOD_AROUND % f"\\begin{{lemma}}\\label{{lem:huge}}{huge}\\end{{lemma}}")
+    [result] = list(LatexIngestor(IngestLimits(max_statement_source_chars=50_000)).ingest([paper]))
+    assert [r.text for r in result.records] == GOOD_TEXTS
+    [refused] = result.problems
+    assert refused.refused_part and refused.severity is Severity.WARNING
+    assert refused.reason.startswith("lemma 2 (lem:huge) refused: its source is ")
+    assert "over the bound of 50,000" in refused.reason
+
+
+def test_an_overlong_proof_is_dropped_and_its_statement_kept(tmp_path: Path) -> None:
+    paper = tmp_path / "proof.tex"
+    proof = "\\begin{proof}" + "Clear. " * 20_000 + "\\end{proof}"
+    paper.write_text(GOOD_AROUND % f"\\begin{{lemma}}\\label{{lem:p}}Short.\\end{{lemma}}{proof}")
+    [result] = list(LatexIngestor(IngestLimits(max_statement_source_chars=50_000)).ingest([paper]))
+    assert [r.text for r in result.records] == [GOOD_TEXTS[0], "Short.", GOOD_TEXTS[1]]
+    assert result.records[1].proof == ""
+    [refused] = result.problems
+    assert refused.refused_part and refused.reason.startswith("lemma 2 (lem:p) proof refused: its source is ")
+
+
+def _include_bomb(directory: Path, levels: int = 6, fan_out: int = 10) -> None:
+    """``b0`` reads ``b1`` ten times, each of which reads ``b2`` ten times ...: 10^6 reads in all."""
+    for level in range(levels):
+        includes = f"\\input{{b{level + 1}}}" * fan_out
+        (directory / f"b{level}.tex").write_text(f"{includes} filler text\n")
+    (directory / f"b{levels}.tex").write_text("leaf\n")
+
+
+@pytest.mark.parametrize(
+    ("limits", "bound"),
+    [
+        (IngestLimits(max_paper_files=300), "300 files read"),
+        (IngestLimits(max_paper_chars=20_000), "20,000 characters"),
+    ],
+)
+def test_an_include_bomb_is_cut_with_one_warning_and_the_paper_kept(
+    tmp_path: Path, limits: IngestLimits, bound: str
+) -> None:
+    paper = tmp_path / "bomb"
+    paper.mkdir()
+    (paper / "main.tex").write_text(GOOD_AROUND % "\\input{b0}")
+    _include_bomb(paper)
+    [result] = list(LatexIngestor(limits).ingest([paper]))
+    assert [r.text for r in result.records] == GOOD_TEXTS
+    [bomb] = result.problems
+    assert bomb.refused_part and f"the paper passed its bound of {bound} (an include bomb?)" in bomb.reason
+    assert "more includes refused for the same reason" in bomb.reason
+
+
+def test_an_unreadable_include_is_a_refused_part(tmp_path: Path) -> None:
+    paper = tmp_path / "binary"
+    paper.mkdir()
+    (paper / "main.tex").write_text(GOOD_AROUND % "\\input{figure}")
+    (paper / "figure.tex").write_bytes(b"\x00\x01 binary")
+    [result] = list(LatexIngestor().ingest([paper / "main.tex"]))
+    assert [r.text for r in result.records] == GOOD_TEXTS
+    [refused] = result.problems
+    assert refused.refused_part and refused.path == str(paper / "main.tex") and refused.line == 3
+    assert refused.reason.startswith("\\input{figure} refused: included file unreadable: not a text file")
+
+
+def test_the_report_counts_refused_parts_per_paper_and_papers_without_statements() -> None:
+    report = IngestReport(
+        problems=[
+            IngestProblem("a.tex", "lemma 1 refused: ...", Severity.WARNING, refused_part=True),
+            IngestProblem("a.tex", "\\input{x} refused: ...", Severity.WARNING, 3, refused_part=True),
+            IngestProblem("a.tex", "macro \\foo ...", Severity.WARNING),
+            IngestProblem("intro.tex", "no theorem-like statements found", Severity.NOTE),
+        ]
+    )
+    assert report.errors == [] and len(report.warnings) == 3
+    assert report.refused_parts == {"a.tex": 2}
+    assert report.to_dict()["refused_parts"] == {"a.tex": 2} and report.to_dict()["no_statements"] == 1
+    assert report.summary().endswith("0 errors, 3 warnings, 2 parts refused in 1 papers, 1 with no statements")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import html
 import re
 from pathlib import Path
+
+import pytest
 
 from ingestion.mse_posts import parse_tags
 from ingestion.mse_records import MseFilters, MseRecordReader
@@ -152,3 +155,62 @@ def test_a_post_with_a_byte_that_is_not_utf8_is_skipped_and_the_rest_read(tmp_pa
     assert set(records) == set(clean) - {2}  # every other post, those after it included
     bad = [p for p in reader.problems if p.path == f"{damaged}:{row + 1}"]
     assert len(bad) == 1 and "not UTF-8" in bad[0].reason and "post 2" in bad[0].reason
+
+
+def _dump_of(posts: int) -> bytes:
+    """A well-formed dump of ``posts`` question/answer pairs, one row a line as the real dumps are."""
+    rows = []
+    for number in range(1, posts + 1):
+        question, answer = 2 * number - 1, 2 * number
+        rows.append(
+            f'  <row Id="{question}" PostTypeId="1" Score="3" Title="Question {number}" Tags="|algebra|" '
+            f'Body="&lt;p&gt;Is $x_{number}^2 \\ge 0$?&lt;/p&gt;" AcceptedAnswerId="{answer}" />'
+        )
+        rows.append(
+            f'  <row Id="{answer}" PostTypeId="2" ParentId="{question}" Score="5" Body="&lt;p&gt;Yes.&lt;/p&gt;" />'
+        )
+    return ('<?xml version="1.0" encoding="utf-8"?>\n<posts>\n' + "\n".join(rows) + "\n</posts>\n").encode()
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.6, 0.95, -8, -4, 10])
+def test_a_cut_gzip_dump_says_where_it_ended_and_keeps_what_it_read(tmp_path: Path, cut: float) -> None:
+    # Issue 48, point 4: a truncated Posts.xml.gz is reported with how far it got, never taken as whole.
+    packed = gzip.compress(_dump_of(400))
+    end = int(len(packed) * cut) if 0 < cut < 1 else (len(packed) + int(cut) if cut < 0 else int(cut))
+    dump = tmp_path / "Posts.xml.gz"
+    dump.write_bytes(packed[:end])
+    reader, records = read(dump)
+    [problem] = reader.problems
+    assert problem.path == str(dump)
+    assert re.search(
+        r"(cut short or corrupt after row \d+ \(line \d+\)|not well-formed XML after row \d+)", problem.reason
+    )
+    assert len(records) < 800
+
+
+def test_a_corrupt_gzip_dump_is_reported_not_raised(tmp_path: Path) -> None:
+    packed = gzip.compress(_dump_of(400))
+    dump = tmp_path / "Posts.xml.gz"
+    dump.write_bytes(packed[:200] + b"garbage" * 40 + packed[480:])
+    reader, _ = read(dump)
+    [problem] = reader.problems
+    assert problem.reason.startswith("compressed data cut short or corrupt after row ")
+
+
+def test_active_html_in_a_post_is_not_stored(tmp_path: Path) -> None:
+    # Issue 48, point 3: store text, not markup: no script, no event attribute, no embedded frame.
+    body = (
+        '<p>Let <span class="math-container">$x &lt; y$</span>.</p><script>alert("body")</script>'
+        '<img src="x" onerror="alert(1)" alt="a plot"><a href="javascript:alert(2)">see here</a>'
+        "<style>p { color: red }</style><iframe src='https://evil.example'>frame text</iframe><SCRIPT>alert(3)</SCRIPT>"
+    )
+    dump = tmp_path / "Posts.xml"
+    dump.write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n<posts>\n'
+        f'<row Id="1" PostTypeId="1" Score="1" Title="T" Tags="|algebra|" Body="{html.escape(body)}" />\n</posts>\n'
+    )
+    _, records = read(dump)
+    text = records[1].text
+    assert "$x < y$" in text and "[image: a plot]" in text and "see here" in text
+    for active in ("alert", "<script", "onerror", "javascript:", "color: red", "frame text", "<iframe"):
+        assert active not in text.lower()

@@ -151,6 +151,34 @@ def test_ingest_reports_bad_files_and_exit_codes(tmp_path: Path) -> None:
     assert runner.invoke(app, ["search", "T", "--index", str(paper)]).exit_code == 2  # a file
 
 
+def test_files_with_no_statements_are_a_note_and_a_bad_part_a_warning_exit_0(tmp_path: Path) -> None:
+    # Issue 48, points 1 and 5: the Stacks project's introduction, an applied paper without theorem
+    # environments, and a paper with one unreadable section are not refused inputs.
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "introduction.tex").write_text("\\documentclass{article}\\begin{document}Welcome.\\end{document}")
+    (book / "groups.tex").write_text(
+        "\\documentclass{article}\\newtheorem{lemma}{Lemma}\\begin{document}\\input{figure}"
+        "\\begin{lemma}Every group of prime order is cyclic.\\end{lemma}\\end{document}"
+    )
+    figure = tmp_path / "figure.tex"  # outside the paper's directory: refused, the rest read
+    figure.write_text("\\begin{lemma}Not part of the paper.\\end{lemma}")
+    (book / "groups.tex").write_text((book / "groups.tex").read_text().replace("{figure}", "{../figure}"))
+    result = runner.invoke(app, ["ingest", str(book), "--index", str(tmp_path / "index"), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["statements"] == 1 and report["no_statements"] == 1
+    assert report["refused_parts"] == {str(book / "groups.tex"): 1}
+    notes = [p for p in report["problems"] if p["severity"] == "note"]
+    assert [(p["path"], p["reason"]) for p in notes] == [
+        (str(book / "introduction.tex"), "no theorem-like statements found")
+    ]
+    text = runner.invoke(app, ["ingest", str(book), "--index", str(tmp_path / "index")])
+    assert text.exit_code == 0 and "1 parts refused in 1 papers, 1 with no statements" in text.output
+    parsed = runner.invoke(app, ["ingest", "--parse-only", str(book)])
+    assert parsed.exit_code == 0 and "1 statements (nothing stored); 1 with no statements" in parsed.output
+
+
 def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServerProcess, monkeypatch) -> None:
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", llm_server.base_url)
     monkeypatch.setenv("RAG_APP_LLM__MAX_TOKENS", "32")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -95,3 +97,23 @@ def test_the_python_api_ingests_a_dump_with_the_report_the_cli_prints(tmp_path: 
         assert str(missing) in str(error)
     else:
         raise AssertionError("a missing dump was accepted")
+
+
+def test_cli_a_cut_gzip_dump_exits_1_saying_how_far_it_got(tmp_path: Path) -> None:
+    packed = gzip.compress(FIXTURE.read_bytes())
+    dump = tmp_path / "Posts.xml.gz"
+    dump.write_bytes(packed[: len(packed) - 8])  # the checksum and size are missing: the download was cut
+    result = CliRunner().invoke(app, ["ingest", "mse", str(dump), "--json", "--index", str(tmp_path / "index")])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not report["complete"]
+    [cut] = [p for p in report["problems"] if p["path"] == str(dump)]
+    assert re.match(r"compressed data cut short or corrupt after row \d+ \(line \d+\)", cut["reason"])
+
+
+def test_cli_a_dump_given_to_plain_ingest_is_refused_with_the_command_to_use(tmp_path: Path) -> None:
+    dump = tmp_path / "Posts.xml"
+    dump.write_bytes(FIXTURE.read_bytes())
+    result = CliRunner().invoke(app, ["ingest", str(dump), "--index", str(tmp_path / "index")])
+    assert result.exit_code == 1
+    assert f"ingest it with `rag-app ingest mse {dump}`" in result.output
