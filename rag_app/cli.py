@@ -5,6 +5,7 @@ Command names, flags and JSON fields here are contracts that scripts rely on: ad
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -39,7 +40,9 @@ from retriever.cross_encoder_reranker import RerankerModelError
 from retriever.embedding_registry import EmbedderSpecError
 from retriever.formulas.marf_encoder import FormulaModelError
 from retriever.formulas.marf_index import MarfIndexError
+from retriever.hnsw_files import VectorIndexDamagedError
 from retriever.index_health import IndexHealth, StoreState
+from retriever.index_lock import exclusive
 from retriever.learned_ranker import LearnedRankerError
 from retriever.query_adapter import QueryAdapterError
 from retriever.statement_index import MANIFEST, PAPERS, IndexDamagedError
@@ -62,7 +65,7 @@ class _Commands(TyperGroup):
                 QueryAdapterError, LearnedRankerError) as error:  # fmt: skip
             _err(f"error: {error}")
             raise typer.Exit(EXIT_USAGE) from None
-        except (IndexDamagedError, BM25SegmentError) as error:
+        except (IndexDamagedError, BM25SegmentError, VectorIndexDamagedError) as error:
             _err(f"error: {error}")
             raise typer.Exit(EXIT_DAMAGED) from None
 
@@ -181,6 +184,7 @@ def ingest(
         )
         update: dict[str, object] = {"dask": cluster} | ({"workers": workers} if workers is not None else {})
         settings = settings.model_copy(update={"ingestion": settings.ingestion.model_copy(update=update)})
+    _lower_priority(settings.ingestion.nice)
     if paths and str(paths[0]) == "arxiv" and not paths[0].exists():
         _ingest_arxiv_month(settings, paths[1:], month, source, metadata, download, as_json)
         return
@@ -207,6 +211,39 @@ def ingest(
         typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
     if report.errors:
         raise typer.Exit(EXIT_REFUSED)
+
+
+def _lower_priority(nice: int) -> None:
+    """An ingest gives way to the chat's LLM server on the same CPUs: llama.cpp's threads wait for each
+    other at every layer, so one descheduled thread stalls the rest (the quoting answer took 13 s idle
+    and 41 s beside an ingest on 2 CPUs). A process's nice value alone did not help (41 s): Linux
+    shares the CPUs between sessions first ("autogroups"), and the LLM server runs in a session of its
+    own. So the ingest continues in a child in a new session whose group is niced; the parent waits,
+    passes on the signals a terminal sends, and exits with the child's status. Parser processes
+    inherit the priority. Without autogroups (or off Linux) the process's own nice value is lowered."""
+    if nice <= 0 or not hasattr(os, "nice"):
+        return
+    autogroup = Path("/proc/self/autogroup")
+    if not autogroup.exists():
+        os.nice(nice)
+        return
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        with contextlib.suppress(OSError):
+            autogroup.write_text(str(nice))
+        os.nice(nice)
+        return
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda received, _frame: os.kill(child, received))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    sys.stdout.flush()
+    os._exit(os.waitstatus_to_exitcode(status))
 
 
 def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
@@ -481,8 +518,10 @@ def status(index: IndexOption = None, as_json: JsonOption = False, config: Confi
         typer.echo(json.dumps(summary, ensure_ascii=False))
     else:
         _print_status(rag, stores)
+    if any(state.problem for state in stores):
+        raise typer.Exit(EXIT_DAMAGED)  # a file is damaged (named above)
     if not all(state.in_step for state in stores):
-        raise typer.Exit(EXIT_REFUSED)
+        raise typer.Exit(EXIT_REFUSED)  # a store is behind: `repair` catches it up
 
 
 def _print_status(rag: MathRAG, stores: list[StoreState]) -> None:
@@ -506,15 +545,23 @@ def _print_status(rag: MathRAG, stores: list[StoreState]) -> None:
 @app.command()
 def repair(index: IndexOption = None, as_json: JsonOption = False, config: ConfigOption = None) -> None:
     """Rebuild every store derived from Chroma that is behind or damaged (BM25, the formula index, the duplicate
-    groups, the second model's vectors, the manifest), from Chroma, without re-embedding the statements."""
-    rag = MathRAG(_searched_settings(config, index))
-    health = IndexHealth(rag.index)
-    before = health.repair(show_progress=not as_json)
-    after = health.check()
+    groups, the second model's vectors, the manifest), from Chroma, without re-embedding the statements; damaged
+    vector index files (Chroma keeps no other copy of the vectors) are moved aside and the statements embedded
+    again from their stored text. A second repair waits for the first."""
+    settings = _searched_settings(config, index)
+
+    def wait() -> None:
+        _err("another `rag-app repair` is working on this index; waiting for it to finish ...")
+
+    with exclusive(settings.resolved_index_dir, on_wait=wait):
+        before = IndexHealth(MathRAG(settings).index).repair(show_progress=not as_json)
+        after = IndexHealth(MathRAG(settings).index).check()  # opened again: a re-embedding changes its collection
     if as_json:
         typer.echo(json.dumps({"before": [s.to_dict() for s in before], "after": [s.to_dict() for s in after]}))
     else:
-        for old, new in zip(before, after, strict=False):
+        found = {state.name: state for state in before}
+        for new in after:
+            old = found.get(new.name, before[0])  # a store not reached before (Chroma unreadable) was not in step
             change = "repaired" if not old.in_step and new.in_step else "ok" if new.in_step else "STILL BEHIND"
             typer.echo(f"{change:>12}  {new.describe()}")
     if not all(state.in_step for state in after):
@@ -774,7 +821,7 @@ def train_embed(
     """
     from rag_app.training.train_embedding import TrainEmbedJob
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     overrides = {
         "name": name, "base_model": base, "lora": lora, "llm_questions": llm_questions,
         "hard_negatives": hard_negatives, "max_pairs": max_pairs, "max_steps": max_steps, "epochs": epochs,
@@ -841,7 +888,7 @@ def train_rerank(
     """
     from rag_app.training.train_rerank import TrainRerankJob, publish_reranker
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     overrides = {"name": name, "max_queries": max_queries, "max_steps": max_steps, "epochs": epochs, "device": device}
     training = settings.rerank.training.model_copy(update={k: v for k, v in overrides.items() if v is not None})
     settings = settings.model_copy(update={"rerank": settings.rerank.model_copy(update={"training": training})})
@@ -898,7 +945,7 @@ def train_ranker(
     from rag_app.training.train_ranker import TrainRankerJob, publish_ranker
     from retriever.learned_ranker import LearnedRankerError
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     if max_queries is not None:
         training = settings.ranker.training.model_copy(update={"max_queries_per_kind": max_queries})
         settings = settings.model_copy(update={"ranker": settings.ranker.model_copy(update={"training": training})})
@@ -961,7 +1008,7 @@ def train_query_adapter(
     from rag_app.training.train_query_adapter import TrainQueryAdapterJob, publish_query_adapter
     from retriever.companion_index import CompanionIndexError
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     if epochs is not None:
         training = settings.query_adapter_training.model_copy(update={"epochs": epochs})
         settings = settings.model_copy(update={"query_adapter_training": training})
@@ -1025,7 +1072,7 @@ def train_questions(
     """
     from rag_app.training.train_questions import generate_questions
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     path = (out.expanduser() if out else None) or _default_questions_path(settings)
     if background:
         log_path = path.with_suffix(".log")
@@ -1097,7 +1144,7 @@ def reindex(
     from rag_app.embedder_factory import make_embedder
     from retriever.reindex import reindex as reindex_statements
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     try:
         result = reindex_statements(
             settings.resolved_index_dir,
@@ -1133,7 +1180,7 @@ def build_fusion(
     Only statements without fusion vectors are embedded, so a rerun after a crash or an ingest resumes.
     The models are `formula.models` (`packaged`, or a directory from `rag-app train formula`).
     """
-    with MathRAG(_settings(config, index)) as rag:
+    with MathRAG(_searched_settings(config, index)) as rag:
         update = rag.build_fusion(rebuild=rebuild, show_progress=not as_json)
         data = {**update.to_dict(), "models": rag.index.marf_encoder().identity,
                 "bytes": rag.index.marf_index().bytes_on_disk()}  # fmt: skip
@@ -1156,7 +1203,7 @@ def build_dense2(
     configured (only statements without vectors are embedded: a rerun resumes). The model is
     `second_embedding.model` (off by default; `packaged:all-mpnet-base-v2` is the one that ships).
     """
-    with MathRAG(_settings(config, index)) as rag:
+    with MathRAG(_searched_settings(config, index)) as rag:
         try:
             update = rag.build_companion(rebuild=rebuild, show_progress=not as_json)
         except ValueError as error:
@@ -1186,7 +1233,7 @@ def duplicates(
     --rebuild recomputes them for an index ingested before groups existed, or after a change of
     `duplicates.threshold`.
     """
-    with MathRAG(_settings(config, index)) as rag:
+    with MathRAG(_searched_settings(config, index)) as rag:
         started = time.perf_counter()
         joined = rag.rebuild_duplicates(show_progress=not as_json) if rebuild else None
         groups = rag.duplicate_groups()
@@ -1231,7 +1278,7 @@ def train_formula(
     """
     from rag_app.training.train_formula import TrainFormulaJob
 
-    settings = _settings(config, index)
+    settings = _searched_settings(config, index)
     if device:
         settings = settings.model_copy(update={"formula": settings.formula.model_copy(update={"device": device})})
     try:

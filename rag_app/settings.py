@@ -521,6 +521,13 @@ class IngestionSettings(BaseModel):
         True, description="parse each paper in a worker process under the time limit (off: in this process, no limit)"
     )
     batch_statements: int = Field(512, ge=1, description="statements embedded and committed together")
+    nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="CPU priority lowered by this much for `rag-app ingest` (0: unchanged), so that "
+        "answers stay quick while a month ingests: see bench/results/ask_under_load.md",
+    )
     limits: IngestLimits = Field(default_factory=IngestLimits)
     dask: DaskSettings = Field(default_factory=DaskSettings)
 

@@ -25,18 +25,20 @@ The same class serves in memory (``directory=None``) for short-lived indexes (ha
 
 from __future__ import annotations
 
+import functools
 import math
 import shutil
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
-from retriever.bm25_segment import BM25Segment
+from retriever.bm25_segment import REPAIR, BM25Segment, BM25SegmentError
 from retriever.math_tokenizer import tokenize
 from retriever.types import ScoredId
 
@@ -50,6 +52,7 @@ SMALLEST_SEGMENT = 1000
 DELETED_SHARE = 0.3
 # Query terms in more than this share of the documents are "common" for MaxScore (see _search_terms).
 COMMON_SHARE = 0.01
+_T = TypeVar("_T")
 _SQL_VARIABLES = 900  # rows per IN (...) query, under SQLite's variable limit on any build
 
 _SCHEMA = """
@@ -61,6 +64,34 @@ CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, segment TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS deleted (segment TEXT NOT NULL, row INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS deleted_by_segment ON deleted (segment);
 """
+
+
+class BM25CatalogueError(BM25SegmentError):
+    """The catalogue (``lexical.sqlite``) of a BM25 index is damaged: the message names the file."""
+
+
+def _names_damage(method: Callable[..., _T]) -> Callable[..., _T]:
+    """SQLite's "database disk image is malformed" or "file is not a database", raised anywhere in
+    ``method``, becomes one sentence naming the catalogue and what to run (exit 3 in the CLI). A busy
+    or locked database is not damage: it is raised as it is."""
+
+    @functools.wraps(method)
+    def named(self: BM25Index, *args: object, **kwargs: object) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as error:
+            if not _is_damage(error):
+                raise
+            raise self._damaged(error) from error
+        except sqlite3.DatabaseError as error:
+            raise self._damaged(error) from error
+
+    return named
+
+
+def _is_damage(error: sqlite3.OperationalError) -> bool:
+    text = str(error).lower()
+    return not any(word in text for word in ("locked", "busy", "readonly", "read-only", "interrupted"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,21 +107,33 @@ class BM25Index:
         self.directory = directory
         self.k1 = k1
         self.b = b
-        if directory is None:
-            self._db = sqlite3.connect(":memory:", check_same_thread=False)
-            self._memory_segments: dict[str, BM25Segment] = {}
-        else:
-            directory.mkdir(parents=True, exist_ok=True)
-            # the chat app searches from Streamlit's script threads; the lock below serializes them
-            self._db = sqlite3.connect(directory / DATABASE, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
-        self._db.executescript(_SCHEMA)
+        self._memory_segments: dict[str, BM25Segment] = {}
+        self._db = self._connect()
         self._lock = threading.RLock()
         self._generation = -1
         self._segments: list[_LiveSegment] = []
         self._documents = 0  # live documents
         self._total = 0  # documents including the deleted ones not yet merged away (BM25's N)
         self._total_length = 0.0
+
+    @property
+    def database_path(self) -> str:
+        return str(self.directory / DATABASE) if self.directory is not None else ":memory:"
+
+    @_names_damage
+    def _connect(self) -> sqlite3.Connection:
+        if self.directory is None:
+            db = sqlite3.connect(":memory:", check_same_thread=False)
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # the chat app searches from Streamlit's script threads; the lock serializes them
+            db = sqlite3.connect(self.directory / DATABASE, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+        db.executescript(_SCHEMA)
+        return db
+
+    def _damaged(self, error: sqlite3.Error) -> BM25CatalogueError:
+        return BM25CatalogueError(f"{self.database_path} is damaged ({type(error).__name__}: {error}); {REPAIR}")
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -111,6 +154,7 @@ class BM25Index:
     def load(cls, directory: Path, k1: float = 1.2, b: float = 0.75) -> BM25Index:
         return cls(directory, k1, b)
 
+    @_names_damage
     def clear(self) -> None:
         """Forget every document (a full rebuild starts from here)."""
         with self._lock, self._db:
@@ -123,6 +167,7 @@ class BM25Index:
             self._memory_segments.clear()
 
     # ------------------------------------------------------------------ writing
+    @_names_damage
     def add(self, ids: Sequence[str], documents: Sequence[Sequence[str]]) -> None:
         """Index documents (a document already indexed under the same id is replaced)."""
         if len(ids) != len(documents):
@@ -151,6 +196,7 @@ class BM25Index:
             self._bump_generation()
         self._merge_when_due()
 
+    @_names_damage
     def delete(self, ids: Iterable[str]) -> int:
         """Mark documents deleted; returns how many were indexed."""
         with self._lock:
@@ -210,16 +256,19 @@ class BM25Index:
             self._drop_segment(name)
 
     # ------------------------------------------------------------------ reading
+    @_names_damage
     def __len__(self) -> int:
         with self._lock:
             self._refresh()
             return self._documents
 
     @property
+    @_names_damage
     def ids(self) -> list[str]:
         """Every live document id (for checks; a full scan)."""
         return [row[0] for row in self._db.execute("SELECT id FROM documents")]
 
+    @_names_damage
     def verify(self) -> None:
         """Load every segment again from disk, its arrays checked against each other
         (``BM25SegmentError`` names a damaged one)."""
@@ -229,6 +278,7 @@ class BM25Index:
             self._refresh()
 
     @property
+    @_names_damage
     def segment_count(self) -> int:
         with self._lock:
             self._refresh()
@@ -237,6 +287,7 @@ class BM25Index:
     def search(self, query: str, k: int) -> list[ScoredId]:
         return self.search_terms(tokenize(query), k)
 
+    @_names_damage
     def postings_of(self, terms: Sequence[str]) -> int:
         """How many postings these terms have: what an exhaustive search would read (benchmarks)."""
         with self._lock:
@@ -246,6 +297,7 @@ class BM25Index:
                 int(live.segment.document_frequencies(live.segment.locate(known)).sum()) for live in self._segments
             )
 
+    @_names_damage
     def search_terms(self, terms: Sequence[str], k: int) -> list[ScoredId]:
         """The ``k`` best documents for the terms (a term given twice counts twice, as in bm25s)."""
         with self._lock:

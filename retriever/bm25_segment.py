@@ -120,16 +120,20 @@ class BM25Segment:
     def load(cls, directory: Path) -> BM25Segment:
         """The segment in ``directory``; ``BM25SegmentError`` (naming the directory) when a file is missing,
         truncated or inconsistent with the others."""
-        try:
-            segment = cls(name=directory.name, **{array: _load_array(directory / f"{array}.npy") for array in _ARRAYS})
-        except FileNotFoundError:
-            raise  # merged away by another process: the caller reads the segment list again
-        except (OSError, ValueError, EOFError) as error:
-            reason = f"{type(error).__name__}: {error}"
-            raise BM25SegmentError(f"{directory}: unreadable segment ({reason}); {REPAIR}") from error
+        arrays = {}
+        for array in _ARRAYS:
+            path = directory / f"{array}.npy"
+            try:
+                arrays[array] = _load_array(path)
+            except FileNotFoundError:
+                raise  # merged away by another process: the caller reads the segment list again
+            except (OSError, ValueError, EOFError) as error:
+                reason = " ".join(f"{type(error).__name__}: {error}".split())[:200]
+                raise BM25SegmentError(f"{path} is damaged ({reason}); {REPAIR}") from error
+        segment = cls(name=directory.name, **arrays)
         problem = segment.inconsistency()
         if problem:
-            raise BM25SegmentError(f"{directory}: damaged segment ({problem}); {REPAIR}")
+            raise BM25SegmentError(f"{directory} holds a damaged segment ({problem}); {REPAIR}")
         return segment
 
     def inconsistency(self) -> str:
@@ -147,7 +151,8 @@ class BM25Segment:
 
 
 class BM25SegmentError(ValueError):
-    """A BM25 segment on disk is unreadable or damaged; ``rag-app repair`` rebuilds BM25 from Chroma."""
+    """A file of a BM25 index (a segment's array, or the catalogue) is unreadable or damaged; the message
+    names it. ``rag-app repair`` rebuilds BM25 from Chroma."""
 
 
 def _load_array(path: Path) -> np.ndarray:

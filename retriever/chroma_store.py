@@ -12,6 +12,13 @@ from chromadb.api.models.Collection import Collection
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from retriever.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
+from retriever.hnsw_files import (
+    VECTOR_REPAIR,
+    VectorIndexDamagedError,
+    check_segment,
+    segment_directories,
+    vector_files_stamp,
+)
 from retriever.types import ScoredId
 
 COLLECTION = "statements"
@@ -31,13 +38,36 @@ class ChromaStatementStore:
         self.path = path
         self.collection_name = collection
         self.connection = connection
+        self._vector_files_checked: tuple[tuple[str, int, int], ...] | None = None
         self._client = connection.client(path)
-        self._collection = connection.open_collection(self._client, collection)
+        self._opened = connection.open_collection(self._client, collection)
+
+    @property
+    def _collection(self) -> Collection:
+        """The collection, its vector files checked first (every read and write goes through here)."""
+        self.check_vector_files()
+        return self._opened
+
+    def check_vector_files(self) -> None:
+        """Before the first query (and again after the files change): Chroma trusts its HNSW files, and a
+        damaged one fails every read with an error naming no file, or crashes the process. A damaged
+        file raises :class:`VectorIndexDamagedError` naming it. Embedded stores only (a server's files
+        are its own); a stat per query, a full read only when the files changed."""
+        if self.connection.is_server:
+            return
+        stamp = vector_files_stamp(self.path)
+        if stamp == self._vector_files_checked:
+            return
+        for directory in segment_directories(self.path):
+            state = check_segment(directory)
+            if state.problem:
+                raise VectorIndexDamagedError(f"{state.problem}; {VECTOR_REPAIR}")
+        self._vector_files_checked = stamp
 
     def reconnect(self) -> None:
         """Open the client and collection again (after the process's Chroma cache was cleared)."""
         self._client = self.connection.client(self.path)
-        self._collection = self.connection.open_collection(self._client, self.collection_name)
+        self._opened = self.connection.open_collection(self._client, self.collection_name)
 
     def collection_names(self) -> list[str]:
         """This index's collections (a reindex leaves one behind only if it crashed), without the prefix."""

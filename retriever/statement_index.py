@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -28,6 +29,7 @@ from ingestion.records import StatementRecord
 from retriever.atomic_files import write_text_atomically
 from retriever.bm25_index import DATABASE as BM25_DATABASE
 from retriever.bm25_index import BM25Index
+from retriever.bm25_segment import BM25SegmentError
 from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.companion_index import CompanionIndex
@@ -268,9 +270,7 @@ class StatementIndex:
     def rebuild_lexical(self, show_progress: bool = False) -> None:
         """Rebuild the BM25 index and the lexical formula index from every record in the store."""
         self._mark_lexical_stale()
-        bm25, formula = self.lexical_index(), self.formula_lexical_index()
-        bm25.clear()
-        formula.clear()
+        self._emptied_lexical()
         stats = FormulaIndexStats(0, 0, 0)
         batch: list[StatementRecord] = []
         with tqdm(total=self.count(), unit="stmt", desc="BM25 + formula index", disable=not show_progress) as bar:
@@ -292,6 +292,29 @@ class StatementIndex:
         if (self.directory / MANIFEST).exists():  # its count too: a crash may have left the old one
             self._write_manifest(statements=len(self.lexical_index()))
         (self.directory / LEXICAL_STALE).unlink(missing_ok=True)
+
+    def _emptied_lexical(self) -> None:
+        """Both lexical indexes emptied for a rebuild. One whose files are damaged (its catalogue
+        malformed, a segment truncated) cannot be cleared in place: its directory is removed and a
+        fresh one made, for Chroma holds everything it is rebuilt from."""
+        for name in ("bm25", FORMULA_LEXICAL):
+            opener = self.lexical_index if name == "bm25" else self.formula_lexical_index
+            try:
+                opener().clear()
+            except BM25SegmentError as error:
+                logger.warning("%s; removing %s and rebuilding it", error, self.directory / name)
+                self._close_lexical(name)
+                shutil.rmtree(self.directory / name)
+                opener().clear()
+
+    def _close_lexical(self, name: str) -> None:
+        index = self._bm25 if name == "bm25" else self._formula_bm25
+        if index is not None:
+            index.close()
+        if name == "bm25":
+            self._bm25 = None
+        else:
+            self._formula_bm25 = None
 
     def _lexical_in_step(self) -> bool:
         """Whether the lexical indexes hold exactly the store's statements, so a write can update them."""

@@ -155,3 +155,15 @@ def test_maxscore_pruning_returns_the_exhaustive_top_k(monkeypatch: pytest.Monke
     assert [hit.score for hits in pruned for hit in hits] == pytest.approx(
         [hit.score for hits in exhaustive for hit in hits], rel=1e-6
     )
+
+
+def test_a_damaged_catalogue_is_named_on_opening_and_on_searching(tmp_path: Path) -> None:
+    from retriever.bm25_index import DATABASE, BM25CatalogueError
+
+    index = BM25Index(tmp_path / "bm25")
+    index.add(["a", "b"], [["prime", "group"], ["compact", "space"]])
+    index.close()
+    catalogue = tmp_path / "bm25" / DATABASE
+    catalogue.write_bytes(b"\x00garbage" * 512)
+    with pytest.raises(BM25CatalogueError, match=f"{catalogue} is damaged .*rag-app repair"):
+        BM25Index(tmp_path / "bm25").search("prime", 1)

@@ -38,12 +38,6 @@ def test_the_loss_is_the_softmax_cross_entropy_of_picking_the_positive() -> None
     assert float(loss) == pytest.approx(float(expected), abs=1e-4)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="on the 2026-11-25 machine the resumed adapter differs from the uninterrupted one (max |diff| "
-    "0.0023 of weights up to 0.058), also at 94a9759, before issue 47's changes: resume determinism of the "
-    "CPU cross-encoder training is to be investigated (reranking is off by default)",
-)
 def test_a_resumed_run_ends_where_an_uninterrupted_one_does(tmp_path: Path) -> None:
     import shutil
 
