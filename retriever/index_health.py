@@ -9,6 +9,7 @@ statements (the companion model embeds only the statements it lacks).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import sqlite3
@@ -141,6 +142,8 @@ class IndexHealth:
         reindex(self.index.directory, self.index.embedder, force=True, show_progress=show_progress,
                 connection=self.index.connection)  # fmt: skip
         shutil.rmtree(aside)
+        with contextlib.suppress(OSError):
+            aside.parent.rmdir()  # "damaged/", when no earlier repair left files there
 
     @staticmethod
     def _compare(name: str, truth: set[str], read: Callable[[], set[str]]) -> StoreState:
