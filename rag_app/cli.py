@@ -229,6 +229,7 @@ def _lower_priority(nice: int) -> None:
         return
     child = os.fork()
     if child == 0:
+        _die_with_parent()  # a kill -9 of the command a user started stops the ingest too
         os.setsid()
         with contextlib.suppress(OSError):
             autogroup.write_text(str(nice))
@@ -244,6 +245,15 @@ def _lower_priority(nice: int) -> None:
             continue
     sys.stdout.flush()
     os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _die_with_parent() -> None:
+    """Linux's PR_SET_PDEATHSIG: this process gets SIGKILL when its parent dies (the parent cannot pass
+    on a SIGKILL)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 def _parse_only(settings: Settings, sources: list[Path], as_json: bool) -> None:
