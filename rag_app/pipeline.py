@@ -44,6 +44,7 @@ from retriever.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.paper_searcher import PaperHit
 from retriever.query_adapter import QueryAdapter
 from retriever.query_notation import read_typed_notation
+from retriever.statement_index import MANIFEST, IndexNotFoundError
 from retriever.types import VectorUpdate
 
 
@@ -69,13 +70,19 @@ class MathRAG:
         self._companion: CompanionIndex | None = None
         self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
+        self._searched_index_must_exist = False  # set by open(index_dir): a mistyped path is an error
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, settings: Settings | None = None) -> MathRAG:
+        """The index in ``index_dir`` (else the configured one). Opening creates nothing: an ingest makes
+        the directory; searching or asking an ``index_dir`` that holds no index raises
+        :class:`IndexNotFoundError` (as the CLI's ``--index`` does), so a typo is not an empty index."""
         settings = settings or Settings.load()
         if index_dir is not None:
-            settings = settings.model_copy(update={"index_dir": Path(index_dir).expanduser()})
-        return cls(settings)
+            settings = settings.with_overrides({"index_dir": Path(index_dir).expanduser()})
+        rag = cls(settings)
+        rag._searched_index_must_exist = index_dir is not None
+        return rag
 
     # ------------------------------------------------------------------ index
     @property
@@ -96,6 +103,12 @@ class MathRAG:
     def search_stack(self) -> SearchStack:
         """This index's searchers, composed from the settings once (see ``rag_app.search_stack``)."""
         if self._search_stack is None:
+            where = self.settings.resolved_index_dir
+            if self._searched_index_must_exist and not (where / MANIFEST).is_file():
+                raise IndexNotFoundError(
+                    f"{where} {'holds no index' if where.is_dir() else 'does not exist'}; "
+                    "MathRAG.open(...).ingest(paths) builds one there"
+                )
             self._search_stack = SearchStack(
                 self.settings,
                 self.index,

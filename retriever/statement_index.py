@@ -65,6 +65,10 @@ class IndexDamagedError(RuntimeError):
     """A file of the index cannot be read; the message names it and what to run."""
 
 
+class IndexNotFoundError(FileNotFoundError):
+    """A directory named as an index to search holds none (a mistyped path, not an empty index)."""
+
+
 class IndexMismatchError(RuntimeError):
     """The index was built with another embedding model than the one configured."""
 

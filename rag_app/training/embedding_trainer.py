@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ingestion import StatementRecord
-from rag_app.settings import TrainingSettings
+from rag_app.settings import EmbedTrainingSettings
 from rag_app.training.checkpoints import checkpointed_arguments, last_checkpoint
 from rag_app.training.training_pairs import TrainingPair
 from retriever.embedder import Embedder
@@ -40,7 +40,7 @@ class TrainingRun:
 
 
 class EmbeddingTrainer:
-    def __init__(self, settings: TrainingSettings, base: Embedder, device: str = "cpu") -> None:
+    def __init__(self, settings: EmbedTrainingSettings, base: Embedder, device: str = "cpu") -> None:
         self.settings = settings
         self.base = base
         self.device = device
@@ -165,7 +165,7 @@ def _random_negative(
     return records[rng.choice(others)] if others else positive
 
 
-def _steps(count: int, batch_size: int, settings: TrainingSettings) -> int:
+def _steps(count: int, batch_size: int, settings: EmbedTrainingSettings) -> int:
     if settings.max_steps:
         return settings.max_steps
     return max(1, count // batch_size) * settings.epochs

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ingestion import StatementRecord
 
 if TYPE_CHECKING:
-    from rag_app.settings import TrainingSettings
+    from rag_app.settings import EmbedTrainingSettings
 
 # Evaluation groups of a query (see PaperSplit.group).
 TRAINED, SEEN, UNSEEN = "statements trained on", "papers seen in training", "unseen papers"
@@ -117,7 +117,7 @@ class PaperSplit:
             raise ValueError(f"{path}: not a split file written by `train embed` ({error})") from error
 
 
-def split_of(records: Sequence[StatementRecord], settings: TrainingSettings) -> PaperSplit:
+def split_of(records: Sequence[StatementRecord], settings: EmbedTrainingSettings) -> PaperSplit:
     """The split the training settings ask for: ``train embed``, ``train rerank`` and ``train questions``
     all use it, so one set of statements and papers is held out from every trained model."""
     return PaperSplit.make(

@@ -44,7 +44,7 @@ class TrainEmbedReport:
 class TrainEmbedJob:
     def __init__(self, settings: Settings, index_dir: Path, work_dir: Path | None = None) -> None:
         self.settings = settings
-        self.training = settings.training
+        self.training = settings.training.embed
         self.index_dir = index_dir
         self.work_dir = work_dir or settings.data_dir / "training" / self.training.name
 

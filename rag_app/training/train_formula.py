@@ -56,7 +56,7 @@ class TrainFormulaJob:
     def run(self, show_progress: bool = False, log: Callable[[str], None] = print) -> TrainFormulaReport:
         from rag_app.embedder_factory import make_embedder, resolve_device
 
-        formula, training = self.formula, self.settings.training
+        formula, training = self.formula, self.settings.training.embed
         device = resolve_device(formula.device or self.settings.embedding.device)
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
         records = list(store.iter_records())

@@ -91,7 +91,7 @@ class QueryAdapterTrainer:
 class TrainQueryAdapterJob:
     def __init__(self, settings: Settings, index_dir: Path, out_dir: Path | None = None) -> None:
         self.settings = settings
-        self.training = settings.query_adapter_training
+        self.training = settings.training.query_adapter
         self.index_dir = index_dir
         self.out_dir = out_dir
 
@@ -126,7 +126,7 @@ class TrainQueryAdapterJob:
         records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")
-        split = split_of(records, self.settings.training)  # the split `train embed` and `train rerank` use
+        split = split_of(records, self.settings.training.embed)  # the split `train embed` and `train rerank` use
         train_records = split.training_records(records)
         held_out = [record for record in records if not split.is_training(record)]
         kinds = self.training.second_pair_kinds if second is not None else self.training.pair_kinds
@@ -174,7 +174,7 @@ class TrainQueryAdapterJob:
         return QueryAdapterReport(out_dir, adapter, count_by_kind(pairs), round(time.perf_counter() - started, 1))
 
     def _pairs(self, records: list[StatementRecord], kinds: list[str], include_questions: bool) -> list[TrainingPair]:
-        embed_training = self.settings.training
+        embed_training = self.settings.training.embed
         pairs = pairs_without_llm(records, embed_training.per_anchor, embed_training.mse_min_score, self.training.seed)
         if include_questions:
             questions = QuestionFile.load(default_questions_file(self.settings))

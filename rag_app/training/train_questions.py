@@ -18,7 +18,7 @@ DEFAULT_LICENSE = "that of the statements they paraphrase (see each source's lic
 
 def default_questions_file(settings: Settings) -> Path:
     """Where ``train questions`` writes and ``train rerank`` / ``train embed --llm-questions`` read."""
-    return settings.rerank.training.questions_file or settings.data_dir / "training" / "questions.jsonl"
+    return settings.training.rerank.questions_file or settings.data_dir / "training" / "questions.jsonl"
 
 
 def judged_docnos(query_sets: Sequence[Path]) -> set[str]:
@@ -48,7 +48,7 @@ def generate_questions(
     records = list(store.iter_records())
     if not records:
         raise ValueError(f"the index in {index_dir} holds no statements")
-    split = split_of(records, settings.training)  # held-out statements get no question
+    split = split_of(records, settings.training.embed)  # held-out statements get no question
     train_records = split.training_records(records)
     excluded = judged_docnos(exclude_sets)
     if excluded:
@@ -57,16 +57,15 @@ def generate_questions(
         train_records = kept
     question_file = QuestionFile.load(path)
     # Some variety between retries of a malformed reply; a question is short.
-    llm = settings.llm.model_copy(update={"temperature": 0.7, "max_tokens": 160})
-    rag = MathRAG(settings.model_copy(update={"llm": llm}))
+    rag = MathRAG(settings.with_overrides({"llm.temperature": 0.7, "llm.max_tokens": 160}))
     cache = QuestionCache(settings.data_dir / "training" / "questions.sqlite")
     try:
         generator = QuestionGenerator(
             rag.llm_client(),
             cache,
-            settings.training.question_concurrency,
-            settings.training.question_attempts,
-            max_statement_chars=settings.training.question_statement_chars,
+            settings.training.embed.question_concurrency,
+            settings.training.embed.question_attempts,
+            max_statement_chars=settings.training.embed.question_statement_chars,
         )
         header = {
             "prompt": generator.prompt_key,

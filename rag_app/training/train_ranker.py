@@ -102,7 +102,7 @@ class TrainRankerReport:
 class TrainRankerJob:
     def __init__(self, settings: Settings, index_dir: Path, out_dir: Path | None = None) -> None:
         self.settings = settings
-        self.training = settings.ranker.training
+        self.training = settings.training.ranker
         self.index_dir = index_dir
         self.work_dir = settings.data_dir / "training" / "ranker" / self.training.name
         self.out_dir = out_dir or settings.data_dir / "models" / "rankers" / self.training.name
@@ -117,7 +117,7 @@ class TrainRankerJob:
         records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")
-        split = split_of(records, self.settings.training)  # the split every training job uses
+        split = split_of(records, self.settings.training.embed)  # the split every training job uses
         train_records = split.training_records(records)
         held_out = [record for record in records if not split.is_training(record)]
         training_queries = self._queries(train_records, True, self.training.max_queries_per_kind)
@@ -136,7 +136,7 @@ class TrainRankerJob:
             )
         log(f"{len(records):,} statements; split: {split.summary()}; queries: {_count(training_queries)} "
             f"training, {len(held_out_queries)} held out")  # fmt: skip
-        rag = MathRAG(self.settings.model_copy(update={"index_dir": self.index_dir}))
+        rag = MathRAG(self.settings.with_overrides({"index_dir": self.index_dir}))
         try:
             stack = rag.search_stack
             adapter = stack.ranker.query_adapter
@@ -206,7 +206,7 @@ class TrainRankerJob:
     def _queries(self, records: list[StatementRecord], include_questions: bool, per_kind: int) -> list[RankingQuery]:
         """At most ``per_kind`` queries of each kind, seeded; an anchor's answers are every statement it
         was made from."""
-        embed_training = self.settings.training
+        embed_training = self.settings.training.embed
         pairs = pairs_without_llm(records, embed_training.per_anchor, embed_training.mse_min_score, self.training.seed)
         if include_questions:
             questions = QuestionFile.load(default_questions_file(self.settings))

@@ -61,7 +61,7 @@ class TrainRerankReport:
 class TrainRerankJob:
     def __init__(self, settings: Settings, index_dir: Path, out_dir: Path | None = None) -> None:
         self.settings = settings
-        self.training = settings.rerank.training
+        self.training = settings.training.rerank
         self.index_dir = index_dir
         self.work_dir = settings.data_dir / "training" / "rerank" / self.training.name
         self.out_dir = out_dir or settings.data_dir / "models" / "rerankers" / self.training.name
@@ -78,7 +78,7 @@ class TrainRerankJob:
         records = list(store.iter_records())
         if not records:
             raise ValueError(f"the index in {self.index_dir} holds no statements")
-        split = split_of(records, self.settings.training)  # the split `train embed` uses
+        split = split_of(records, self.settings.training.embed)  # the split `train embed` uses
         train_records = split.training_records(records)
         log(f"{len(records):,} statements; split: {split.summary()}; {len(train_records):,} train")
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -94,7 +94,7 @@ class TrainRerankJob:
             resume = False  # a new corpus or new settings: old checkpoints belong to other data
             pairs = self._pairs(train_records, questions)
             log(f"pairs: {count_by_kind(pairs)}")
-            rag = MathRAG(self.settings.model_copy(update={"index_dir": self.index_dir}))
+            rag = MathRAG(self.settings.with_overrides({"index_dir": self.index_dir}))
             examples, kinds = self._mine(pairs, rag, split, {r.id: r for r in train_records}, show_progress)
             write_examples(examples, kinds, examples_path)
             fingerprint_path.write_text(fingerprint + "\n")
@@ -138,7 +138,7 @@ class TrainRerankJob:
         return TrainRerankReport(self.out_dir, run, dict(sorted(_count(kinds).items())), split.summary(), reused)
 
     def _pairs(self, train_records: list[StatementRecord], questions: QuestionFile) -> list[TrainingPair]:
-        embed_training = self.settings.training
+        embed_training = self.settings.training.embed
         pairs = pairs_without_llm(train_records, embed_training.per_anchor, embed_training.mse_min_score,
                                   self.training.seed)  # fmt: skip
         pairs.extend(questions.pairs({r.id for r in train_records}))

@@ -289,3 +289,19 @@ def test_ingest_arxiv_needs_month_and_source(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "YYYY-MM" in result.output
     result = runner.invoke(app, ["ingest", "arxiv", "--month", "2023-01"])
     assert result.exit_code == 2 and "--source" in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["train", "embed", "--learning-rate", "0"], "training.embed.learning_rate: Input should be greater than 0"),
+        (["train", "rerank", "--max-queries", "1"], "training.rerank.max_queries: Input should be greater than"),
+    ],
+)
+def test_an_option_the_setting_refuses_is_a_usage_error_before_any_work(
+    demo_index_dir: Path, command: list[str], message: str
+) -> None:
+    """Options were applied with ``model_copy``, which skips validation: ``--learning-rate 0`` trained at 0."""
+    result = runner.invoke(app, [*command, "--index", str(demo_index_dir)])
+    assert result.exit_code == 2, result.output
+    assert message in result.output

@@ -53,3 +53,32 @@ def test_local_server_alias_is_the_model_name_or_the_gguf_stem(tmp_path: Path) -
     server = llama_cpp_server_from_settings(settings, str(gguf), port=0)
     assert server.model_alias == "SmolLM2-135M-Instruct.Q4_1" and server.model_path == gguf
     assert server.host == "127.0.0.1" and server.port > 0
+
+
+def test_two_assemblies_at_once_each_write_their_own_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both wrote one fixed ``.partial`` file: the second rename found it gone, or a reader a torn file."""
+    import shutil
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    chunks = {"part_a": b"GGUF1234", "part_b": b"5678"}
+    for name, data in chunks.items():
+        (tmp_path / name).write_bytes(data)
+    monkeypatch.setattr("rag_app.packaged_models._part_path", lambda module: tmp_path / module)
+    both_copying = threading.Barrier(2)
+    copy = shutil.copyfileobj
+
+    def slow_copy(source, target, length=0):  # type: ignore[no-untyped-def]
+        copy(source, target)
+        target.flush()
+        if source.name.endswith("part_a"):
+            both_copying.wait(timeout=10)  # the two writers are now both mid-file
+        time.sleep(0.05)
+
+    monkeypatch.setattr("rag_app.packaged_models.shutil.copyfileobj", slow_copy)
+    spec = PackagedGGUF(name="tiny", file_name="tiny.gguf", size=12, parts=("part_a", "part_b"))
+    with ThreadPoolExecutor(2) as pool:
+        targets = list(pool.map(lambda _: assemble(spec, tmp_path / "models", show_progress=False), range(2)))
+    assert targets[0] == targets[1] and targets[0].read_bytes() == b"GGUF12345678"
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["tiny.gguf"]

@@ -173,3 +173,24 @@ def test_ingest_embeds_and_commits_in_batches_of_ingestion_batch_statements(tmp_
     one_batch = add_calls(10_000, tmp_path / "one")
     per_paper = add_calls(1, tmp_path / "each")
     assert len(one_batch) == 1 and len(per_paper) == 16 and sum(per_paper) == sum(one_batch) == 246
+
+
+def test_opening_a_mistyped_index_creates_nothing_and_searching_it_says_so(
+    demo_index_dir: Path, tmp_path: Path
+) -> None:
+    """``MathRAG.open("typo")`` created directories and answered "no statements"; only the CLI guarded it."""
+    from retriever.statement_index import IndexNotFoundError
+
+    settings = make_settings(tmp_path)
+    typo = tmp_path / "mtah-index"
+    rag = MathRAG.open(typo, settings)
+    with pytest.raises(IndexNotFoundError, match=r"mtah-index does not exist; MathRAG\.open"):
+        rag.search("Nakayama")
+    with pytest.raises(IndexNotFoundError):
+        rag.ask("What is Nakayama's lemma?")
+    assert not typo.exists()
+    with MathRAG.open(demo_index_dir, settings) as opened:  # an index there: searched as before
+        assert opened.search("Cauchy integral formula", k=1)[0].record.name == "Cauchy's integral formula"
+    new = MathRAG.open(tmp_path / "new-index", settings)  # a new index is made by ingesting into it
+    report = new.ingest([demo_corpus_path() / "complex-analysis"])
+    assert report.statements > 0 and new.search("Cauchy integral formula", k=1)

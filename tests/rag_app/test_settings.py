@@ -49,3 +49,39 @@ def test_the_auto_device_is_the_gpu_only_when_torch_sees_one(monkeypatch: pytest
     assert resolve_device("auto") == "cpu"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert resolve_device("auto") == "cuda"
+
+
+def test_training_lives_under_one_key_and_the_old_keys_still_set_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "rag_app.toml"
+    config.write_text(
+        "[training]\nepochs = 3\n\n[query_adapter_training]\nepochs = 7\n\n"
+        "[rerank]\ncandidates = 10\n[rerank.training]\nmax_queries = 9\n\n[ranker.training]\ntrees = 5\n\n"
+        "[training.embed]\nmax_pairs = 100\n",
+        encoding="utf-8",
+    )
+    old = Settings.load(config)
+    assert (old.training.embed.epochs, old.training.embed.max_pairs, old.training.query_adapter.epochs) == (3, 100, 7)
+    assert (old.rerank.candidates, old.training.rerank.max_queries, old.training.ranker.trees) == (10, 9, 5)
+    monkeypatch.setenv("RAG_APP_QUERY_ADAPTER_TRAINING__EPOCHS", "11")
+    monkeypatch.setenv("RAG_APP_RERANK__TRAINING__MAX_QUERIES", "12")
+    monkeypatch.setenv("RAG_APP_TRAINING__LEARNING_RATE", "0.001")
+    monkeypatch.setenv("RAG_APP_TRAINING__RANKER__TREES", "14")
+    env = Settings.load(config)
+    assert (env.training.query_adapter.epochs, env.training.rerank.max_queries) == (11, 12)
+    assert (env.training.embed.learning_rate, env.training.ranker.trees) == (0.001, 14)
+
+
+def test_overrides_are_validated_as_the_file_is(tmp_path: Path) -> None:
+    """``model_copy(update=...)`` skipped validation: a learning rate of 0 trained with a rate of 0."""
+    from rag_app.settings import SettingsOverrideError
+
+    settings = Settings(data_dir=tmp_path)
+    with pytest.raises(SettingsOverrideError, match=r"training\.embed\.learning_rate: .*greater than 0 \(got 0\)"):
+        settings.with_overrides({"training.embed.learning_rate": 0})
+    with pytest.raises(SettingsOverrideError, match=r"training\.embed\.learning_speed: no such setting"):
+        settings.with_overrides({"training.embed.learning_speed": 1})
+    changed = settings.with_overrides({"training.embed.learning_rate": 1e-4, "retrieval.top_k": None})
+    assert changed.training.embed.learning_rate == 1e-4 and changed.retrieval.top_k == settings.retrieval.top_k
+    assert settings.training.embed.learning_rate is None  # the original is untouched

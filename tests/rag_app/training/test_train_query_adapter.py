@@ -24,7 +24,7 @@ def test_trained_adapter_ranks_training_queries_higher_and_reports_held_out(
     demo_index_dir: Path, tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path, index_dir=demo_index_dir)
-    settings.query_adapter_training.epochs = 30  # the demo corpus is small: more passes over few pairs
+    settings.training.query_adapter.epochs = 30  # the demo corpus is small: more passes over few pairs
     settings.retrieval.query_adapter = "none"  # the baseline below: not the packaged adapter
     job = TrainQueryAdapterJob(settings, demo_index_dir, tmp_path / "adapter")
     embedder = make_embedder(settings)
@@ -42,7 +42,7 @@ def test_trained_adapter_ranks_training_queries_higher_and_reports_held_out(
     from rag_app.training.paper_split import split_of
     from rag_app.training.training_pairs import pairs_without_llm
 
-    split = split_of(list(records.values()), settings.training)
+    split = split_of(list(records.values()), settings.training.embed)
     pairs = [p for p in pairs_without_llm(split.training_records(records.values())) if p.kind == "label"][:20]
     ids = sorted(records)
     vectors = store.vectors(ids)

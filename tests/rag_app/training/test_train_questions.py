@@ -22,7 +22,7 @@ def write_set(path: Path, judged: list[str]) -> Path:
 def test_the_statements_a_development_set_judges_get_no_question(demo_index_dir: Path, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, index_dir=demo_index_dir)
     settings.llm.base_url = (server := ScriptedChatServer([])).url
-    settings.training.question_concurrency = 1
+    settings.training.embed.question_concurrency = 1
     try:
         everything = generate_questions(settings, demo_index_dir, tmp_path / "all.jsonl", log=lambda _: None)
         generated = QuestionFile.load(tmp_path / "all.jsonl").questions

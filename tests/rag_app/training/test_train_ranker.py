@@ -21,9 +21,9 @@ from tests.conftest import make_settings
 
 def small_settings(tmp_path: Path, index_dir: Path) -> Settings:
     settings = make_settings(tmp_path, index_dir=index_dir)
-    settings.ranker.training.max_queries_per_kind = 40
-    settings.ranker.training.trees = 20
-    settings.ranker.training.min_child_samples = 5
+    settings.training.ranker.max_queries_per_kind = 40
+    settings.training.ranker.trees = 20
+    settings.training.ranker.min_child_samples = 5
     return settings
 
 

@@ -18,7 +18,7 @@ def _job(tmp_path: Path, index_dir: Path, max_steps: int) -> TrainRerankJob:
         max_length=64,
     )  # fmt: skip
     settings = make_settings(tmp_path, index_dir=index_dir)
-    settings.rerank.training = training
+    settings.training.rerank = training
     return TrainRerankJob(settings, index_dir)
 
 

@@ -1,0 +1,89 @@
+"""Settings of the answer: which sources the model reads, how it answers, and the checks around it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class QuoteSettings(BaseModel):
+    """``answers.style = "quote"``: what the model reads to pick the sources that answer. It only chooses,
+    so each source is shown short (its heading and beginning) and more of them fit the same time."""
+
+    prompt: str = Field("answer_select", description="prompt name (its latest version) or NAME@vN")
+    max_sources: int = Field(4, ge=1, description="sources the model chooses among")
+    source_margin: float | None = Field(
+        None, ge=0, description="only sources within this cosine of the best one; unset: the top max_sources"
+    )
+    max_source_tokens: int = Field(110, ge=24, description="tokens of one source the model reads (cut at a word)")
+    sources_budget_tokens: int = Field(420, ge=48, description="tokens all sources may take together")
+    max_quotes: int = Field(2, ge=1, description="statements quoted at most")
+    max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
+    # The learned ranker's clear first result is quoted without asking the model (bench/choice_quality.py:
+    # where its score leads the second by this much, the first result answered more often than the model's
+    # pick, and the answer comes at search speed). Unset: the model always chooses.
+    ranker_sure_margin: float | None = Field(
+        1.0,
+        ge=0,
+        description='learned-ranker score lead of the first result over the second that skips the model; "none": '
+        "the model always chooses",
+    )
+    # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
+    # (rag_app/yes_no_lead.py): reading the quoted statement whole, the model judges "the answer is yes"
+    # TRUE and "the answer is no" FALSE, the question does not negate, and the statement uses most of its
+    # content words. Two short model calls, yes/no questions only.
+    yes_no_lead: bool = Field(True, description='"Yes, as [n] states:" above the quote of a yes/no question')
+    yes_no_prompt: str = Field("yes_no_verdict", description="the lead-in's prompt (its latest version) or NAME@vN")
+    yes_no_min_overlap: float = Field(
+        0.5, ge=0, le=1, description="share of the question's content words the quoted statement must use"
+    )
+    yes_no_max_statement_tokens: int = Field(
+        600, ge=32, description="a longer quoted statement gets no lead-in (the model would read it cut)"
+    )
+
+    @field_validator("ranker_sure_margin", mode="before")
+    @classmethod
+    def _none_turns_it_off(cls, value: object) -> object:
+        """TOML has no null: ``ranker_sure_margin = "none"`` (or the same in the environment) turns it off."""
+        return None if isinstance(value, str) and value.strip().lower() in ("none", "off", "") else value
+
+
+class AnswerSettings(BaseModel):
+    """What is checked before and after generation. Thresholds: bench/calibrate_answer_checks.py."""
+
+    # Read sentence by sentence, more than half of what the packaged 1.5B model wrote in its own words
+    # and the support score passed was wrong (bench/answer_quality.py, docs/answers.md).
+    style: Literal["quote", "synthesis"] = Field(
+        "quote",
+        description="quote: the model picks the sources that answer and the answer quotes them verbatim (for "
+        "small local models); synthesis: the model writes the answer, each sentence checked against its source",
+    )
+    quote: QuoteSettings = Field(default_factory=QuoteSettings)
+    check_statements: bool = Field(
+        True,
+        description="synthesis: remove each sentence its cited source does not state (terms, formulas, "
+        "connectives, hypotheses, reasoning links), repeated sentences and a last sentence cut off",
+    )
+
+    # Below this cosine between the question and its most similar source, the corpus is taken not to
+    # hold the answer: nothing is generated and the closest statements are shown instead.
+    min_relevance: float = Field(0.35, description="question-to-best-source cosine under which nothing is generated")
+    attribute: bool = Field(True, description="match answer sentences to sources after generation")
+    min_support: float = Field(
+        0.53, description="sentence-to-source support score under which a sentence is unsupported"
+    )
+    # What the model reads (bench/ask_latency.py: every prompt token costs time on a CPU).
+    max_sources: int = Field(4, ge=1, description="sources given to the LLM at most (retrieval.top_k are shown)")
+    source_margin: float | None = Field(
+        0.15, ge=0, description="give only sources within this cosine of the best one; unset: every source"
+    )
+    max_source_tokens: int | None = Field(
+        200, ge=48, description="tokens one source may take (a longer one is cut at a word); unset: no limit"
+    )
+    sources_budget_tokens: int | None = Field(
+        256, ge=48, description="tokens all sources may take together (the last one is cut); unset: the window's room"
+    )
+    proofs: Literal["auto", "always", "never"] = Field(
+        "auto", description="give each source's proof: auto when the question asks for a proof or a reason"
+    )
