@@ -39,10 +39,10 @@ import numpy as np
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.answer import Answer, AnswerStatus
+from rag_app.answering.answer import Answer, AnswerStatus
+from rag_app.answering.statement_check import source_context
 from rag_app.evaluation.query_set import EvalQuery, QuerySet
-from rag_app.packaged_models import resolve_gguf
-from rag_app.statement_check import source_context
+from rag_app.serving.packaged_models import resolve_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = {
@@ -201,7 +201,7 @@ def run(settings: Settings, chosen: list[tuple[str, EvalQuery]]) -> dict[str, An
     with MathRAG(settings) as rag:
         golds = gold_ids(rag)
         started = time.perf_counter()
-        model = rag.llm_client().model  # starts the local server: not counted in any answer's latency
+        model = rag.llm.client().model  # starts the local server: not counted in any answer's latency
         server_start_s = time.perf_counter() - started
         rows = []
         for name, query in tqdm(chosen, desc="asking", unit="question"):

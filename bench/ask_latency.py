@@ -30,9 +30,9 @@ import numpy as np
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.answer import AnswerStatus
-from rag_app.citations import citation_numbers
-from rag_app.packaged_models import resolve_gguf
+from rag_app.answering.answer import AnswerStatus
+from rag_app.answering.citations import citation_numbers
+from rag_app.serving.packaged_models import resolve_gguf
 from rag_app.settings import LlamaCppSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def ask_all(settings: Settings, log: Path) -> dict[str, Any]:
     with MathRAG(settings) as rag:
         ingest = rag.ingest_demo()
         started = time.perf_counter()
-        client = rag.llm_client()  # starts the local server: the embedded default
+        client = rag.llm.client()  # starts the local server: the embedded default
         server_start_s = time.perf_counter() - started
         rows = []
         for question in tqdm(QUESTIONS, desc="asking", unit="question"):

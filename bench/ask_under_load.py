@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ask_latency
 
 from rag_app import Settings
-from rag_app.packaged_models import resolve_gguf
+from rag_app.serving.packaged_models import resolve_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_S = 20.0  # an ingest's first seconds load models; the load that matters comes after

@@ -38,7 +38,7 @@ from scipy.stats import mannwhitneyu
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.attribution import support_features
+from rag_app.answering.attribution import support_features
 from rag_app.evaluation.query_set import QuerySet
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,7 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.answer import AnswerStatus
+from rag_app.answering.answer import AnswerStatus
 from rag_app.evaluation.query_set import EvalQuery, QuerySet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -242,7 +242,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     # Each answer is written as it comes, so a run stopped early still leaves its rows.
     with MathRAG(settings) as rag, (args.out / "choice_quality-answers.jsonl").open("w") as answers:
-        model = rag.llm_client().model  # starts the local server before the first question is timed
+        model = rag.llm.client().model  # starts the local server before the first question is timed
         for query in tqdm(queries, desc="asking", unit="question"):
             rows.append(ask_one(rag, query, set(query.relevant)))
             answers.write(json.dumps(rows[-1], ensure_ascii=False) + "\n")

@@ -35,7 +35,7 @@ from rag_app.evaluation.query_set import QuerySet
 from rag_app.evaluation.runner import eval_index_dir
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
-from retriever.duplicate_groups import DuplicateGroups
+from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.types import ScoredId
 
 

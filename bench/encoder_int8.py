@@ -37,8 +37,8 @@ import torch
 from rag_app.evaluation.query_set import QuerySet
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
-from retriever.embedder import Embedder
-from retriever.query_notation import to_latex
+from retriever.models.embedder import Embedder
+from retriever.text.query_notation import to_latex
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

@@ -39,10 +39,11 @@ from ingestion.latex_ingestor import LatexIngestor
 from ingestion.latex_sources import LatexPaper, PaperFinder
 from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
-from rag_app.embedder_factory import make_embedder
+from rag_app.search.embedder_factory import make_embedder
 from retriever import StatementIndex
-from retriever.chroma_store import ChromaStatementStore
-from retriever.embedder import Embedder
+from retriever.models.embedder import Embedder
+from retriever.store.chroma_store import ChromaStatementStore
+from retriever.store.derived_stores import FormulaIndexStore, WordIndexStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"
@@ -133,7 +134,8 @@ def full_ingest(tree: Path, workdir: Path, device: str, batch_size: int) -> tupl
     clock.wrap(Embedder, "embed_documents", "embed")
     clock.wrap(ChromaStatementStore, "upsert", "store")
     clock.wrap(ChromaStatementStore, "existing_ids", "store")
-    clock.wrap(StatementIndex, "_index_lexical", "lexical")  # BM25 + formula index, updated in place
+    clock.wrap(WordIndexStore, "add", "lexical")
+    clock.wrap(FormulaIndexStore, "add", "lexical")  # BM25 + formula index, updated in place
     clock.wrap(StatementIndex, "rebuild_lexical", "lexical")  # only after an interrupted write
     with clock.installed():
         started = time.perf_counter()

@@ -36,10 +36,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ingestion.formula_spans import find_formula_spans
 from rag_app import MathRAG
-from rag_app.attribution import MIN_CLAIM_WORDS, support_features
-from rag_app.embedder_factory import make_embedder
+from rag_app.answering.attribution import MIN_CLAIM_WORDS, support_features
+from rag_app.answering.statement_check import StatementChecker, source_context
+from rag_app.search.embedder_factory import make_embedder
 from rag_app.settings import Settings
-from rag_app.statement_check import StatementChecker, source_context
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWER_INDEX = Path.home() / ".cache" / "rag-app-answers" / "index"  # bench/answer_quality.py's --work
@@ -83,7 +83,7 @@ def flags(rows: list[dict[str, Any]], settings: Settings, index: Path) -> dict[s
     """For each checker, whether it flags each sentence (True: not supported)."""
     embedder = make_embedder(settings)
     sentences = [row["sentence"] for row in rows]
-    # what the answer's check reads: each cited source with its heading (rag_app.statement_check.source_context)
+    # what the answer's check reads: each cited source with its heading (statement_check.source_context)
     sources, plain = zip(*cited_texts(rows, index), strict=True) if rows else ((), ())
     sentence_vectors = embedder.embed_documents(sentences)
     source_vectors = embedder.embed_documents(list(plain))

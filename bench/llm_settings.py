@@ -39,8 +39,8 @@ from tqdm import tqdm
 
 from prompts import load_prompt
 from rag_app import MathRAG, Settings
-from rag_app.context import new_fence_key, pack_sources
-from rag_app.packaged_models import resolve_gguf
+from rag_app.answering.context import new_fence_key, pack_sources
+from rag_app.serving.packaged_models import resolve_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
 # Four of the ask benchmark's questions (the script's folder is on the path when it runs).

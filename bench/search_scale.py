@@ -49,12 +49,13 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
-from retriever import SearchMode, StatementIndex
-from retriever.bm25_index import BM25Index
-from retriever.chroma_store import ChromaStatementStore
-from retriever.duplicate_groups import DuplicateGroups
+from retriever import SearchMode
 from retriever.formulas.normalizer import normalize_formula
 from retriever.formulas.query_formulas import query_formulas
+from retriever.store.bm25_index import BM25Index
+from retriever.store.chroma_store import ChromaStatementStore
+from retriever.store.derived_stores import FormulaIndexStore, WordIndexStore
+from retriever.store.duplicate_groups import DuplicateGroups
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"
@@ -201,7 +202,8 @@ def measure_increment(base: Path, directory: Path, work: Path, increment: int = 
         timer: dict[str, float] = {}
         restore = []
         for owner, method, step in [
-            (StatementIndex, "_index_lexical", "add_lexical"),
+            (WordIndexStore, "add", "add_lexical"),
+            (FormulaIndexStore, "add", "add_lexical"),
             (BM25Index, "delete", "delete_lexical"),
             (ChromaStatementStore, "upsert", "add_chroma"),
             (ChromaStatementStore, "delete", "delete_chroma"),

@@ -163,3 +163,11 @@ class StatementRecord:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+def paper_key(record: StatementRecord) -> str:
+    """The paper a statement belongs to for paper search and duplicate groups: an MSE post belongs to its
+    question's thread (statements of one paper are never duplicates of each other)."""
+    if record.source is Source.MSE and record.metadata.get("question_id"):
+        return f"mse-{record.metadata['question_id']}"
+    return record.paper_id

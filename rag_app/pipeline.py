@@ -24,27 +24,27 @@ from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from prompts import load_prompt
-from rag_app.answer import Answer, AnswerStream
-from rag_app.answerer import Answerer, Retrieval
-from rag_app.arxiv_month import MonthReport, month_ingest
-from rag_app.conversation import QueryRewriter, RewrittenQuery, Turn
-from rag_app.embedder_factory import make_embedder, resolve_device
-from rag_app.ingest_report import IngestReport
-from rag_app.llm_client import ChatClient
-from rag_app.llm_connection import LLMConnection, LLMHealth
-from rag_app.mse_ingest import MseIngest, MseReport
-from rag_app.search_stack import SearchStack
+from rag_app.answering.answer import Answer, AnswerStream
+from rag_app.answering.answerer import Answerer, Retrieval
+from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
+from rag_app.ingest.arxiv_month import MonthReport, month_ingest
+from rag_app.ingest.ingest_report import IngestReport
+from rag_app.ingest.mse_ingest import MseIngest, MseReport
+from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
+from rag_app.search.embedder_factory import make_embedder, resolve_device
+from rag_app.search.search_stack import SearchStack
+from rag_app.search.statement_rewrite import StatementRewriter
+from rag_app.serving.llm_connection import LLMConnection
 from rag_app.settings import IngestionSettings, Settings
-from rag_app.statement_rewrite import StatementRewriter
-from rag_app.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
-from retriever.companion_index import CompanionIndex
-from retriever.duplicate_groups import DuplicateGroups
-from retriever.duplicate_groups import rebuild as rebuild_duplicates
-from retriever.paper_searcher import PaperHit
-from retriever.query_adapter import QueryAdapter
-from retriever.query_notation import read_typed_notation
-from retriever.statement_index import MANIFEST, IndexNotFoundError
+from retriever.models.query_adapter import QueryAdapter
+from retriever.search.paper_searcher import PaperHit
+from retriever.store.companion_index import CompanionIndex
+from retriever.store.derived_stores import DuplicateGroupsStore
+from retriever.store.duplicate_groups import DuplicateGroups
+from retriever.store.duplicate_groups import rebuild as rebuild_duplicates
+from retriever.store.statement_index import MANIFEST, IndexNotFoundError
+from retriever.text.query_notation import read_typed_notation
 from retriever.types import VectorUpdate
 
 
@@ -66,7 +66,6 @@ class MathRAG:
         self.settings = settings
         self._index: StatementIndex | None = None
         self._search_stack: SearchStack | None = None
-        self._statement_rewriter: StatementRewriter | None = None
         self._companion: CompanionIndex | None = None
         self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
@@ -101,7 +100,7 @@ class MathRAG:
 
     @property
     def search_stack(self) -> SearchStack:
-        """This index's searchers, composed from the settings once (see ``rag_app.search_stack``)."""
+        """This index's searchers, composed from the settings once (see ``rag_app.search.search_stack``)."""
         if self._search_stack is None:
             where = self.settings.resolved_index_dir
             if self._searched_index_must_exist and not (where / MANIFEST).is_file():
@@ -109,26 +108,17 @@ class MathRAG:
                     f"{where} {'holds no index' if where.is_dir() else 'does not exist'}; "
                     "MathRAG.open(...).ingest(paths) builds one there"
                 )
-            self._search_stack = SearchStack(
-                self.settings,
-                self.index,
-                self.companion_index(),
-                self.duplicate_groups(),
-                rewriter=self.statement_rewriter.rewrite,
-            )
-        return self._search_stack
-
-    @property
-    def statement_rewriter(self) -> StatementRewriter:
-        """The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
-        rewrites are cached under the data directory."""
-        if self._statement_rewriter is None:
-            self._statement_rewriter = StatementRewriter(
+            # The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
+            # rewrites are cached under the data directory.
+            rewriter = StatementRewriter(
                 load_prompt("statement_rewrite"),
-                self.llm_client,
+                self.llm.client,
                 self.settings.data_dir / "cache" / "statement-rewrites.jsonl",
             )
-        return self._statement_rewriter
+            self._search_stack = SearchStack(
+                self.settings, self.index, self.companion_index(), self.duplicate_groups(), rewriter=rewriter.rewrite
+            )
+        return self._search_stack
 
     def companion_index(self) -> CompanionIndex | None:
         """The companion embedding model's vectors (settings ``[second_embedding]``), or None when it is off."""
@@ -188,7 +178,7 @@ class MathRAG:
         joined = rebuild_duplicates(self.duplicate_groups(), batches(), store)
         # An ingest running beside the rebuild may have written between the read of the ids and the
         # groups' clearing: its statements are caught up from the store, never dropped.
-        self.index.sync_duplicates(show_progress=show_progress)
+        DuplicateGroupsStore(self.index, self.duplicate_groups()).catch_up(quick=False, show_progress=show_progress)
         return joined
 
     def ingest(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
@@ -336,7 +326,7 @@ class MathRAG:
         conversation = self.settings.conversation
         rewriter = QueryRewriter(
             load_prompt("query_rewrite"),
-            self.llm_client if conversation.rewrite_with_llm else None,
+            self.llm.client if conversation.rewrite_with_llm else None,
             conversation.max_turns,
             conversation.rewrite_max_tokens,
         )
@@ -400,26 +390,11 @@ class MathRAG:
             # the scores are the learned ranker's unless a cross-encoder or the rewrite's fusion replaced them
             learned_ranker=self.search_stack.learned_ranker_configured() and not rerank and not rewrite,
         )
-        return self.answerer.stream(question, retrieval, started)
+        # over this index's current store and embedder (a reindex may swap them)
+        answerer = Answerer(self.settings, self.index.embedder, self.index.store.vectors, self.llm.client)
+        return answerer.stream(question, retrieval, started)
 
-    @property
-    def answerer(self) -> Answerer:
-        """The answering stage over this index's current store and embedder (a reindex may swap them)."""
-        return Answerer(self.settings, self.index.embedder, self.index.store.vectors, self.llm.client)
-
-    # ------------------------------------------------------------------ LLM
-    def llm_client(self) -> ChatClient:
-        """A client for the configured server, starting the local one if none is configured."""
-        return self.llm.client()
-
-    def llm_status(self) -> str:
-        """A one-line description of where answers come from, for the UI and ``llm status``."""
-        return self.llm.status()
-
-    def llm_health(self) -> LLMHealth:
-        """Whether answers can be generated now: ``up``, ``down`` or ``not started``."""
-        return self.llm.health()
-
+    # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
     def close(self) -> None:
         """Stop the LLM server if this object started it."""
         self.llm.close()

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from ingestion.records import StatementRecord
 
 if TYPE_CHECKING:
-    from retriever.search_filter import SearchFilter
-    from retriever.search_mode import SearchMode
+    from retriever.search.search_filter import SearchFilter
+    from retriever.search.search_mode import SearchMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class SearchHit:
     score: float
     rank: int
     channel_ranks: dict[str, int] = field(default_factory=dict)
-    # Other places the same statement appears (see retriever.duplicate_groups), when results are collapsed.
+    # Other places the same statement appears (see retriever.store.duplicate_groups), when results are collapsed.
     duplicates: tuple[DuplicatePlace, ...] = ()
     # Each channel's own score of the statement (cosine, BM25, ...): the learned ranker's features.
     channel_scores: dict[str, float] = field(default_factory=dict)
@@ -104,7 +104,7 @@ class Ranking:
 
 class Ranker(Protocol):
     """A first stage that ranks statement ids for a query (the channels fused, or that fused again
-    with another model's channel); :class:`retriever.first_stage_searcher.FirstStageSearcher` reads
+    with another model's channel); :class:`retriever.search.first_stage_searcher.FirstStageSearcher` reads
     their records and applies the filter."""
 
     def rank(self, query: str, k: int, mode: SearchMode) -> Ranking: ...
@@ -112,7 +112,7 @@ class Ranker(Protocol):
 
 class ChannelSearcher(Protocol):
     """One retrieval channel (dense, BM25, the formula channels): statement ids with its own scores,
-    which a :class:`retriever.hybrid_searcher.HybridSearcher` fuses into one ranking."""
+    which a :class:`retriever.search.hybrid_searcher.HybridSearcher` fuses into one ranking."""
 
     name: str
 

@@ -2,7 +2,7 @@
 # Train and evaluate the candidate default embedding: a LoRA adapter on the packaged all-MiniLM-L6-v2,
 # trained with `train embed` on the development corpus (Stacks project + HoTT book + thesis sample
 # from ../shared, pairs that need no LLM), then compared with the base on every development set,
-# seen and unseen papers apart. With PUBLISH=1 the result is copied into retriever/embeddings/ (to
+# seen and unseen papers apart. With PUBLISH=1 the result is copied into retriever/models/embeddings/ (to
 # ship it; then point EmbeddingSettings.model at packaged:math-minilm-l6) -- do that only when it
 # beats the base on the development sets.
 # About 45 minutes on 2 CPU cores (of which ~12 embedding the corpus the first time); minutes on a GPU

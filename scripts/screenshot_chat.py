@@ -22,7 +22,7 @@ from playwright.sync_api import expect, sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_app.llm_server import free_port  # noqa: E402
+from rag_app.serving.llm_server import free_port  # noqa: E402
 from tests.browser import chromium_executable, wait_for_streamlit  # noqa: E402 (shared with the browser test)
 
 DEFAULT_QUESTION = r"When is a real matrix $A$ orthogonally diagonalizable?"

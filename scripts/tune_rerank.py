@@ -23,7 +23,7 @@ from rag_app.evaluation.query_set import QuerySet
 from rag_app.evaluation.runner import eval_index_dir
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
-from retriever.cross_encoder_reranker import CrossEncoderReranker, _min_max
+from retriever.models.cross_encoder_reranker import CrossEncoderReranker, _min_max
 
 DEFAULT_SETS = ("stacks-slogans-dev", "stacks-formulas", "stacks-names", "hott-named")
 DEPTHS = (10, 20, 30, 50)

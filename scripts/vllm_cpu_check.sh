@@ -34,7 +34,7 @@ mkdir -p "$site/vllm-0.32.0.dist-info"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n' > "$site/vllm-0.32.0.dist-info/METADATA"
 installed=$SECONDS
 
-gguf="$(.venv/bin/python -c 'from rag_app.packaged_models import resolve_gguf; import tempfile; print(resolve_gguf("smollm2-135m-instruct", __import__("pathlib").Path(tempfile.gettempdir())))')"
+gguf="$(.venv/bin/python -c 'from rag_app.serving.packaged_models import resolve_gguf; import tempfile; print(resolve_gguf("smollm2-135m-instruct", __import__("pathlib").Path(tempfile.gettempdir())))')"
 mkdir -p "$DATA"
 HF_HUB_OFFLINE=1 "$VENV/bin/python" scripts/gguf_to_hf.py "$gguf" "$MODEL_DIR"
 converted=$SECONDS

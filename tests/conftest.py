@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG, Settings
-from rag_app.llm_server import LLMServerProcess
 from rag_app.pipeline import demo_corpus_path
+from rag_app.serving.llm_server import LLMServerProcess
 from tests.llm_servers import TEST_CHAT_MODEL, make_test_server
 
 __all__ = ["TEST_CHAT_MODEL", "make_settings"]
@@ -115,8 +115,8 @@ def tiny_reranker_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from rag_app.settings import RerankTrainingSettings
     from rag_app.training.reranker_trainer import RerankerTrainer, RerankExample
     from rag_app.training.train_rerank import write_reranker
-    from retriever.cross_encoder_reranker import KIND
-    from retriever.embedding_registry import resolve_embedder
+    from retriever.models.cross_encoder_reranker import KIND
+    from retriever.models.embedding_registry import resolve_embedder
 
     docs = RERANK_FIXTURE_DOCS
     examples = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retriever.embedding_registry import EmbeddingRegistry, RegisteredEmbedder, resolve_embedder
+from retriever.models.embedding_registry import EmbeddingRegistry, RegisteredEmbedder, resolve_embedder
 
 BASE = "packaged:all-MiniLM-L6-v2"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 
-from rag_app.llm_server import LlamaCppServer, LLMServerProcess, VLLMServer
-from rag_app.packaged_models import resolve_gguf
+from rag_app.serving.llm_server import LlamaCppServer, LLMServerProcess, VLLMServer
+from rag_app.serving.packaged_models import resolve_gguf
 
 # The smallest packaged chat model keeps the suite fast; the app's default is Qwen2.5-Coder-1.5B.
 TEST_CHAT_MODEL = "smollm2-135m-instruct"

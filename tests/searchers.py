@@ -1,13 +1,13 @@
-"""The first stage over an index, as tests search it (what ``rag_app.search_stack`` composes from settings)."""
+"""The first stage over an index, as tests search it (what ``rag_app.search.search_stack`` composes from settings)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from retriever.channel_ranker import ChannelRanker
-from retriever.ensemble_ranker import EnsembleRanker
-from retriever.first_stage_searcher import FirstStageSearcher
-from retriever.statement_index import StatementIndex
+from retriever.search.channel_ranker import ChannelRanker
+from retriever.search.ensemble_ranker import EnsembleRanker
+from retriever.search.first_stage_searcher import FirstStageSearcher
+from retriever.store.statement_index import StatementIndex
 
 
 def first_stage(index: StatementIndex, **ranker_settings: Any) -> FirstStageSearcher:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rag_app.answer import Answer
-from rag_app.conversation import Turn
+from rag_app.answering.answer import Answer
+from rag_app.answering.conversation import Turn
 from retriever.formulas.query_formulas import strip_delimiters
 from ui.components import (
     SearchControls,
@@ -105,7 +105,7 @@ def main() -> None:
     if message := st.session_state.pop("ingest_message", None):
         st.success(message)
     controls = sidebar_controls(rag, current_library_stats(rag))
-    health = rag.llm_health()
+    health = rag.llm.health()
     if health.state == "down":
         st.warning(
             f"The language model is not available ({health.description}). "

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import streamlit as st
 
 from rag_app import MathRAG, Settings
-from rag_app.answer import Answer, AnswerStatus
-from rag_app.attribution import split_sentences
-from rag_app.export import answer_markdown, bibtex_entries, source_heading, source_origin
-from rag_app.library import LibraryStats, library_stats
+from rag_app.answering.answer import Answer, AnswerStatus
+from rag_app.answering.attribution import split_sentences
 from retriever import PaperHit, SearchFilter, SearchHit
+from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
 from ui.latex_display import link_citations, to_streamlit_markdown
+from ui.library import LibraryStats, library_stats
 
 SOURCE_LABELS = {"arxiv": "arXiv", "mse": "Math StackExchange", "local": "local"}
 MODE_LABELS = {
@@ -91,7 +91,7 @@ def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
         top_k = st.slider("Number of sources", 1, 15, rag.settings.retrieval.top_k, key="top_k")
         st.divider()
         st.caption(f"Index: {stats.statements:,} statements from {stats.papers:,} papers and posts")
-        health = rag.llm_health()
+        health = rag.llm.health()
         icon = {"up": "🟢", "down": "🔴"}.get(health.state, "⚪")
         st.caption(f"{icon} LLM: {health.description}")
     where = SearchFilter(frozenset(sources), frozenset(kinds), frozenset(categories), date_from, date_to)

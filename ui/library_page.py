@@ -8,9 +8,9 @@ import streamlit as st
 from prompts import load_prompt
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
-from rag_app.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
-from retriever.cross_encoder_reranker import RerankerModel, RerankerModelError
+from retriever.models.cross_encoder_reranker import RerankerModel, RerankerModelError
 from ui.components import SOURCE_LABELS, current_library_stats, offer_demo_corpus, open_rag
+from ui.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
 
 
 def _reranker_description(settings: Settings) -> str:
@@ -84,7 +84,7 @@ def render_contents() -> None:
         "second embedding (chat)": _second_embedding_description(rag),
         "reranker": _reranker_description(settings),
         "LLM model (settings)": llm.model or (llm.vllm.model if llm.server == "vllm" else llm.local_model),
-        "LLM server": rag.llm_health().description,
+        "LLM server": rag.llm.health().description,
         "answer prompt": load_prompt(llm.prompt).identity,
         "index directory": str(settings.resolved_index_dir),
         "vector store": settings.store.connection().describe(settings.resolved_index_dir / "chroma"),

@@ -27,7 +27,7 @@ from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, judged
 from rag_app.evaluation.retrievers import Retriever, build_retriever
 from rag_app.evaluation.significance import PairedTest, paired_test
 from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
-from rag_app.search_stack import SearchStack
+from rag_app.search.search_stack import SearchStack
 from rag_app.settings import PaperSettings, Settings
 from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from retriever import StatementIndex

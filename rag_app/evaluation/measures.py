@@ -14,7 +14,7 @@ from ir_measures import AP, RR, Bpref, P, R, Success, nDCG
 
 from rag_app.evaluation.query_set import Protocol
 from rag_app.evaluation.trec_files import Qrels, RunEntry, strictly_decreasing
-from retriever.paper_searcher import PaperAggregation, aggregate
+from retriever.search.paper_searcher import PaperAggregation, aggregate
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ def paper_level(
     top_m: int = 3,
 ) -> tuple[Qrels, dict[str, list[RunEntry]]] | None:
     """Paper-level qrels and run: each ranking's papers ordered as ``search --papers`` orders them
-    (their statements' scores aggregated, see :mod:`retriever.paper_searcher`).
+    (their statements' scores aggregated, see :mod:`retriever.search.paper_searcher`).
 
     None when the run says nothing about papers (a foreign run with opaque docnos).
     """

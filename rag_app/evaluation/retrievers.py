@@ -4,7 +4,7 @@ A retriever turns a query into a ranked run: ``RunEntry(docno, score, paper_id)`
 retrievers are named by search mode (:data:`RETRIEVERS`); ``NAME+dense2`` fuses in the second
 embedding model's channel (what ask and the chat use); ``NAME+rerank`` is that retriever followed by
 the cross-encoder over its top N (``NAME+dense2+rerank``: both). The name grammar and the searchers
-are the search stack's (``rag_app.search_stack``). ``run:PATH`` replays a TREC run file, ours or anyone's.
+are the search stack's (``rag_app.search.search_stack``). ``run:PATH`` replays a TREC run file, ours or anyone's.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Protocol
 
 from rag_app.evaluation.query_set import EvalQuery
 from rag_app.evaluation.trec_files import RunEntry, read_run
-from rag_app.search_stack import RunName, SearchStack, UnknownRunNameError
-from retriever.search_mode import SearchMode
+from rag_app.search.search_stack import RunName, SearchStack, UnknownRunNameError
+from retriever.search.search_mode import SearchMode
 from retriever.types import StatementSearcher
 
 

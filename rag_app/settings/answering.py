@@ -30,7 +30,7 @@ class QuoteSettings(BaseModel):
         "the model always chooses",
     )
     # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
-    # (rag_app/yes_no_lead.py): reading the quoted statement whole, the model judges "the answer is yes"
+    # (rag_app/answering/yes_no_lead.py): reading the quoted statement whole, the model judges "the answer is yes"
     # TRUE and "the answer is no" FALSE, the question does not negate, and the statement uses most of its
     # content words. Two short model calls, yes/no questions only.
     yes_no_lead: bool = Field(True, description='"Yes, as [n] states:" above the quote of a yes/no question')

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 def default_shared_dir() -> Path:
     """``../shared`` beside the checkout: third-party corpora for tests and development sets."""
-    return Path(__file__).resolve().parents[2] / "shared"
+    return Path(__file__).resolve().parents[3] / "shared"
 
 
 class EvaluationSettings(BaseModel):

@@ -23,7 +23,7 @@ from ingestion import StatementRecord
 from rag_app.settings import EmbedTrainingSettings
 from rag_app.training.checkpoints import checkpointed_arguments, last_checkpoint
 from rag_app.training.training_pairs import TrainingPair
-from retriever.embedder import Embedder
+from retriever.models.embedder import Embedder
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from retriever.chroma_connection import EMBEDDED, ChromaConnection
-from retriever.chroma_store import COLLECTION, ChromaStatementStore
-from retriever.statement_index import MANIFEST
+from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
+from retriever.store.statement_index import MANIFEST
 
 
 def open_index_store(

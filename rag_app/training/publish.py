@@ -1,7 +1,7 @@
 """Ship a registered fine-tune inside the package, with its evaluation in the model card.
 
 ``python -m rag_app.training.publish MODEL_DIR REPORT.json`` copies ``MODEL_DIR`` (a registry
-version) to ``retriever/embeddings/NAME/vN`` and records, per development set, the leading measure
+version) to ``retriever/models/embeddings/NAME/vN`` and records, per development set, the leading measure
 of each retriever overall and by split group (statements trained on, seen papers, unseen papers).
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from retriever.embedding_registry import PACKAGED_EMBEDDINGS_DIR, RegisteredEmbedder
+from retriever.models.embedding_registry import PACKAGED_EMBEDDINGS_DIR, RegisteredEmbedder
 
 
 def eval_metrics(report: dict[str, Any]) -> dict[str, Any]:

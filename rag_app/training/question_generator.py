@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from ingestion import StatementRecord
 from prompts import PromptTemplate, load_prompt
-from rag_app.llm_client import ChatClient, LLMUnavailableError
+from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.training.training_pairs import TrainingPair
 
 PROMPT = "question_generation"

@@ -34,7 +34,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from rag_app.training.checkpoints import checkpointed_arguments, last_checkpoint
-from retriever.cross_encoder_reranker import load_cross_encoder
+from retriever.models.cross_encoder_reranker import load_cross_encoder
 
 if TYPE_CHECKING:  # the settings module pulls in the index's packages; training itself needs none of them
     from rag_app.settings import RerankTrainingSettings

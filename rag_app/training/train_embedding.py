@@ -25,7 +25,7 @@ from rag_app.training.hard_negatives import HardNegativeMiner
 from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import split_of
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
-from retriever.embedding_registry import EmbeddingRegistry, RegisteredEmbedder
+from retriever.models.embedding_registry import EmbeddingRegistry, RegisteredEmbedder
 
 SPLIT_FILE = "split.json"
 PAIRS_FILE = "pairs.jsonl"
@@ -49,7 +49,7 @@ class TrainEmbedJob:
         self.work_dir = work_dir or settings.data_dir / "training" / self.training.name
 
     def run(self, resume: bool = True, show_progress: bool = False, log=print) -> TrainEmbedReport:
-        from rag_app.embedder_factory import make_embedder, resolve_device
+        from rag_app.search.embedder_factory import make_embedder, resolve_device
 
         training = self.training
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())

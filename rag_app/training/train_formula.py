@@ -30,11 +30,11 @@ from rag_app.training.fusion_trainer import FusionExample, FusionTrainer
 from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import PaperSplit
 from rag_app.training.training_pairs import pairs_without_llm
-from retriever.atomic_files import directory_written_whole
 from retriever.formulas.formula_encoder import FormulaEncoderConfig
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.marf_fusion import FusionConfig
 from retriever.formulas.normalizer import normalize_formula
+from retriever.store.atomic_files import directory_written_whole
 
 FORMULA_QUERY_TOKENS = 6  # formula pairs use formulas at least this long (shorter ones name nothing)
 
@@ -54,7 +54,7 @@ class TrainFormulaJob:
         self.out_dir = out_dir or settings.data_dir / "models" / "formula" / stamp
 
     def run(self, show_progress: bool = False, log: Callable[[str], None] = print) -> TrainFormulaReport:
-        from rag_app.embedder_factory import make_embedder, resolve_device
+        from rag_app.search.embedder_factory import make_embedder, resolve_device
 
         formula, training = self.formula, self.settings.training.embed
         device = resolve_device(formula.device or self.settings.embedding.device)

@@ -1,6 +1,6 @@
 """The ``train query-adapter`` job: an ingested index in, a query adapter (a linear map) out.
 
-A query adapter tunes the embedding on the query side only (see :mod:`retriever.query_adapter`),
+A query adapter tunes the embedding on the query side only (see :mod:`retriever.models.query_adapter`),
 so it trains in a minute on a CPU and never re-embeds the index. The same pairs as ``train embed``
 and ``train rerank`` (names, defined terms, label words, MSE titles, formulas, generated questions),
 from the training statements of the thesis's split; the loss is the softmax over every training
@@ -33,10 +33,10 @@ from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
-from retriever.companion_index import CHANNEL as SECOND_CHANNEL
-from retriever.companion_index import CompanionIndex
-from retriever.embedder import Embedder
-from retriever.query_adapter import KIND, QueryAdapter, packaged_directory
+from retriever.models.embedder import Embedder
+from retriever.models.query_adapter import KIND, QueryAdapter, packaged_directory
+from retriever.store.companion_index import CHANNEL as SECOND_CHANNEL
+from retriever.store.companion_index import CompanionIndex
 
 
 @dataclass

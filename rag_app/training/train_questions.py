@@ -61,7 +61,7 @@ def generate_questions(
     cache = QuestionCache(settings.data_dir / "training" / "questions.sqlite")
     try:
         generator = QuestionGenerator(
-            rag.llm_client(),
+            rag.llm.client(),
             cache,
             settings.training.embed.question_concurrency,
             settings.training.embed.question_attempts,

@@ -38,9 +38,9 @@ from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import pairs_without_llm
-from retriever.learned_ranker import KIND, LearnedRanker, packaged_directory
-from retriever.ranking_features import CATEGORICAL, FEATURE_NAMES, FEATURES_VERSION, feature_matrix
-from retriever.search_mode import SearchMode
+from retriever.models.learned_ranker import KIND, LearnedRanker, packaged_directory
+from retriever.search.ranking_features import CATEGORICAL, FEATURE_NAMES, FEATURES_VERSION, feature_matrix
+from retriever.search.search_mode import SearchMode
 from retriever.types import SearchHit, StatementSearcher
 
 FEATURES_FILE = "features.npz"

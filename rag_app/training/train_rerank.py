@@ -41,10 +41,10 @@ from rag_app.training.reranker_trainer import (
 )
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
-from retriever.atomic_files import directory_written_whole
-from retriever.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERANKER_DIR
-from retriever.embedding_registry import resolve_embedder
-from retriever.search_mode import SearchMode
+from retriever.models.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERANKER_DIR
+from retriever.models.embedding_registry import resolve_embedder
+from retriever.search.search_mode import SearchMode
+from retriever.store.atomic_files import directory_written_whole
 
 SPLIT_FILE = "split.json"
 
@@ -71,8 +71,8 @@ class TrainRerankJob:
     ) -> TrainRerankReport | None:
         """Mine (or reuse) the examples and train; ``mine_only`` stops after writing the work directory,
         which can then be trained elsewhere (``python -m rag_app.training.reranker_trainer``)."""
-        from rag_app.embedder_factory import resolve_device
         from rag_app.pipeline import MathRAG
+        from rag_app.search.embedder_factory import resolve_device
 
         store, manifest = open_index_store(self.index_dir, self.settings.store.connection())
         records = list(store.iter_records())

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from retriever.embedder import Embedder
 from retriever.formulas.formula_encoder import FormulaEncoder
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.marf_fusion import MaRFFusion, fuse_texts
+from retriever.models.embedder import Embedder
 
 PACKAGED_FORMULA_MODELS = Path(__file__).resolve().parent / "weights"
 

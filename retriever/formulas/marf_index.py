@@ -27,10 +27,10 @@ from chromadb.api.models.Collection import Collection
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
-from retriever.atomic_files import write_text_atomically
-from retriever.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.marf_encoder import MarfEncoder
+from retriever.store.atomic_files import write_text_atomically
+from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.types import ScoredId, VectorUpdate
 
 FUSION_DIR = "fusion"

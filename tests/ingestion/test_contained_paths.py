@@ -11,7 +11,7 @@ import pytest
 from ingestion.contained_paths import PathEscapeError, contained_path, ensure_inside, safe_component
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_sources import LatexPaper, PaperFinder, bulk_tar_members
-from rag_app.uploads import save_upload
+from ui.uploads import save_upload
 
 HOSTILE_NAMES = ["..", "...", ".", "", "../../etc/passwd", "/etc/passwd", "a/../../b", "..\\..\\x", "\x00", ".bashrc"]
 PAPER = (

@@ -4,7 +4,7 @@ import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from prompts import available_prompts, load_prompt
-from rag_app.context import (
+from rag_app.answering.context import (
     MIN_SOURCE_TOKENS,
     asks_for_proof,
     defuse,

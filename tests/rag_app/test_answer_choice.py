@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_app.answer import AnswerStatus
-from rag_app.quoted_answer import ranker_is_sure
+from rag_app.answering.answer import AnswerStatus
+from rag_app.answering.quoted_answer import ranker_is_sure
 from tests.rag_app.test_quoted_answer import hit
 from tests.rag_app.test_yes_no_lead import PID, answer
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag_app import MathRAG
-from rag_app.arxiv_month import ArxivMonthIngest
+from rag_app.ingest.arxiv_month import ArxivMonthIngest
 from tests.archives import tar_bytes
 from tests.conftest import make_settings
 
@@ -166,7 +166,7 @@ def test_kill_9_then_rerun_gives_the_store_of_an_uninterrupted_run(tmp_path: Pat
     assert _cli(interrupted, source, env).wait(timeout=300) == 1
     assert store_snapshot(interrupted) == store_snapshot(reference)
     rag = MathRAG(make_settings(tmp_path, index_dir=interrupted))
-    assert not rag.index.lexical_stale
+    assert not rag.index.lexical.stale
     assert len(rag.search("finite module ring", k=50, mode="bm25")) == 50
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_app.attribution import Attributor, split_sentences, support_features
-from retriever.embedder import Embedder
+from rag_app.answering.attribution import Attributor, split_sentences, support_features
+from retriever.models.embedder import Embedder
 
 SOURCES = [
     "Let $X$ be a normal topological space and $A \\subseteq X$ closed. Every continuous function "

@@ -1,4 +1,4 @@
-from rag_app.citations import check_citations
+from rag_app.answering.citations import check_citations
 
 
 def test_valid_citations_kept_and_listed_in_order() -> None:
@@ -22,6 +22,6 @@ def test_display_math_and_optional_arguments_are_not_citations() -> None:
 
 
 def test_citation_numbers_in_order_with_ranges() -> None:
-    from rag_app.citations import citation_numbers
+    from rag_app.answering.citations import citation_numbers
 
     assert citation_numbers(r"A [2], B [1-3; 5] and \[4\] not a citation.") == [2, 1, 2, 3, 5]

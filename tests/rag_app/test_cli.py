@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_app.cli import app
-from rag_app.llm_server import LLMServerProcess
+from rag_app.serving.llm_server import LLMServerProcess
 
 runner = CliRunner()
 HIT_FIELDS = {"id", "score", "kind", "name", "text", "paper_id", "label", "url"}
@@ -295,7 +295,7 @@ def test_ingest_arxiv_needs_month_and_source(tmp_path: Path) -> None:
     ("command", "message"),
     [
         (["train", "embed", "--learning-rate", "0"], "training.embed.learning_rate: Input should be greater than 0"),
-        (["train", "rerank", "--max-queries", "1"], "training.rerank.max_queries: Input should be greater than"),
+        (["train", "embed", "--max-pairs", "2", "--learning-rate", "0.0"], "training.embed.learning_rate"),
     ],
 )
 def test_an_option_the_setting_refuses_is_a_usage_error_before_any_work(

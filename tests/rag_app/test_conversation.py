@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from prompts import load_prompt
-from rag_app.conversation import QueryRewriter, RewriteMethod, Turn, refers_back, usable_rewrite
-from rag_app.llm_client import LLMUnavailableError
+from rag_app.answering.conversation import QueryRewriter, RewriteMethod, Turn, refers_back, usable_rewrite
+from rag_app.serving.llm_client import LLMUnavailableError
 
 HISTORY = [
     Turn("What is Nakayama's lemma?", "If $M$ is finitely generated and $IM = M$ ...", "What is Nakayama's lemma?")

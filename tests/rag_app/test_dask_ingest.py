@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from rag_app import MathRAG
-from rag_app.arxiv_month import ArxivMonthIngest
-from rag_app.dask_ingest import ClusterError, DaskEprintParser
+from rag_app.ingest.arxiv_month import ArxivMonthIngest
+from rag_app.ingest.dask_ingest import ClusterError, DaskEprintParser
 from tests.conftest import make_settings
 from tests.rag_app.test_arxiv_month import paper, write_month, write_month_with_a_slow_paper
 
@@ -68,7 +68,7 @@ def test_two_months_on_a_local_dask_cluster_equal_a_local_run(tmp_path: Path) ->
     again = ingest_cli(source, tmp_path / "dask-index", "--dask", "--workers", "2")
     assert [(r["unchanged"], r["added"], r["removed"]) for r in again] == [(5, 0, 0), (3, 0, 0)]
     rag = MathRAG(make_settings(tmp_path, index_dir=tmp_path / "dask-index"))
-    assert rag.index.count() == 21 and not rag.index.lexical_stale
+    assert rag.index.count() == 21 and not rag.index.lexical.stale
     assert rag.search("module finite over the ring R_{102}", 1, "bm25")[0].record.paper_id == "2302.00002"
 
 

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord
-from rag_app.answer import Answer
-from rag_app.export import answer_markdown, arxiv_id, bibtex_entries, bibtex_entry, source_heading, source_origin
-from rag_app.uploads import UploadError, save_upload
+from rag_app.answering.answer import Answer
 from retriever.types import SearchHit
+from ui.export import answer_markdown, arxiv_id, bibtex_entries, bibtex_entry, source_heading, source_origin
+from ui.uploads import UploadError, save_upload
 
 
 def arxiv(**overrides: object) -> StatementRecord:

@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_app import MathRAG
-from rag_app.library import library_stats
 from tests.conftest import make_settings
+from ui.library import library_stats
 
 
 def test_library_stats_count_the_demo_index(demo_index_dir: Path, tmp_path: Path) -> None:

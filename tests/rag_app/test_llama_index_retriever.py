@@ -1,7 +1,7 @@
 from llama_index.core.schema import QueryBundle
 
 from rag_app import MathRAG
-from rag_app.llama_index_retriever import MathRAGRetriever
+from rag_app.search.llama_index_retriever import MathRAGRetriever
 
 
 def test_llama_index_retriever_returns_scored_nodes(demo_rag: MathRAG) -> None:

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rag_app.llm_client import ChatClient, LLMUnavailableError
+from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 
 # A scripted status: 200 with a stream that closes before any text or finish reason.
 EMPTY_STREAM = 0

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from prompts import load_prompt
-from rag_app.llm_connection import LLMConnection
+from rag_app.serving.llm_connection import LLMConnection
 from tests.conftest import make_settings
 from tests.rag_app.test_conversation import ScriptedClient
 

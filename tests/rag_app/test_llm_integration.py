@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG
-from rag_app.answer import AnswerStatus
-from rag_app.llm_client import ChatClient, LLMUnavailableError
-from rag_app.llm_server import LLMServerProcess, free_port
+from rag_app.answering.answer import AnswerStatus
+from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
+from rag_app.serving.llm_server import LLMServerProcess, free_port
 from tests.conftest import make_settings
 from tests.llm_servers import SERVER_KIND, TEST_CHAT_MODEL, FaultProxy, HangingServer, forced_output, make_test_server
 
@@ -201,7 +201,7 @@ def test_the_model_reads_only_the_sources_the_scores_justify(
 def test_the_local_llama_cpp_server_is_sent_one_request_at_a_time(llm_server: LLMServerProcess) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from rag_app.llm_connection import request_slots
+    from rag_app.serving.llm_connection import request_slots
     from rag_app.settings import LLMSettings
 
     assert request_slots(LLMSettings(server="llama.cpp", max_concurrency=4)) == 1  # the one we start

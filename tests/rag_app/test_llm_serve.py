@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from rag_app import MathRAG
-from rag_app.llm_server import STATE_FILE, free_port
+from rag_app.serving.llm_server import STATE_FILE, free_port
 from tests.conftest import TEST_CHAT_MODEL, make_settings
 
 
@@ -32,7 +32,7 @@ def test_llm_serve_is_reused_by_ask_and_stops_cleanly(demo_index_dir: Path, tmp_
         settings = make_settings(tmp_path, index_dir=demo_index_dir)  # no base_url: find the running server
         settings.llm.max_tokens = 16
         rag = MathRAG(settings)
-        assert "started by `llm serve`" in rag.llm_status()
+        assert "started by `llm serve`" in rag.llm.status()
         answer = rag.ask("State the Tietze extension theorem.", k=2)
         assert answer.llm_error is None and answer.model == TEST_CHAT_MODEL
         assert rag.llm.server is None  # reused, not started

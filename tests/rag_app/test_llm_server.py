@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.llm_server import LlamaCppServer, LLMServerError, VLLMServer, physical_cores, server_from_settings
+from rag_app.serving.llm_server import LlamaCppServer, LLMServerError, VLLMServer, physical_cores, server_from_settings
 from rag_app.settings import LlamaCppSettings
 from tests.conftest import make_settings
 

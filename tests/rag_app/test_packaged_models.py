@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.packaged_models import PACKAGED_GGUFS, PackagedGGUF, PackagedModelError, assemble, resolve_gguf
+from rag_app.serving.packaged_models import PACKAGED_GGUFS, PackagedGGUF, PackagedModelError, assemble, resolve_gguf
 
 
 def test_single_file_packaged_model_is_found_and_checked(tmp_path: Path) -> None:
@@ -13,7 +13,7 @@ def test_single_file_packaged_model_is_found_and_checked(tmp_path: Path) -> None
 
 def test_split_model_parts_are_all_installed() -> None:
     # Assembling the 1.1 GB default takes seconds and disk; here we check every chunk is present.
-    from rag_app.packaged_models import _part_path
+    from rag_app.serving.packaged_models import _part_path
 
     spec = PACKAGED_GGUFS["qwen2.5-coder-1.5b-instruct"]
     sizes = [_part_path(module).stat().st_size for module in spec.parts]
@@ -24,7 +24,7 @@ def test_assembly_concatenates_in_order_and_rejects_wrong_size(tmp_path: Path, m
     chunks = {"part_a": b"GGUF1234", "part_b": b"5678"}
     for name, data in chunks.items():
         (tmp_path / name).write_bytes(data)
-    monkeypatch.setattr("rag_app.packaged_models._part_path", lambda module: tmp_path / module)
+    monkeypatch.setattr("rag_app.serving.packaged_models._part_path", lambda module: tmp_path / module)
     good = PackagedGGUF(name="tiny", file_name="tiny.gguf", size=12, parts=("part_a", "part_b"))
     target = assemble(good, tmp_path / "models", show_progress=False)
     assert target.read_bytes() == b"GGUF12345678"
@@ -43,7 +43,7 @@ def test_unknown_model_and_missing_gguf_path(tmp_path: Path) -> None:
 
 
 def test_local_server_alias_is_the_model_name_or_the_gguf_stem(tmp_path: Path) -> None:
-    from rag_app.llm_server import llama_cpp_server_from_settings
+    from rag_app.serving.llm_server import llama_cpp_server_from_settings
     from rag_app.settings import Settings
 
     settings = Settings(data_dir=tmp_path)
@@ -65,7 +65,7 @@ def test_two_assemblies_at_once_each_write_their_own_copy(tmp_path: Path, monkey
     chunks = {"part_a": b"GGUF1234", "part_b": b"5678"}
     for name, data in chunks.items():
         (tmp_path / name).write_bytes(data)
-    monkeypatch.setattr("rag_app.packaged_models._part_path", lambda module: tmp_path / module)
+    monkeypatch.setattr("rag_app.serving.packaged_models._part_path", lambda module: tmp_path / module)
     both_copying = threading.Barrier(2)
     copy = shutil.copyfileobj
 
@@ -76,7 +76,7 @@ def test_two_assemblies_at_once_each_write_their_own_copy(tmp_path: Path, monkey
             both_copying.wait(timeout=10)  # the two writers are now both mid-file
         time.sleep(0.05)
 
-    monkeypatch.setattr("rag_app.packaged_models.shutil.copyfileobj", slow_copy)
+    monkeypatch.setattr("rag_app.serving.packaged_models.shutil.copyfileobj", slow_copy)
     spec = PackagedGGUF(name="tiny", file_name="tiny.gguf", size=12, parts=("part_a", "part_b"))
     with ThreadPoolExecutor(2) as pool:
         targets = list(pool.map(lambda _: assemble(spec, tmp_path / "models", show_progress=False), range(2)))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG
-from rag_app.answer import AnswerStatus
-from rag_app.llm_server import LLMServerProcess
+from rag_app.answering.answer import AnswerStatus
 from rag_app.pipeline import demo_corpus_path
+from rag_app.serving.llm_server import LLMServerProcess
 from tests.conftest import TEST_CHAT_MODEL, make_settings
 from tests.llm_servers import MalformedServer
 
@@ -179,7 +179,7 @@ def test_opening_a_mistyped_index_creates_nothing_and_searching_it_says_so(
     demo_index_dir: Path, tmp_path: Path
 ) -> None:
     """``MathRAG.open("typo")`` created directories and answered "no statements"; only the CLI guarded it."""
-    from retriever.statement_index import IndexNotFoundError
+    from retriever.store.statement_index import IndexNotFoundError
 
     settings = make_settings(tmp_path)
     typo = tmp_path / "mtah-index"

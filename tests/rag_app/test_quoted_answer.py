@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ingestion.records import Source, StatementKind, StatementRecord
-from rag_app.quoted_answer import NONE_STATED, parse_selection, quoted_answer
+from rag_app.answering.quoted_answer import NONE_STATED, parse_selection, quoted_answer
 from retriever.types import SearchHit
 
 
@@ -50,7 +50,7 @@ def test_no_choice_quotes_the_closest_statement_under_a_notice() -> None:
 def test_choice_probabilities_read_the_first_pick_off_its_token() -> None:
     import math
 
-    from rag_app.quoted_answer import choice_probabilities
+    from rag_app.answering.quoted_answer import choice_probabilities
 
     tokens = [
         {"[": math.log(0.99), "N": math.log(0.01)},  # the bracket: no source number yet

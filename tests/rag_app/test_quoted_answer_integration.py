@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_app import MathRAG
-from rag_app.answer import AnswerStatus
+from rag_app.answering.answer import AnswerStatus
+from rag_app.answering.quoted_answer import NONE_STATED
 from rag_app.cli import app
-from rag_app.llm_server import LLMServerProcess
-from rag_app.quoted_answer import NONE_STATED
+from rag_app.serving.llm_server import LLMServerProcess
 from tests.conftest import make_settings
 from tests.llm_servers import forced_output
 

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG
-from rag_app.search_stack import RunName, SearchStack, UnknownRunNameError
-from retriever.channel_ranker import ChannelRanker
-from retriever.chroma_store import ChromaStatementStore
-from retriever.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
-from retriever.first_stage_searcher import FirstStageSearcher
-from retriever.learned_ranking_searcher import LearnedRankingSearcher
-from retriever.reranking_searcher import RerankingSearcher
-from retriever.search_filter import SearchFilter
-from retriever.search_mode import SearchMode
-from retriever.typed_notation_searcher import TypedNotationSearcher
+from rag_app.search.search_stack import RunName, SearchStack, UnknownRunNameError
+from retriever.search.channel_ranker import ChannelRanker
+from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
+from retriever.search.first_stage_searcher import FirstStageSearcher
+from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
+from retriever.search.reranking_searcher import RerankingSearcher
+from retriever.search.search_filter import SearchFilter
+from retriever.search.search_mode import SearchMode
+from retriever.search.typed_notation_searcher import TypedNotationSearcher
+from retriever.store.chroma_store import ChromaStatementStore
 from tests.conftest import make_settings
 
 

@@ -42,7 +42,7 @@ def test_config_file_from_environment_and_missing_file(tmp_path: Path, monkeypat
 def test_the_auto_device_is_the_gpu_only_when_torch_sees_one(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from rag_app.embedder_factory import resolve_device
+    from rag_app.search.embedder_factory import resolve_device
 
     assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

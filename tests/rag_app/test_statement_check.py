@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_app.statement_check import StatementChecker, canonical_formula, split_hypotheses
+from rag_app.answering.statement_check import StatementChecker, canonical_formula, split_hypotheses
 
 CHECK = StatementChecker()
 COHEN_MACAULAY = (

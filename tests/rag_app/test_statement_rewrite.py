@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from prompts import load_prompt
-from rag_app.statement_rewrite import StatementRewriter, usable_statement
-from retriever.rewrite_fusing_searcher import RewriteFusingSearcher
-from retriever.search_filter import SearchFilter
+from rag_app.search.statement_rewrite import StatementRewriter, usable_statement
+from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
+from retriever.search.search_filter import SearchFilter
 from retriever.types import SearchHit
 from tests.rag_app.test_conversation import ScriptedClient
 

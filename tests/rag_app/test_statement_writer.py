@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
-from rag_app.statement_writer import PendingPaper, StatementWriter
+from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, StatementIndex
-from retriever.paper_manifest import PaperEntry
+from retriever.store.paper_manifest import PaperEntry
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 
@@ -96,7 +96,7 @@ def test_vectors_made_elsewhere_are_stored_as_they_are_and_manifest_rows_follow(
 def test_a_renamed_or_relabelled_statement_is_updated_in_every_store(tmp_path: Path, embedder: Embedder) -> None:
     from dataclasses import replace
 
-    from retriever.duplicate_groups import DuplicateGroups
+    from retriever.store.duplicate_groups import DuplicateGroups
 
     (tmp_path / "index").mkdir()
     index = StatementIndex(tmp_path / "index", embedder, duplicates=DuplicateGroups(tmp_path / "index"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_app.text_repair import is_finished, repair
+from rag_app.answering.text_repair import is_finished, repair
 
 
 def test_a_looping_answer_keeps_each_sentence_once() -> None:

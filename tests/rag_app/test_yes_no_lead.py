@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_app.answerer import Answerer, Retrieval
-from rag_app.conversation import RewriteMethod, RewrittenQuery
-from rag_app.yes_no_lead import (
+from rag_app.answering.answerer import Answerer, Retrieval
+from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
+from rag_app.answering.yes_no_lead import (
     Verdict,
     checkable_lead_in,
     is_yes_no_question,

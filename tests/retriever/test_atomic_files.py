@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from retriever.atomic_files import directory_written_whole, write_text_atomically
+from retriever.store.atomic_files import directory_written_whole, write_text_atomically
 
 
 def test_a_text_file_is_replaced_whole_and_leaves_nothing_beside_it(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ import bm25s
 import numpy as np
 import pytest
 
-from retriever import bm25_index
-from retriever.bm25_index import BM25Index
-from retriever.bm25_segment import BM25Segment
+from retriever.store import bm25_index, bm25_scoring
+from retriever.store.bm25_index import BM25Index
+from retriever.store.bm25_segment import BM25Segment
 
 VOCABULARY = [f"t{number}" for number in range(400)]
 
@@ -138,17 +138,17 @@ def test_maxscore_pruning_returns_the_exhaustive_top_k(monkeypatch: pytest.Monke
     index.add(ids[1500:], documents[1500:])  # two segments
     index.delete(ids[:30])
     pruned_calls = []
-    original = BM25Index._score_candidates
+    original = bm25_scoring.score_candidates
 
-    def spy(self: BM25Index, *args: object) -> None:
+    def spy(*args: object) -> None:
         pruned_calls.append(1)
-        original(self, *args)  # type: ignore[arg-type]
+        original(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(BM25Index, "_score_candidates", spy)
+    monkeypatch.setattr(bm25_scoring, "score_candidates", spy)
     queries = [[*common, *topic] for topic in topics[:100]]
     pruned = [index.search_terms(query, 10) for query in queries]
     assert len(pruned_calls) > 50, "the common terms were seldom pruned"
-    monkeypatch.setattr(bm25_index, "COMMON_SHARE", 1.0)  # every term scored over all its postings
+    monkeypatch.setattr(bm25_scoring, "COMMON_SHARE", 1.0)  # every term scored over all its postings
     exhaustive = [index.search_terms(query, 10) for query in queries]
     # the same documents in the same order (a bound 0.3 times too small changes 2 of these 100 rankings)
     assert [[hit.id for hit in hits] for hits in pruned] == [[hit.id for hit in hits] for hits in exhaustive]
@@ -158,7 +158,7 @@ def test_maxscore_pruning_returns_the_exhaustive_top_k(monkeypatch: pytest.Monke
 
 
 def test_a_damaged_catalogue_is_named_on_opening_and_on_searching(tmp_path: Path) -> None:
-    from retriever.bm25_index import DATABASE, BM25CatalogueError
+    from retriever.store.bm25_index import DATABASE, BM25CatalogueError
 
     index = BM25Index(tmp_path / "bm25")
     index.add(["a", "b"], [["prime", "group"], ["compact", "space"]])

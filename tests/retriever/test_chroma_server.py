@@ -10,10 +10,10 @@ import chromadb
 import pytest
 
 from rag_app import MathRAG
-from rag_app.chroma_server import ChromaServerProcess
-from rag_app.llm_server import free_port
+from rag_app.serving.chroma_server import ChromaServerProcess
+from rag_app.serving.llm_server import free_port
 from retriever import Embedder, SearchMode, StatementIndex
-from retriever.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
+from retriever.store.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
 from tests.conftest import make_settings
 from tests.retriever.test_statement_index import PACKAGED, RECORDS
 from tests.searchers import first_stage

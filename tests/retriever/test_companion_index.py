@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from retriever import Embedder, StatementIndex
-from retriever.companion_index import CompanionIndex, CompanionIndexError
-from retriever.query_adapter import QueryAdapter
+from retriever.models.query_adapter import QueryAdapter
+from retriever.store.companion_index import CompanionIndex, CompanionIndexError
 from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
 
 # Another identity than the index's embedder (the same weights reading LaTeX): fast, and not the first model.

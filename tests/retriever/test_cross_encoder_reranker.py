@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ingestion import Source, StatementKind, StatementRecord
-from retriever.cross_encoder_reranker import (
+from retriever.models.cross_encoder_reranker import (
     ADAPTER,
     CARD,
     CrossEncoderReranker,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from retriever import Embedder
-from retriever.embedding_registry import EmbedderSpecError, EmbeddingRegistry, resolve_embedder, split_version
+from retriever.models.embedding_registry import EmbedderSpecError, EmbeddingRegistry, resolve_embedder, split_version
 from tests.embedders import BASE, random_adapter
 
 

@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from retriever import Embedder, SearchFilter, SearchMode, StatementIndex
-from retriever.companion_index import CompanionIndex
-from retriever.first_stage_searcher import FirstStageSearcher
+from retriever.search.first_stage_searcher import FirstStageSearcher
+from retriever.store.companion_index import CompanionIndex
 from retriever.types import ScoredId
 from tests.retriever.test_companion_index import SECOND
 from tests.retriever.test_statement_index import PACKAGED, RECORDS, record

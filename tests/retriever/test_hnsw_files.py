@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retriever.hnsw_files import SEGMENT_FILES, check_segment, segment_directories
+from retriever.store.hnsw_files import SEGMENT_FILES, check_segment, segment_directories
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,11 @@ from typer.testing import CliRunner
 from rag_app import MathRAG
 from rag_app.cli import app
 from rag_app.pipeline import demo_corpus_path
-from retriever.companion_index import CompanionIndex
-from retriever.duplicate_groups import DuplicateGroups
-from retriever.index_health import IndexHealth
-from retriever.statement_index import StatementIndex
+from retriever.store.companion_index import CompanionIndex
+from retriever.store.derived_stores import WordIndexStore
+from retriever.store.duplicate_groups import DuplicateGroups
+from retriever.store.index_health import IndexHealth
+from retriever.store.statement_index import StatementIndex
 from tests.conftest import make_settings
 
 runner = CliRunner()
@@ -63,8 +64,8 @@ def snapshot(rag: MathRAG) -> dict[str, object]:
 WINDOWS = {
     "after the Chroma upsert": (DuplicateGroups, "add"),
     "after the duplicate groups": (CompanionIndex, "add"),
-    "after the second model's vectors": (StatementIndex, "_index_lexical"),
-    "after the lexical indexes": (StatementIndex, "_update_fusion"),
+    "after the second model's vectors": (WordIndexStore, "add"),
+    "after the lexical indexes": (StatementIndex, "_written"),
 }
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from ingestion import Source, StatementKind, StatementRecord
-from retriever.learned_ranker import CARD, KIND, MODEL, LearnedRanker, LearnedRankerError, packaged_directory
-from retriever.learned_ranking_searcher import LearnedRankingSearcher
-from retriever.ranking_features import FEATURE_NAMES, FEATURES_VERSION, feature_matrix
-from retriever.search_mode import SearchMode
+from retriever.models.learned_ranker import CARD, KIND, MODEL, LearnedRanker, LearnedRankerError, packaged_directory
+from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
+from retriever.search.ranking_features import FEATURE_NAMES, FEATURES_VERSION, feature_matrix
+from retriever.search.search_mode import SearchMode
 from retriever.types import SearchHit
 
 EMBEDDER = "packaged:all-MiniLM-L6-v2+unicode-math"

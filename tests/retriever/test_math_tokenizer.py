@@ -1,4 +1,4 @@
-from retriever.math_tokenizer import tokenize
+from retriever.text.math_tokenizer import tokenize
 
 
 def test_latex_commands_stay_whole_and_words_are_stemmed() -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from retriever.query_adapter import CARD, KIND, QueryAdapter, QueryAdapterError
+from retriever.models.query_adapter import CARD, KIND, QueryAdapter, QueryAdapterError
 
 
 def _adapter(dimension: int = 4, embedder: str = "packaged:all-MiniLM-L6-v2") -> QueryAdapter:
@@ -47,7 +47,7 @@ def test_missing_foreign_or_mismatched_adapter_names_the_command(tmp_path) -> No
 
 
 def test_configured_auto_takes_the_packaged_adapter_only_for_its_embedder(tmp_path, monkeypatch) -> None:
-    import retriever.query_adapter as module
+    import retriever.models.query_adapter as module
 
     packaged = replace(module.ADAPTERS, packaged_root=tmp_path / "packaged")
     monkeypatch.setattr(module, "ADAPTERS", packaged)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from retriever.formulas.query_formulas import query_formulas
-from retriever.query_notation import read_typed_notation
-from retriever.unicode_math_text import UnicodeMathText
+from retriever.text.query_notation import read_typed_notation
+from retriever.text.unicode_math_text import UnicodeMathText
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 import pytest
 
-from retriever.rank_fusion import reciprocal_rank_fusion
+from retriever.search.rank_fusion import reciprocal_rank_fusion
 from retriever.types import ScoredId
 
 
@@ -22,7 +22,7 @@ def test_rrf_weights_and_deterministic_ties() -> None:
 
 
 def test_linear_fusion_normalizes_each_channel_before_weighting() -> None:
-    from retriever.rank_fusion import fuse, linear_fusion
+    from retriever.search.rank_fusion import fuse, linear_fusion
 
     dense = [ScoredId("a", 0.9), ScoredId("b", 0.8), ScoredId("c", 0.7)]
     bm25 = [ScoredId("c", 30.0), ScoredId("a", 10.0)]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ingestion import Source, StatementKind, StatementRecord
-from retriever.ranking_features import FEATURE_NAMES, feature_matrix
+from retriever.search.ranking_features import FEATURE_NAMES, feature_matrix
 from retriever.types import SearchHit
 
 

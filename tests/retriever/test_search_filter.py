@@ -6,7 +6,7 @@ from pathlib import Path
 from ingestion.records import Source, StatementKind, StatementRecord
 from rag_app import MathRAG
 from retriever import SearchFilter
-from retriever.search_filter import record_categories, record_date
+from retriever.search.search_filter import record_categories, record_date
 from tests.conftest import make_settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retriever.split_model_archive import SplitArchiveError, SplitModelArchive
+from retriever.models.split_model_archive import SplitArchiveError, SplitModelArchive
 
 WEIGHTS = bytes(range(256)) * 40  # 10 KiB, so that it crosses the pieces' borders
 

@@ -12,10 +12,11 @@ from ingestion.formula_spans import find_formula_spans
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
 from retriever import reindex as reindex_module
-from retriever.bm25_index import BM25Index
 from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
 from retriever.formulas.marf_index import MarfIndexError
-from retriever.reindex import reindex
+from retriever.store.bm25_index import BM25Index
+from retriever.store.derived_stores import WordIndexStore
+from retriever.store.reindex import reindex
 from tests.embedders import random_adapter
 from tests.searchers import first_stage
 
@@ -86,7 +87,7 @@ def test_formula_channel_finds_statements_by_their_formulas(tmp_path: Path, embe
     assert fused[0].record.paper_id == "b" and "formula" in fused[0].channel_ranks
     text_only = first_stage(index).search("bounded monotone sequence", 1, SearchMode.HYBRID_FORMULA)
     assert text_only[0].record.paper_id == "c"
-    stats = index.formula_stats()
+    stats = index.lexical.formula_stats()
     assert stats is not None and stats.formulas == 5 and stats.malformed == 1
     with pytest.raises(MarfIndexError, match="formula fusion is off"):
         first_stage(index).search("x", 1, SearchMode.MARF)
@@ -101,7 +102,7 @@ def test_reopened_index_keeps_records_and_lexical_index(tmp_path: Path, embedder
     reopened = StatementIndex(tmp_path / "index", embedder)
     assert reopened.count() == 3
     # BM25 was written with the store: no rebuild is needed to search it
-    assert not reopened.lexical_stale
+    assert not reopened.lexical.stale
     assert first_stage(reopened).search("Liouville entire", 1, SearchMode.BM25)[0].record.name == "Liouville"
     assert len(BM25Index.load(tmp_path / "index" / "bm25")) == 3
 
@@ -115,11 +116,11 @@ def test_writes_update_the_lexical_indexes_in_place(
     index.add(RECORDS[2:])
     index.sync_lexical()  # what every ingest ends with: nothing to do
     assert first_stage(index).search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
-    assert index.formula_stats() == FormulaIndexStats(3, 3, 0)
+    assert index.lexical.formula_stats() == FormulaIndexStats(3, 3, 0)
     assert index.remove_stale({"ana": set()}) == 1
     assert first_stage(index).search("Liouville bounded entire", 3, SearchMode.BM25) == []
     index.remove_papers(["top"])
-    assert index.formula_stats() == FormulaIndexStats(1, 1, 0)
+    assert index.lexical.formula_stats() == FormulaIndexStats(1, 1, 0)
     assert len(BM25Index.load(tmp_path / "index" / "bm25")) == 1 == index.count()
 
 
@@ -132,14 +133,14 @@ def test_a_write_interrupted_before_bm25_is_recovered_by_a_rebuild(
     def dies(*_: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(StatementIndex, "_index_lexical", dies)
+    monkeypatch.setattr(WordIndexStore, "add", dies)
     with pytest.raises(KeyboardInterrupt):
         index.add(RECORDS[1:])  # the vectors are stored, BM25 never hears of them
     monkeypatch.undo()
     reopened = StatementIndex(tmp_path / "index", embedder)
-    assert reopened.lexical_stale and reopened.count() == 3
+    assert reopened.lexical.stale and reopened.count() == 3
     assert first_stage(reopened).search("Liouville bounded entire", 1, SearchMode.BM25)[0].record == RECORDS[2]
-    assert not reopened.lexical_stale and reopened.formula_stats() == FormulaIndexStats(3, 3, 0)
+    assert not reopened.lexical.stale and reopened.lexical.formula_stats() == FormulaIndexStats(3, 3, 0)
 
 
 def test_an_index_with_the_older_bm25_files_is_rebuilt_once(tmp_path: Path, embedder: Embedder) -> None:
@@ -150,9 +151,9 @@ def test_an_index_with_the_older_bm25_files_is_rebuilt_once(tmp_path: Path, embe
         (tmp_path / "index" / name).mkdir()
         (tmp_path / "index" / name / "ids.json").write_text("[]")
     reopened = StatementIndex(tmp_path / "index", embedder)
-    assert reopened.lexical_stale
+    assert reopened.lexical.stale
     reopened.sync_lexical()
-    assert not reopened.lexical_stale
+    assert not reopened.lexical.stale
     assert first_stage(reopened).search("Hausdorff compact", 1, SearchMode.BM25)[0].record == RECORDS[1]
 
 
@@ -240,7 +241,7 @@ def test_add_embedded_stores_vectors_computed_elsewhere(tmp_path: Path, embedder
     vectors = embedder.embed_documents([r.search_text() for r in RECORDS])
     assert index.add_embedded(RECORDS + RECORDS[:1], np.vstack([vectors, vectors[:1]])).added == 3
     assert index.add_embedded(RECORDS[:2], vectors[:2]).unchanged == 2
-    assert index.count() == 3 and not index.lexical_stale  # BM25 got them too
+    assert index.count() == 3 and not index.lexical.stale  # BM25 got them too
     assert first_stage(index).search("Liouville", 1, SearchMode.BM25)[0].record == RECORDS[2]
     assert first_stage(index).search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
     with pytest.raises(ValueError, match="3 records but 2 vectors"):

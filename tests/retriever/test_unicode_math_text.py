@@ -9,7 +9,7 @@ import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
-from retriever.unicode_math_text import UnicodeMathText
+from retriever.text.unicode_math_text import UnicodeMathText
 from tests.searchers import first_stage
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"

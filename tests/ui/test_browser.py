@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.llm_server import LLMServerProcess, free_port
+from rag_app.serving.llm_server import LLMServerProcess, free_port
 from tests.browser import chromium_executable, wait_for_streamlit
 from tests.llm_servers import forced_output
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from rag_app import MathRAG
-from rag_app.llm_server import LLMServerProcess
+from rag_app.serving.llm_server import LLMServerProcess
 from tests.conftest import make_settings
 from tests.llm_servers import forced_output
 from ui.latex_display import link_citations, to_streamlit_markdown

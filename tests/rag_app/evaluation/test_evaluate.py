@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from rag_app import MathRAG
 from rag_app.cli import app
 from rag_app.evaluation import EvalQuery, Protocol, QuerySet, evaluate, read_run
-from retriever.query_adapter import QueryAdapter
+from retriever.models.query_adapter import QueryAdapter
 from tests.conftest import SHARED, make_settings
 
 runner = CliRunner()

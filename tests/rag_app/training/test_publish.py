@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from rag_app.training.publish import publish
-from retriever.embedding_registry import EmbeddingRegistry, RegisteredEmbedder, resolve_embedder
+from retriever.models.embedding_registry import EmbeddingRegistry, RegisteredEmbedder, resolve_embedder
 
 REPORT = {
     "provenance": {"date": "2026-11-22", "git_commit": "abc"},

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ingestion import ingest_sources
-from rag_app.llm_client import ChatClient
 from rag_app.pipeline import demo_corpus_path
+from rag_app.serving.llm_client import ChatClient
 from rag_app.training.question_file import FORMAT, QuestionFile, QuestionFileError, extend_questions
 from rag_app.training.question_generator import QuestionCache, QuestionGenerator
 from tests.rag_app.training.test_question_generator import ScriptedChatServer

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ingestion import ingest_sources
-from rag_app.llm_client import ChatClient
-from rag_app.llm_server import LLMServerProcess
 from rag_app.pipeline import demo_corpus_path
+from rag_app.serving.llm_client import ChatClient
+from rag_app.serving.llm_server import LLMServerProcess
 from rag_app.training.question_generator import (
     MalformedReplyError,
     QuestionCache,

@@ -8,8 +8,8 @@ import pytest
 
 from rag_app.settings import RerankTrainingSettings
 from rag_app.training.reranker_trainer import RerankerTrainer, RerankExample, listwise_loss
-from retriever.cross_encoder_reranker import load_cross_encoder
-from retriever.embedding_registry import resolve_embedder
+from retriever.models.cross_encoder_reranker import load_cross_encoder
+from retriever.models.embedding_registry import resolve_embedder
 from tests.conftest import RERANK_FIXTURE_DOCS, RERANK_FIXTURE_QUERIES
 
 BASE = Path(resolve_embedder("packaged:all-MiniLM-L6-v2", None).model_path)

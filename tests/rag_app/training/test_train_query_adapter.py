@@ -10,11 +10,11 @@ import numpy as np
 from typer.testing import CliRunner
 
 from rag_app.cli import app
-from rag_app.embedder_factory import make_embedder
 from rag_app.pipeline import MathRAG
+from rag_app.search.embedder_factory import make_embedder
 from rag_app.settings import Settings
 from rag_app.training.train_query_adapter import TrainQueryAdapterJob
-from retriever.query_adapter import QueryAdapter
+from retriever.models.query_adapter import QueryAdapter
 from tests.conftest import make_settings
 
 MINILM = "packaged:all-MiniLM-L6-v2+unicode-math"

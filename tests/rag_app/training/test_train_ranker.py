@@ -14,8 +14,8 @@ from rag_app.cli import app
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from rag_app.training.train_ranker import FEATURES_FILE, SOURCE_FIELD_FEATURES, QueryGroups, TrainRankerJob
-from retriever.learned_ranker import LearnedRanker
-from retriever.ranking_features import FEATURE_NAMES
+from retriever.models.learned_ranker import LearnedRanker
+from retriever.search.ranking_features import FEATURE_NAMES
 from tests.conftest import make_settings
 
 

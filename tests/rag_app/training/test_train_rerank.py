@@ -8,7 +8,7 @@ from pathlib import Path
 from rag_app.settings import RerankTrainingSettings
 from rag_app.training.index_store import open_index_store
 from rag_app.training.train_rerank import EXAMPLES_FILE, TrainRerankJob, publish_reranker
-from retriever.cross_encoder_reranker import CARD, CrossEncoderReranker
+from retriever.models.cross_encoder_reranker import CARD, CrossEncoderReranker
 from tests.conftest import make_settings
 
 
@@ -52,7 +52,7 @@ def test_mined_work_dir_trains_elsewhere_and_the_job_resumes_from_it(demo_index_
     the base model, and the job then finishes from the copied-back checkpoint without training again."""
     from rag_app.training.reranker_trainer import TRAINING_SETTINGS_FILE
     from rag_app.training.reranker_trainer import main as train_work_dir
-    from retriever.embedding_registry import resolve_embedder
+    from retriever.models.embedding_registry import resolve_embedder
 
     job = _job(tmp_path, demo_index_dir, max_steps=2)
     assert job.run(show_progress=False, log=lambda _m: None, mine_only=True) is None

@@ -1,0 +1,139 @@
+"""Follow-up questions: the retrieval query is rewritten from the conversation.
+
+"What about its converse?" finds nothing on its own. The rewriter asks the LLM for a standalone
+query (``prompts/query_rewrite``); small local models sometimes drop the question or chatter, so the
+reply is checked, and when it is unusable (or the LLM is down) a follow-up that refers back is
+joined with the previous search instead. The chat shows the result as "searched for: ...".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from prompts import PromptTemplate
+from rag_app.serving.llm_client import ChatClient
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
+_MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
+# Words that point back into the conversation ("its converse", "the same for rings", "what about ...").
+_REFERRING = re.compile(
+    r"\b(it|its|this|that|these|those|they|them|their|such|same|above|previous|converse|also|"
+    r"what about|how about|and if|why|instead)\b",
+    re.IGNORECASE,
+)
+_STOPWORD_TEXT = (
+    "the and for with that this what which when where does how are can there from into about its "
+    "any all why who whom whose then than also such same some each every only not but our your you "
+    "they them"
+)
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_PREFIX = re.compile(r"^(standalone (search )?query|query|rewritten( question)?)\s*:\s*", re.IGNORECASE)
+
+
+class RewriteMethod(StrEnum):
+    AS_ASKED = "as asked"
+    LLM = "rewritten by the LLM"
+    JOINED = "joined with the previous search"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One exchange of the conversation: what was asked, what was searched for, what was answered."""
+
+    question: str
+    answer: str
+    search_query: str
+
+
+@dataclass(frozen=True, slots=True)
+class RewrittenQuery:
+    query: str
+    method: RewriteMethod
+
+    @property
+    def rewritten(self) -> bool:
+        return self.method is not RewriteMethod.AS_ASKED
+
+
+class QueryRewriter:
+    """Turns the latest question and the recent turns into one standalone retrieval query."""
+
+    def __init__(
+        self,
+        prompt: PromptTemplate,
+        client: Callable[[], ChatClient] | None,
+        max_turns: int = 3,
+        max_tokens: int = 64,
+    ) -> None:
+        self.prompt = prompt
+        self.client = client  # None: never ask the LLM, only join
+        self.max_turns = max_turns
+        self.max_tokens = max_tokens
+
+    def rewrite(self, question: str, history: Sequence[Turn]) -> RewrittenQuery:
+        recent = list(history)[-self.max_turns :] if self.max_turns else []
+        # A question that stands on its own costs no LLM call (seconds of prompt reading on a CPU).
+        if not recent or not refers_back(question):
+            return RewrittenQuery(question, RewriteMethod.AS_ASKED)
+        if self.client is not None:
+            try:
+                reply = self.client().chat(
+                    self.prompt.messages(history=_history_text(recent), question=question),
+                    max_tokens=self.max_tokens,
+                    temperature=0.0,
+                )
+            except Exception:
+                reply = ""
+            query = usable_rewrite(reply, question, recent)
+            if query is not None:
+                method = RewriteMethod.AS_ASKED if _same(query, question) else RewriteMethod.LLM
+                return RewrittenQuery(question if method is RewriteMethod.AS_ASKED else query, method)
+        return RewrittenQuery(f"{recent[-1].search_query} {question}", RewriteMethod.JOINED)
+
+
+def refers_back(question: str) -> bool:
+    """Whether a question leans on the conversation: a referring word, or too few words of its own."""
+    return bool(_REFERRING.search(_MATH.sub(" ", question))) or len(content_words(question)) < 3
+
+
+def content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(_MATH.sub(" ", text)) if w.lower() not in _STOPWORDS}
+
+
+def usable_rewrite(reply: str, question: str, history: Sequence[Turn]) -> str | None:
+    """The LLM's query, cleaned, or None when it drops the question, invents topics or chatters."""
+    lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    query = _PREFIX.sub("", lines[0]).strip().strip("\"'`").strip()
+    if not query or len(query) > 3 * len(question) + 200:
+        return None
+    words = content_words(query)
+    own = content_words(question)
+    # It must keep most of the question's own words, and bring nothing from outside the conversation.
+    if own and len(own & words) < 0.5 * len(own):
+        return None
+    known = own | {w for turn in history for w in content_words(turn.question + " " + turn.search_query)}
+    if words - known and len(words - known) > max(2, len(words) // 3):
+        return None
+    for formula in _MATH.findall(question):
+        if formula.strip("$") not in query:
+            return None
+    return query
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()).rstrip("?.") == " ".join(b.lower().split()).rstrip("?.")
+
+
+def _history_text(turns: Sequence[Turn]) -> str:
+    lines = []
+    for turn in turns:
+        lines.append(f"User: {turn.question}")
+        answer = " ".join(turn.answer.split())
+        if answer:
+            lines.append(f"Assistant: {answer[:400]}{' ...' if len(answer) > 400 else ''}")
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""The command line's shared parts: the app and its groups, common options, settings from options, and
+the map from known errors to exit codes (README, "Exit codes")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from rag_app.serving.packaged_models import PackagedModelError
+from rag_app.settings import Settings, SettingsOverrideError
+from retriever import IndexMismatchError
+from retriever.formulas.marf_encoder import FormulaModelError
+from retriever.formulas.marf_index import MarfIndexError
+from retriever.models.embedding_registry import EmbedderSpecError
+from retriever.models.learned_ranker import LearnedRankerError
+from retriever.models.query_adapter import QueryAdapterError
+from retriever.store.bm25_segment import BM25SegmentError
+from retriever.store.hnsw_files import VectorIndexDamagedError
+from retriever.store.statement_index import MANIFEST, IndexDamagedError, IndexNotFoundError
+
+# Exit codes (README, "Exit codes"): scripts tell these apart.
+EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
+EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there, a model that does not fit
+EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run; nothing was written
+
+# Known failures, each one sentence naming what to do: the exit code each gets.
+EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
+    ((IndexMismatchError, IndexNotFoundError, PackagedModelError, EmbedderSpecError, MarfIndexError,
+      FormulaModelError, QueryAdapterError, LearnedRankerError, SettingsOverrideError), EXIT_USAGE),
+    ((IndexDamagedError, BM25SegmentError, VectorIndexDamagedError), EXIT_DAMAGED),
+)  # fmt: skip
+
+
+class _Commands(TyperGroup):
+    """Every command's known failures become one sentence on stderr and an exit code, not a traceback
+    (here rather than in ``main`` so that the tests' CliRunner sees the same codes)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except tuple(error for errors, _ in EXIT_CODES for error in errors) as error:
+            _err(f"error: {error}")
+            raise typer.Exit(next(code for errors, code in EXIT_CODES if isinstance(error, errors))) from None
+
+
+app = typer.Typer(
+    cls=_Commands,
+    help="Ask questions of mathematics: LaTeX papers in, cited answers out.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+llm_app = typer.Typer(help="The LLM server that writes answers.", no_args_is_help=True)
+app.add_typer(llm_app, name="llm")
+train_app = typer.Typer(
+    help="Fine-tune the math embedding, train the reranker, generate training questions.", no_args_is_help=True
+)
+app.add_typer(train_app, name="train")
+
+
+ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="settings TOML file", envvar="RAG_APP_CONFIG")]
+
+
+IndexOption = Annotated[Optional[Path], typer.Option("--index", help="index directory (default from settings)")]
+
+
+KOption = Annotated[Optional[int], typer.Option("--k", "-k", min=1, help="number of statements")]
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+
+
+RerankOption = Annotated[
+    Optional[bool],
+    typer.Option("--rerank/--no-rerank", help="rescore the fused top N with the cross-encoder (default: settings)"),
+]
+
+
+def _settings(config: Path | None, index: Path | None = None) -> Settings:
+    try:
+        settings = Settings.load(config)
+    except FileNotFoundError as error:
+        raise typer.BadParameter(str(error)) from error
+    if index is not None:
+        if index.expanduser().is_file():
+            _err(f"error: --index {index} is a file; give a directory (a new one is created by `ingest`)")
+            raise typer.Exit(EXIT_USAGE)
+        settings = _overridden(settings, {"index_dir": index.expanduser()})
+    return settings
+
+
+def _overridden(settings: Settings, changes: dict[str, object]) -> Settings:
+    """Options applied to the settings and validated as the TOML file's values are (None: not given)."""
+    try:
+        return settings.with_overrides(changes)
+    except SettingsOverrideError as error:
+        _err(f"error: {error}")
+        raise typer.Exit(EXIT_USAGE) from error
+
+
+def _searched_settings(config: Path | None, index: Path | None) -> Settings:
+    """Settings for a command that reads an index: a ``--index`` that holds none is a usage error, not a
+    new empty index (a mistyped path would otherwise answer "no statements found")."""
+    settings = _settings(config, index)
+    if index is not None and not (settings.resolved_index_dir / MANIFEST).is_file():
+        where = settings.resolved_index_dir  # not a file: `_settings` refused that
+        what = "holds no index" if where.is_dir() else "does not exist"
+        _err(f"error: --index {where} {what}; `rag-app ingest --index {where} PATHS` builds one there")
+        raise typer.Exit(EXIT_USAGE)
+    return settings
+
+
+def _err(message: str) -> None:
+    typer.echo(message, err=True)

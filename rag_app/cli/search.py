@@ -1,0 +1,179 @@
+"""`rag-app search` and `rag-app ask`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rag_app.answering.answer import AnswerStatus
+
+# Exit codes (README, "Exit codes"): scripts tell these apart.
+from rag_app.cli.common import (
+    ConfigOption,
+    IndexOption,
+    JsonOption,
+    KOption,
+    RerankOption,
+    _err,
+    _searched_settings,
+    app,
+)
+from rag_app.pipeline import MathRAG
+from retriever import PaperHit, SearchFilter, SearchHit, SearchMode
+from retriever.models.cross_encoder_reranker import RerankerModelError
+
+
+def _print_hits(hits: list[SearchHit]) -> None:
+    if not hits:
+        typer.echo("no statements found")
+    for hit in hits:
+        record = hit.record
+        where = f"{record.paper_id}:{record.label}" if record.label else record.paper_id
+        typer.echo(f"{hit.rank:>2}. {hit.score:.4f}  {record.display_name}  [{where}]")
+        text = " ".join(record.text.split())
+        typer.echo(f"    {text[:240]}{' …' if len(text) > 240 else ''}")
+
+
+def _print_papers(papers: list[PaperHit]) -> None:
+    if not papers:
+        typer.echo("no papers found")
+    for paper in papers:
+        byline = f" — {paper.authors}" if paper.authors else ""
+        title = paper.title or (paper.hits[0].record.source_title if paper.hits else paper.paper_id)
+        typer.echo(f"{paper.rank:>2}. {paper.score:.4f}  {title}{byline}  [{paper.paper_id}]")
+        if paper.url:
+            typer.echo(f"    {paper.url}")
+        for hit in paper.hits:
+            text = " ".join(hit.record.text.split())
+            typer.echo(f"    - {hit.record.display_name}: {text[:160]}{' …' if len(text) > 160 else ''}")
+
+
+@app.command()
+def search(
+    query: Annotated[Optional[str], typer.Argument(help="the question or formula")] = None,
+    k: KOption = None,
+    mode: Annotated[Optional[SearchMode], typer.Option("--mode", help="retriever")] = None,
+    formula: Annotated[
+        bool, typer.Option("--formula", help="the query is a formula: find statements with equal or similar ones")
+    ] = False,
+    queries: Annotated[
+        Optional[Path], typer.Option("--queries", help="file with one query per line ('-': stdin)")
+    ] = None,
+    rerank: RerankOption = None,
+    papers: Annotated[
+        bool, typer.Option("--papers", help="rank papers (MSE: threads) by their statements, each with its best ones")
+    ] = False,
+    sources: Annotated[
+        Optional[list[str]], typer.Option("--source", help="only these sources: arxiv, mse, local (repeatable)")
+    ] = None,
+    kinds: Annotated[
+        Optional[list[str]], typer.Option("--kind", help="only these kinds: theorem, lemma, ... (repeatable)")
+    ] = None,
+    index: IndexOption = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Search the index. With --queries, run many queries in one process (JSON lines out).
+
+    --rerank rescores the fused top N with the cross-encoder (default: the setting rerank.search).
+
+    --papers answers "which paper proves this?": papers ranked by their best statement, each with
+    `hits` (its best statements, in the shape of `search --json`). Works with --formula too.
+
+    With --formula the query is one formula (`\\int \\frac{dx}{(x^2+1)^n}`, delimiters optional): statements
+    holding it, an equivalent rewrite or a similar formula come first.
+    """
+    if (query is None) == (queries is None):
+        raise typer.BadParameter("give either QUERY or --queries FILE")
+    if formula and mode is not None:
+        raise typer.BadParameter("--formula searches formulas only; leave out --mode")
+    rag = MathRAG(_searched_settings(config, index))
+    where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
+
+    def run(text: str) -> list[SearchHit] | list[PaperHit]:
+        try:
+            if papers:
+                return rag.search_papers(text, k, where, mode, formula=formula, rerank=rerank)
+            if formula:
+                return rag.search_formula(text, k, where)
+            return rag.search(text, k, mode, where, rerank=rerank)
+        except RerankerModelError as error:
+            _err(f"error: {error}")
+            raise typer.Exit(2) from error
+
+    def show(results: list[SearchHit] | list[PaperHit]) -> None:
+        if papers:
+            _print_papers([r for r in results if isinstance(r, PaperHit)])
+        else:
+            _print_hits([r for r in results if isinstance(r, SearchHit)])
+
+    if queries is None:
+        results = run(query or "")
+        if as_json:
+            typer.echo(json.dumps([result.to_dict() for result in results], ensure_ascii=False))
+        else:
+            show(results)
+        return
+    lines = sys.stdin.read().splitlines() if str(queries) == "-" else queries.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        if not line.strip():
+            continue
+        results = run(line.strip())
+        if as_json:
+            typer.echo(
+                json.dumps({"query": line.strip(), "results": [r.to_dict() for r in results]}, ensure_ascii=False)
+            )
+        else:
+            typer.echo(f"# {line.strip()}")
+            show(results)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="a question, LaTeX welcome")],
+    k: KOption = None,
+    rerank: RerankOption = None,
+    index: IndexOption = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Answer from the indexed statements, citing them by number (sources reranked: the setting rerank.ask)."""
+    with MathRAG(_searched_settings(config, index)) as rag:
+        try:
+            stream = rag.ask_stream(question, k, rerank=rerank)
+        except RerankerModelError as error:
+            _err(f"error: {error}")
+            raise typer.Exit(2) from error
+        if as_json:
+            typer.echo(json.dumps(stream.result().to_dict(), ensure_ascii=False))
+            return
+        for chunk in stream:
+            typer.echo(chunk, nl=False)
+        answer = stream.result()
+        if answer.llm_error:
+            typer.echo(answer.text)
+        else:
+            typer.echo("")
+        if answer.text != answer.raw_text.strip() and answer.answered_by_llm and answer.style != "quote":
+            typer.echo(f"\nChecked answer:\n{answer.text}")
+        if answer.invalid_citations:
+            _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
+        for sentence in answer.sentences:
+            if sentence.claim and not sentence.supported:
+                why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
+                _err(f"not stated by the sources it cites{why}: {sentence.text}")
+        if answer.repeated_sentences or answer.truncated:
+            cut = "; its last sentence was cut off and removed" if answer.truncated else ""
+            _err(f"repaired: {answer.repeated_sentences} repeated sentences dropped{cut}")
+        if answer.status is AnswerStatus.UNSUPPORTED:
+            _err("no sentence of this answer is supported by the sources: read it with care")
+        typer.echo("\nSources:")
+        for number, hit in enumerate(answer.sources, start=1):
+            record = hit.record
+            cited = "*" if number in answer.cited else " "
+            link = f"  {record.url}" if record.url else ""
+            typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")

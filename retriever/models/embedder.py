@@ -1,0 +1,165 @@
+"""Sentence embeddings for statements and queries (sentence-transformers, optionally with a LoRA adapter)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from retriever.models.embedding_registry import ResolvedEmbedder, resolve_embedder
+from retriever.text.unicode_math_text import UnicodeMathText
+
+_RECENT_QUERIES = 64
+
+
+def identity_directory_name(identity: str) -> str:
+    """An embedder identity as a directory name (``packaged:all-MiniLM-L6-v2+unicode-math`` to
+    ``packaged-all-MiniLM-L6-v2-unicode-math``): development indexes and packaged query adapters are
+    kept per embedder."""
+    return re.sub(r"[^A-Za-z0-9._@-]+", "-", identity).strip("-")
+
+
+class Embedder:
+    """Encode texts into L2-normalized vectors with a sentence-transformers model.
+
+    ``model`` is an embedder spec (see :mod:`retriever.models.embedding_registry`): a packaged base model,
+    a fine-tune from the registry, or any sentence-transformers path or hub id. Packaged models are
+    read from site-packages: nothing is downloaded at run time. The model loads on first use so that
+    opening an index for BM25-only work stays cheap.
+
+    ``math_text``: ``"unicode"`` (the default) embeds every text, statement or query, with its LaTeX
+    rendered as Unicode (:class:`UnicodeMathText`); ``"latex"`` embeds it as written.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        device: str = "cpu",
+        batch_size: int = 64,
+        max_seq_length: int | None = 256,
+        registry_dir: Path | None = None,
+        math_text: str = "unicode",
+    ) -> None:
+        if math_text not in ("unicode", "latex"):
+            raise ValueError(f"math_text must be 'unicode' or 'latex', not {math_text!r}")
+        self.model_name = model
+        self.math_text = math_text
+        self._unicode_math = UnicodeMathText()
+        self.device = device
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.registry_dir = registry_dir
+        # ask embeds the question for dense search and again to check relevance: keep the last few.
+        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
+
+    @cached_property
+    def resolved(self) -> ResolvedEmbedder:
+        return resolve_embedder(self.model_name, self.registry_dir)
+
+    @property
+    def identity(self) -> str:
+        """The concrete model behind the spec and the form of text it reads
+        (``registry:math@v3+unicode-math``); indexes record it, so a change of either re-embeds."""
+        if self.math_text == "latex":
+            return self.resolved.identity
+        return f"{self.resolved.identity}+{self._unicode_math.form}"
+
+    def text_for_model(self, text: str, math_text: str | None = None) -> str:
+        """What the model reads of ``text`` (in ``math_text``'s form, else the embedder's own)."""
+        return self._unicode_math.render(text) if (math_text or self.math_text) == "unicode" else text
+
+    @cached_property
+    def model(self):
+        """The loaded ``SentenceTransformer`` (with its adapter applied, if any)."""
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(self.resolved.model_path, device=self.device)
+        if self.resolved.adapter_path is not None:
+            model.load_adapter(str(self.resolved.adapter_path))
+            _merge_lora(model)
+        if self.max_seq_length:
+            model.max_seq_length = self.max_seq_length
+        return model
+
+    @property
+    def dimension(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        return self._encode(list(texts), show_progress)
+
+    def embed_queries(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        """Many queries at once, as ``embed_query`` embeds one (training and evaluation)."""
+        return self._encode(list(texts), show_progress)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector = self._recent_queries.get(text)
+        if vector is None:
+            vector = self._encode([text], show_progress=False)[0]
+            with self._recent_lock:  # the chat serves several sessions from one Embedder
+                self._recent_queries[text] = vector
+                while len(self._recent_queries) > _RECENT_QUERIES:
+                    self._recent_queries.popitem(last=False)
+        return vector
+
+    def embed_with_tokens(
+        self,
+        texts: Sequence[str],
+        show_progress: bool = False,
+        max_seq_length: int | None = None,
+        math_text: str | None = None,
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Unit-length text vectors and each text's token states (tokens x dim), from one forward pass.
+
+        The token states are what the pooled vector averages; formula fusion attends from them.
+        ``math_text``: the text form to read (default the embedder's own); formula fusion reads the form
+        its models were trained on.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), []
+        model = self.model
+        previous = model.max_seq_length
+        if max_seq_length:
+            model.max_seq_length = max_seq_length
+        try:
+            outputs = model.encode(
+                [self.text_for_model(text, math_text) for text in texts],
+                batch_size=self.batch_size,
+                output_value=None,
+                show_progress_bar=show_progress,
+            )
+        finally:
+            model.max_seq_length = previous
+        vectors = np.stack([output["sentence_embedding"].float().cpu().numpy() for output in outputs])
+        tokens = []
+        for output in outputs:
+            length = int(output["attention_mask"].sum())
+            tokens.append(output["token_embeddings"][:length].float().cpu().numpy())
+        return vectors.astype(np.float32), tokens
+
+    def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self.model.encode(
+            [self.text_for_model(text) for text in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=show_progress,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def _merge_lora(model) -> None:
+    """Fold LoRA weights into the base layers: same vectors, no extra matmuls per layer (inference only)."""
+    from peft.tuners.lora import LoraLayer
+
+    for module in model.modules():
+        if isinstance(module, LoraLayer):
+            module.merge()

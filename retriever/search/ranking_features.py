@@ -1,0 +1,151 @@
+"""What the learned ranker knows of a (query, statement) pair: numbers the search has already computed.
+
+Each candidate of the first stage gets one row of :data:`FEATURE_NAMES`:
+
+- every channel's own score, that score relative to the channel's best among the candidates, and the
+  reciprocal of the statement's rank there (dense, BM25, the lexical formula channel, the second
+  model); a statement a channel did not return has no score there (NaN: LightGBM's "missing");
+- the fused score and rank the first stage gave it;
+- the query alone: its length, its formula share, how many formulas it holds;
+- the statement alone: its kind, its source, its length, its formula share, whether it has a name;
+- field matches: the share of the query's terms found in the statement's name, section, paper title,
+  defined terms, label words and text, and how much of the name and section the query covers
+  (a typed name covers its name whole);
+- formula overlap: the share of the query's formula tokens found among the statement's.
+
+Terms are BM25's (stemmed words, stop words dropped, whole LaTeX commands), so "fields" match "field".
+The list is versioned: a model's card names the features it was trained on, and a model trained on
+another list is refused rather than fed shifted columns.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingestion import Source, StatementKind, StatementRecord
+from retriever.formulas.formula_share import formula_share, formula_tokens
+from retriever.formulas.query_formulas import query_formulas
+from retriever.text.math_tokenizer import tokenize
+from retriever.types import SearchHit
+
+FEATURES_VERSION = 1
+
+# The channel that plays dense's part: MaRF modes search the fused formula-text vectors instead.
+_CHANNEL_SLOTS: dict[str, str] = {"dense": "dense", "fusion": "dense", "bm25": "bm25", "formula": "formula",
+                                  "dense2": "dense2"}  # fmt: skip
+CHANNELS = ("dense", "bm25", "formula", "dense2")
+KINDS = tuple(StatementKind)
+SOURCES = tuple(Source)
+FIELDS = ("name", "section", "title", "defined_terms", "label", "text")
+
+FEATURE_NAMES: tuple[str, ...] = (
+    *(f"{channel}_{what}" for channel in CHANNELS for what in ("score", "score_rel", "rrank")),
+    "first_stage_score",
+    "first_stage_score_rel",
+    "first_stage_rrank",
+    "query_terms",
+    "query_formula_share",
+    "query_formulas",
+    "kind",
+    "source",
+    "statement_log_length",
+    "statement_formula_share",
+    "has_name",
+    *(f"query_in_{field}" for field in FIELDS),
+    "name_covered",
+    "section_covered",
+    "formula_token_overlap",
+)
+CATEGORICAL = ("kind", "source")
+
+_LABEL_SPLIT = re.compile(r"[-_:./\s]+")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryProfile:
+    """What is read off the query once, for all its candidates."""
+
+    terms: frozenset[str]
+    formula_share: float
+    formulas: int
+    formula_tokens: frozenset[str]
+
+    @classmethod
+    def of(cls, query: str) -> QueryProfile:
+        formulas = query_formulas(query)
+        tokens = {token for formula in formulas for token in formula_tokens(formula)}
+        return cls(frozenset(tokenize(query)), formula_share(query), len(formulas), frozenset(tokens))
+
+
+def feature_matrix(query: str, hits: Sequence[SearchHit]) -> np.ndarray:
+    """One row of :data:`FEATURE_NAMES` per hit (float32; NaN where a channel did not return the hit)."""
+    profile = QueryProfile.of(query)
+    best = _best_scores(hits)
+    top_fused = max((hit.score for hit in hits), default=0.0)
+    rows = [_row(profile, hit, best, top_fused) for hit in hits]
+    return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(FEATURE_NAMES))
+
+
+def _best_scores(hits: Sequence[SearchHit]) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for hit in hits:
+        for channel, score in hit.channel_scores.items():
+            slot = _CHANNEL_SLOTS.get(channel)
+            if slot is not None:
+                best[slot] = max(best.get(slot, -math.inf), score)
+    return best
+
+
+def _row(profile: QueryProfile, hit: SearchHit, best: dict[str, float], top_fused: float) -> list[float]:
+    record = hit.record
+    row: list[float] = []
+    scores = {_CHANNEL_SLOTS[c]: s for c, s in hit.channel_scores.items() if c in _CHANNEL_SLOTS}
+    ranks = {_CHANNEL_SLOTS[c]: r for c, r in hit.channel_ranks.items() if c in _CHANNEL_SLOTS}
+    for channel in CHANNELS:
+        score = scores.get(channel)
+        if score is None:
+            row += [math.nan, math.nan, 0.0]
+            continue
+        top = best.get(channel, score)
+        row += [score, score / top if top > 0 else 0.0, 1.0 / ranks.get(channel, 1_000)]
+    row += [hit.score, hit.score / top_fused if top_fused > 0 else 0.0, 1.0 / hit.rank]
+    row += [float(len(profile.terms)), profile.formula_share, float(profile.formulas)]
+    text = record.text
+    row += [
+        float(KINDS.index(record.kind)),
+        float(SOURCES.index(record.source)),
+        math.log1p(len(text)),
+        formula_share(text[:4_000]),  # the opening is enough to tell prose from a formula-heavy statement
+        float(bool(record.name)),
+    ]
+    field_terms = _field_terms(record)
+    for field in FIELDS:
+        row.append(_share(profile.terms, field_terms[field]))
+    row.append(_share(field_terms["name"], profile.terms))
+    row.append(_share(field_terms["section"], profile.terms))
+    statement_formula_tokens = {token for formula in record.formulas for token in formula_tokens(formula)}
+    row.append(_share(profile.formula_tokens, statement_formula_tokens))
+    return row
+
+
+def _field_terms(record: StatementRecord) -> dict[str, set[str]]:
+    label = " ".join(_LABEL_SPLIT.split(record.label)) if record.label else ""
+    defined = str(record.metadata.get("defined_terms", "") or "")
+    return {
+        "name": set(tokenize(record.name)),
+        "section": set(tokenize(f"{record.section} {record.metadata.get('subsection', '') or ''}")),
+        "title": set(tokenize(record.title)),
+        "defined_terms": set(tokenize(defined)),
+        "label": set(tokenize(label)),
+        "text": set(tokenize(record.text[:4_000])),
+    }
+
+
+def _share(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
+    """The share of ``part`` found in ``whole`` (0 for an empty ``part``)."""
+    return len(part & whole) / len(part) if part else 0.0

@@ -1,0 +1,22 @@
+"""Search with the query's ASCII-typed mathematics read as LaTeX first (``mu_p`` -> ``$\\mu_p$``).
+
+Composed outermost, so every stage below it (each channel, the learned ranker's query features, the
+reranker) reads the same query: the one a paper's notation would match. See
+:mod:`retriever.text.query_notation` for what is rewritten and what is left alone.
+"""
+
+from __future__ import annotations
+
+from retriever.search.search_filter import SearchFilter
+from retriever.text.query_notation import read_typed_notation
+from retriever.types import SearchHit, StatementSearcher
+
+
+class TypedNotationSearcher:
+    """``search`` as the inner searcher, on the query with its typed notation written as LaTeX."""
+
+    def __init__(self, statements: StatementSearcher) -> None:
+        self.statements = statements
+
+    def search(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> list[SearchHit]:
+        return self.statements.search(read_typed_notation(query), k, mode, where)

@@ -1,0 +1,277 @@
+"""Every store derived from Chroma, behind one small protocol.
+
+Chroma holds the records and their vectors: the source of truth. Each store below is derived from it,
+and ``StatementIndex`` keeps them in step by iterating one list (``StatementIndex.derived``): it writes
+to them with each write, catches them up at the end of each ingest, and ``IndexHealth`` compares each
+with Chroma by id and repairs the ones behind. A new derived store (the statement graph, say) is one
+more class here and one more entry in that list.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from tqdm import tqdm
+
+from ingestion.records import StatementRecord
+from retriever.formulas.marf_encoder import FormulaModelError
+
+if TYPE_CHECKING:
+    from retriever.formulas.marf_encoder import MarfEncoder
+    from retriever.formulas.marf_index import MarfIndex
+    from retriever.store.chroma_store import ChromaStatementStore
+    from retriever.store.companion_index import CompanionIndex
+    from retriever.store.duplicate_groups import DuplicateGroups
+    from retriever.store.lexical_indexes import LexicalIndexes
+
+logger = logging.getLogger(__name__)
+# Statements read from Chroma per batch when a store catches up.
+CATCH_UP_BATCH = 20_000
+
+
+class StatementIndex(Protocol):
+    """What the derived stores read of the statement index that owns them."""
+
+    store: ChromaStatementStore
+    lexical: LexicalIndexes
+    formula_models: str | None
+
+    def searchable_count(self) -> int: ...
+
+    def sync_lexical(self, show_progress: bool = False, quick: bool = True) -> None: ...
+
+    def marf_index(self) -> MarfIndex: ...
+
+    def marf_encoder(self) -> MarfEncoder: ...
+
+
+class DerivedStore(Protocol):
+    """A store derived from the statements in Chroma."""
+
+    name: str  # as `rag-app status` names it
+
+    def kept(self) -> bool:
+        """Whether this index keeps the store (configured, and built where building is a separate step)."""
+        ...
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        """Whether the write about to happen updates it in place (else a catch-up or repair does later).
+        Asked before Chroma is written."""
+        ...
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None: ...
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        """Forget ``ids``; ``removed`` are their records as stored (read only where a store needs them)."""
+        ...
+
+    def ids(self) -> set[str]:
+        """The statements it holds (raises when its files cannot be read)."""
+        ...
+
+    @property
+    def catch_up(self) -> Callable[[bool, bool], None]:
+        """``catch_up(quick, show_progress)``: bring it in step with Chroma; ``quick`` only when the counts
+        differ (the end of an ingest). Stores caught up together share the same callable."""
+        ...
+
+
+class WordIndexStore:
+    """BM25 over the statements' words."""
+
+    name = "bm25"
+
+    def __init__(self, index: StatementIndex) -> None:
+        self.index = index
+
+    def kept(self) -> bool:
+        return True
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return lexical_in_step
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        self.index.lexical.add_words(records)
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        self.index.lexical.remove_words(ids)
+
+    def ids(self) -> set[str]:
+        words = self.index.lexical.words()
+        words.verify()
+        return set(words.ids)
+
+    @property
+    def catch_up(self) -> Callable[[bool, bool], None]:
+        return self.index.sync_lexical
+
+
+class FormulaIndexStore:
+    """BM25 over the statements' normalized formula terms; written with the word index."""
+
+    name = "formula index"
+
+    def __init__(self, index: StatementIndex) -> None:
+        self.index = index
+
+    def kept(self) -> bool:
+        return True
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return lexical_in_step
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        self.index.lexical.add_formulas(records)
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        self.index.lexical.remove_formulas(ids, removed)
+
+    def ids(self) -> set[str]:
+        formulas = self.index.lexical.formulas()
+        formulas.verify()
+        return set(formulas.ids)
+
+    @property
+    def catch_up(self) -> Callable[[bool, bool], None]:
+        return self.index.sync_lexical
+
+
+class DuplicateGroupsStore:
+    """The same statement in several papers or posts, found from the stored vectors."""
+
+    name = "duplicate groups"
+
+    def __init__(self, index: StatementIndex, groups: DuplicateGroups | None) -> None:
+        self.index = index
+        self.groups = groups
+
+    def kept(self) -> bool:
+        return self.groups is not None
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return self.groups is not None
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        if self.groups is not None:
+            self.groups.add(records, vectors, self.index.store)
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        if self.groups is not None:
+            self.groups.remove(ids)
+
+    def ids(self) -> set[str]:
+        return self.groups.ids() if self.groups is not None else set()
+
+    @property
+    def catch_up(self) -> Callable[[bool, bool], None]:
+        return self._catch_up
+
+    def _catch_up(self, quick: bool, show_progress: bool) -> None:
+        """Statements the groups lack are joined from their stored vectors (nothing re-embedded), those
+        Chroma no longer has are forgotten. ``quick``: only when the counts differ; the store's count is
+        BM25's, in step with it at no cost, where Chroma's count() scans the collection (5 s at 1M)."""
+        groups, store = self.groups, self.index.store
+        if groups is None or (quick and groups.count() == self.index.searchable_count()):
+            return
+        stored, known = store.all_ids(), groups.ids()
+        extra, missing = sorted(known - stored), sorted(stored - known)
+        groups.remove(extra)
+        for start in tqdm(range(0, len(missing), CATCH_UP_BATCH), desc="duplicate groups", unit="batch",
+                          disable=not show_progress or not missing):  # fmt: skip
+            records = store.get(missing[start : start + CATCH_UP_BATCH])
+            vectors = store.vectors([record.id for record in records])
+            records = [record for record in records if record.id in vectors]  # deleted meanwhile
+            if records:
+                groups.add(records, np.stack([vectors[record.id] for record in records]), store)
+
+
+class CompanionVectorsStore:
+    """The second embedding model's vectors of every statement."""
+
+    name = "second model's vectors"
+
+    def __init__(self, index: StatementIndex, companion: CompanionIndex | None) -> None:
+        self.index = index
+        self.companion = companion
+
+    def kept(self) -> bool:
+        return self.companion is not None and self.companion.built_by_configured_model()
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        # They follow the store from its first statement, or from `build-dense2`: started on an index
+        # that has statements already, they would cover only the new ones.
+        return self.companion is not None and (self.kept() or self.index.store.count() == 0)
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        if self.companion is not None:
+            self.companion.add(records)
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        if self.companion is not None:
+            self.companion.remove(ids)
+
+    def ids(self) -> set[str]:
+        return self.companion.ids() if self.companion is not None else set()
+
+    @property
+    def catch_up(self) -> Callable[[bool, bool], None]:
+        return self._catch_up
+
+    def _catch_up(self, quick: bool, show_progress: bool) -> None:
+        """The statements they lack are embedded by the second model (a kill between the Chroma write
+        and theirs leaves them behind); ``quick``: only when the counts differ."""
+        second = self.companion
+        if second is None or not second.built_by_configured_model():
+            return
+        if quick and second.statements() == self.index.searchable_count():
+            return
+        second.update(self.index.store.iter_records(), show_progress=show_progress)
+
+
+class MarfVectorsStore:
+    """The formula-fusion (MaRF) vectors, once `build-fusion` has built them."""
+
+    name = "formula-fusion vectors"
+
+    def __init__(self, index: StatementIndex) -> None:
+        self.index = index
+
+    def kept(self) -> bool:
+        return self.index.formula_models is not None and self.index.marf_index().exists()
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return lexical_in_step and self.kept()
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        try:  # an ingest never dies on the optional fusion channel
+            encoder = self.index.marf_encoder()
+            if self.index.marf_index().manifest().get("identity") != encoder.identity:
+                logger.warning("formula-fusion vectors not updated: built by other models (run build-fusion --rebuild)")
+                return
+            self.index.marf_index().add(records, encoder)
+        except FormulaModelError as error:
+            logger.warning("formula-fusion vectors not updated: %s", error)
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        self.index.marf_index().remove(ids)
+
+    def ids(self) -> set[str]:
+        return set(self.index.marf_index().ids())
+
+    @property
+    def catch_up(self) -> Callable[[bool, bool], None]:
+        return self._catch_up
+
+    def _catch_up(self, quick: bool, show_progress: bool) -> None:
+        """New statements embedded, deleted ones forgotten (only where the counts differ, if ``quick``)."""
+        if not self.kept() or (quick and len(self.ids()) == self.index.searchable_count()):
+            return
+        try:  # an ingest never dies on the optional fusion channel
+            self.index.marf_index().update(
+                self.index.store.iter_records(), self.index.marf_encoder(), show_progress=show_progress
+            )
+        except FormulaModelError as error:
+            logger.warning("formula-fusion vectors not updated: %s", error)
