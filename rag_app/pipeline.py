@@ -31,12 +31,12 @@ from rag_app.ingest.arxiv_month import MonthReport, month_ingest
 from rag_app.ingest.ingest_report import IngestReport
 from rag_app.ingest.mse_ingest import MseIngest, MseReport
 from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
-from rag_app.search.embedder_factory import make_embedder, resolve_device
+from rag_app.search.embedder_factory import make_embedder, make_second_embedder
 from rag_app.search.search_stack import SearchStack
 from rag_app.search.statement_rewrite import StatementRewriter
 from rag_app.serving.llm_connection import LLMConnection
 from rag_app.settings import IngestionSettings, Settings
-from retriever import Embedder, SearchFilter, SearchHit, SearchMode, StatementIndex
+from retriever import SearchFilter, SearchHit, SearchMode, StatementIndex
 from retriever.models.query_adapter import QueryAdapter
 from retriever.search.paper_searcher import PaperHit
 from retriever.store.companion_index import CompanionIndex
@@ -122,24 +122,15 @@ class MathRAG:
 
     def companion_index(self) -> CompanionIndex | None:
         """The companion embedding model's vectors (settings ``[second_embedding]``), or None when it is off."""
-        second = self.settings.second_embedding
-        if not second.enabled or second.model is None:
-            return None
         if self._companion is None:
-            embedding = self.settings.embedding
-            embedder = Embedder(
-                second.model,
-                resolve_device(embedding.device),
-                second.batch_size,
-                second.max_seq_length,
-                registry_dir=self.settings.resolved_registry_dir,
-                math_text=embedding.math_text,
-            )
+            embedder = make_second_embedder(self.settings)
+            if embedder is None:
+                return None
             self._companion = CompanionIndex(
                 self.settings.resolved_index_dir,
                 embedder,
                 self.settings.store.connection(),
-                query_adapter=QueryAdapter.configured(second.query_adapter, embedder.identity),
+                query_adapter=QueryAdapter.configured(self.settings.second_embedding.query_adapter, embedder.identity),
             )
         return self._companion
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,8 +68,8 @@ def main() -> None:
             started = time.monotonic()
             box.fill(args.question)
             box.press("Enter")
-            # The caption under a finished answer names the model and the prompt.
-            page.get_by_text("answer_with_citations@").first.wait_for(timeout=600_000)
+            # The caption under a finished answer gives its time, the model and the prompt ("12.3 s · ...").
+            page.get_by_text(re.compile(r"\d\.\d s · ")).first.wait_for(timeout=600_000)
             print(f"Answered in {time.monotonic() - started:.1f} s")
             expect(page.get_by_test_id("stChatMessage").nth(1)).to_be_visible()
             page.wait_for_timeout(500)

@@ -22,6 +22,16 @@ from tests.llm_servers import TEST_CHAT_MODEL, make_test_server
 __all__ = ["TEST_CHAT_MODEL", "make_settings"]
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+# Fixtures that start the real local LLM server: a test using one is an `llm` test, marked or not.
+LLM_FIXTURES = frozenset({"llm_server", "demo_rag"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The test tiers (README, "Tests"): `-m "not slow and not llm"` is the fast tier, for a change's
+    first check; the default run, CI's, runs everything."""
+    for item in items:
+        if LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.llm)
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""The embedder and the device the settings name, for every part of the app that embeds."""
+"""The embedders and the device the settings name, for every part of the app that embeds (the one place
+they are built from the settings; a Dask worker rebuilds the driver's from its recipe)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,22 @@ def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
         resolve_device(embedding.device),
         embedding.batch_size,
         embedding.max_seq_length,
+        registry_dir=settings.resolved_registry_dir,
+        math_text=embedding.math_text,
+    )
+
+
+def make_second_embedder(settings: Settings) -> Embedder | None:
+    """The second embedding model (``[second_embedding]``), on the first one's device and text form;
+    None when it is off."""
+    second, embedding = settings.second_embedding, settings.embedding
+    if not second.enabled or second.model is None:
+        return None
+    return Embedder(
+        second.model,
+        resolve_device(embedding.device),
+        second.batch_size,
+        second.max_seq_length,
         registry_dir=settings.resolved_registry_dir,
         math_text=embedding.math_text,
     )
