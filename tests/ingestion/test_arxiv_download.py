@@ -97,6 +97,7 @@ def test_download_lists_fetches_politely_and_resumes(arxiv_stub: str, tmp_path: 
     downloader.close()
 
 
+@pytest.mark.slow
 def test_ingest_arxiv_download_end_to_end(arxiv_stub: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_APP_ARXIV__OAI_URL", f"{arxiv_stub}/oai")
     monkeypatch.setenv("RAG_APP_ARXIV__EPRINT_URL", f"{arxiv_stub}/e-print/{{id}}")

@@ -20,7 +20,10 @@ from rag_app.evaluation.dev_sets import HOTT, STACKS, read_corpus
 from tests.archives import tar_bytes
 from tests.conftest import SHARED
 
-pytestmark = pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
+pytestmark = [
+    pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora"),
+    pytest.mark.slow,  # reads real corpora: out of the fast tier
+]
 
 STACKS_KINDS = ["lemma", "theorem", "proposition", "definition", "remark", "example", "situation", "exercise"]
 

@@ -232,6 +232,7 @@ def test_ask_plain_output_when_llm_is_down(demo_index_dir: Path, monkeypatch) ->
     assert "Hilbert's basis theorem" in result.stdout
 
 
+@pytest.mark.slow
 def test_installed_console_script_runs(demo_index_dir: Path) -> None:
     executable = Path(sys.executable).parent / "rag-app"
     if not executable.exists():
@@ -247,6 +248,7 @@ def test_installed_console_script_runs(demo_index_dir: Path) -> None:
     assert json.loads(completed.stdout)[0]["name"] == "Tychonoff"
 
 
+@pytest.mark.slow
 def test_index_built_with_another_embedder_is_a_clear_error(tmp_path: Path) -> None:
     index = tmp_path / "index"
     index.mkdir()

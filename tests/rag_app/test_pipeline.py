@@ -67,6 +67,7 @@ def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
         server.close()
 
 
+@pytest.mark.slow
 def test_ingest_is_idempotent_and_replaces_a_changed_paper(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     shutil.copytree(demo_corpus_path() / "galois-theory", corpus / "galois-theory")
@@ -107,6 +108,7 @@ def test_bad_input_is_reported_and_the_rest_is_ingested(tmp_path: Path) -> None:
     assert report.papers == 1 and rag.index.count() == report.statements > 10
 
 
+@pytest.mark.llm
 def test_local_server_is_started_when_needed_and_stopped_on_close(demo_index_dir: Path, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, index_dir=demo_index_dir)
     settings.llm.local_model = TEST_CHAT_MODEL
@@ -155,6 +157,7 @@ def test_a_new_arxiv_version_replaces_the_old_one_and_is_not_its_duplicate(tmp_p
     assert "nontrivial" in hits[0].record.text and all(hit.duplicates == () for hit in hits)
 
 
+@pytest.mark.slow
 def test_ingest_embeds_and_commits_in_batches_of_ingestion_batch_statements(tmp_path: Path) -> None:
     # Issue 39, point 3: the pipeline's flush size is the setting, not a constant of its own.
     def add_calls(batch: int, where: Path) -> list[int]:

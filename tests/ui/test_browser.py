@@ -21,6 +21,9 @@ from rag_app.serving.llm_server import LLMServerProcess, free_port
 from tests.browser import chromium_executable, wait_for_streamlit
 from tests.llm_servers import forced_output
 
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
+
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency: bash scripts/setup.sh")
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,6 +17,9 @@ from tests.conftest import make_settings
 from tests.llm_servers import forced_output
 from ui.latex_display import link_citations, to_streamlit_markdown
 
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
+
 APP = str(Path(__file__).resolve().parents[2] / "ui" / "chat_app.py")
 LIBRARY_PAGE = str(Path(__file__).resolve().parents[2] / "ui" / "library_page.py")
 DOWN = "http://127.0.0.1:9/v1"  # nothing listens on the discard port

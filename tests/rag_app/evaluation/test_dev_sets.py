@@ -15,6 +15,7 @@ from tests.conftest import SHARED
 SETS_DIR = Path(__file__).resolve().parents[3] / "eval" / "sets"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
 def test_built_sets_match_the_committed_manifest(tmp_path: Path) -> None:
     paths = write_dev_sets(SHARED, tmp_path)

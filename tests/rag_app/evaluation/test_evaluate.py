@@ -31,6 +31,7 @@ def demo_set(demo_index_dir: Path, tmp: Path) -> QuerySet:
     return QuerySet("demo-names", 1, Protocol.KNOWN_ITEM, tuple(queries), "demo statement names", "test")
 
 
+@pytest.mark.slow
 def test_eval_command_writes_side_by_side_reports(demo_index_dir: Path, tmp_path: Path) -> None:
     set_path = tmp_path / "demo-names.v1.jsonl"
     demo_set(demo_index_dir, tmp_path).save(set_path)
@@ -99,6 +100,7 @@ def write_seen(tmp: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_evaluate_api_takes_names_or_retriever_objects(demo_index_dir: Path, tmp_path: Path) -> None:
     query_set = demo_set(demo_index_dir, tmp_path)
     rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
@@ -153,6 +155,7 @@ def test_arqmath_topics_without_judgments_are_reported_and_skipped(tmp_path: Pat
     assert per_query["nDCG'"]["A.3"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "corpora" / "thesis-sample").is_dir(), reason="needs ../shared/corpora")
 def test_without_an_index_the_sets_corpus_is_ingested_into_the_eval_index(tmp_path: Path) -> None:
     """The thesis sample as its own corpus: a CSV source, the thesis protocol, idempotent re-ingest."""
@@ -181,6 +184,7 @@ def test_without_an_index_the_sets_corpus_is_ingested_into_the_eval_index(tmp_pa
     assert "(0 added, 15 unchanged" in json.loads(again.stdout)["provenance"]["corpus_ingest"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "corpora").is_dir(), reason="needs ../shared/corpora")
 def test_dev_flag_builds_and_evaluates_every_development_set(demo_index_dir: Path, tmp_path: Path) -> None:
     env = {"RAG_APP_EVALUATION__SHARED_DIR": str(SHARED), "RAG_APP_EVALUATION__SETS_DIR": str(tmp_path / "sets")}
@@ -192,6 +196,7 @@ def test_dev_flag_builds_and_evaluates_every_development_set(demo_index_dir: Pat
     assert (tmp_path / "sets" / "MANIFEST.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_reranked_retriever_is_evaluated_beside_its_first_stage(
     demo_index_dir: Path, tmp_path: Path, tiny_reranker_dir: Path
 ) -> None:
@@ -217,6 +222,7 @@ def test_a_reranked_retriever_is_evaluated_beside_its_first_stage(
     assert result.exit_code == 2 and "NAME+rerank" in result.output
 
 
+@pytest.mark.slow
 def test_a_retriever_fused_with_the_second_model_is_evaluated_beside_its_first_stage(
     demo_index_dir: Path, tmp_path: Path, tiny_reranker_dir: Path
 ) -> None:

@@ -61,6 +61,7 @@ def pairs() -> tuple[list, list]:
     return train, [p for p in held if p.anchor not in seen and p.positive not in seen]
 
 
+@pytest.mark.slow
 def test_generated_pairs_have_kinds_and_negatives(pairs: tuple[list, list]) -> None:
     train, held = pairs
     assert len(train) == 800 and len(held) > 50
@@ -70,6 +71,7 @@ def test_generated_pairs_have_kinds_and_negatives(pairs: tuple[list, list]) -> N
     assert all(p.anchor != p.positive for p in train)
 
 
+@pytest.mark.slow
 def test_a_briefly_trained_encoder_beats_bm25_on_held_out_rewrites(pairs: tuple[list, list], tmp_path) -> None:
     train, held = pairs
     config = FormulaEncoderConfig(dim=64, layers=1, heads=2, ffn_dim=128, max_tokens=48)

@@ -12,6 +12,9 @@ from retriever.models.cross_encoder_reranker import load_cross_encoder
 from retriever.models.embedding_registry import resolve_embedder
 from tests.conftest import RERANK_FIXTURE_DOCS, RERANK_FIXTURE_QUERIES
 
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
+
 BASE = Path(resolve_embedder("packaged:all-MiniLM-L6-v2", None).model_path)
 
 

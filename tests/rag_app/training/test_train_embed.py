@@ -17,6 +17,9 @@ from rag_app.evaluation.query_set import EvalQuery, Protocol
 from rag_app.pipeline import demo_corpus_path
 from rag_app.training.paper_split import PaperSplit
 
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 # Small and fast: a few steps of 8 examples at 64 tokens; a checkpoint after every step.

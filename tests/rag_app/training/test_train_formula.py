@@ -21,6 +21,9 @@ from retriever.formulas.marf_fusion import FusionConfig, MaRFFusion
 from retriever.formulas.marf_index import MarfIndexError
 from tests.conftest import make_settings
 
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 TINY_FORMULA = {

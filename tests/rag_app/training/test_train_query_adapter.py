@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from rag_app.cli import app
@@ -16,6 +17,9 @@ from rag_app.settings import Settings
 from rag_app.training.train_query_adapter import TrainQueryAdapterJob
 from retriever.models.query_adapter import QueryAdapter
 from tests.conftest import make_settings
+
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
 
 MINILM = "packaged:all-MiniLM-L6-v2+unicode-math"
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_app.evaluation.query_set import QuerySet
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import generate_questions, judged_docnos
 from tests.conftest import make_settings
 from tests.rag_app.training.test_question_generator import ScriptedChatServer
+
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
 
 
 def write_set(path: Path, judged: list[str]) -> Path:

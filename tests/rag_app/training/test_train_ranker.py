@@ -18,6 +18,9 @@ from retriever.models.learned_ranker import LearnedRanker
 from retriever.search.ranking_features import FEATURE_NAMES
 from tests.conftest import make_settings
 
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
+
 
 def small_settings(tmp_path: Path, index_dir: Path) -> Settings:
     settings = make_settings(tmp_path, index_dir=index_dir)

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_app.settings import RerankTrainingSettings
 from rag_app.training.index_store import open_index_store
 from rag_app.training.train_rerank import EXAMPLES_FILE, TrainRerankJob, publish_reranker
 from retriever.models.cross_encoder_reranker import CARD, CrossEncoderReranker
 from tests.conftest import make_settings
+
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
 
 
 def _job(tmp_path: Path, index_dir: Path, max_steps: int) -> TrainRerankJob:

@@ -32,6 +32,7 @@ def test_sentences_split_outside_math_and_lists() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_supported_sentences_get_citations_and_unsupported_ones_are_marked(embedder: Embedder) -> None:
     vectors = embedder.embed_documents(SOURCES)
     answer = (

@@ -10,8 +10,8 @@ from retriever import Embedder, SearchFilter, SearchMode, StatementIndex
 from retriever.search.first_stage_searcher import FirstStageSearcher
 from retriever.store.companion_index import CompanionIndex
 from retriever.types import ScoredId
-from tests.retriever.test_companion_index import SECOND
-from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
+from tests.retriever.store.test_companion_index import SECOND
+from tests.retriever.store.test_statement_index import PACKAGED, RECORDS, record
 from tests.searchers import ensemble, first_stage
 
 MORE = [

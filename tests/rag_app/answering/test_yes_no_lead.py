@@ -22,7 +22,7 @@ from rag_app.answering.yes_no_lead import (
     verdict_of_claims,
 )
 from tests.conftest import make_settings
-from tests.rag_app.test_quoted_answer import hit
+from tests.rag_app.answering.test_quoted_answer import hit
 
 PID = "Every principal ideal domain is a unique factorization domain."
 

@@ -9,7 +9,7 @@ import pytest
 from prompts import load_prompt
 from rag_app.serving.llm_connection import LLMConnection
 from tests.conftest import make_settings
-from tests.rag_app.test_conversation import ScriptedClient
+from tests.rag_app.answering.test_conversation import ScriptedClient
 
 
 @pytest.mark.parametrize(("style", "prompt"), [("quote", "answer_select"), ("synthesis", "answer_with_citations")])

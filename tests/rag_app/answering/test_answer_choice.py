@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rag_app.answering.answer import AnswerStatus
 from rag_app.answering.quoted_answer import ranker_is_sure
-from tests.rag_app.test_quoted_answer import hit
-from tests.rag_app.test_yes_no_lead import PID, answer
+from tests.rag_app.answering.test_quoted_answer import hit
+from tests.rag_app.answering.test_yes_no_lead import PID, answer
 
 
 def test_the_ranker_is_sure_only_with_a_clear_lead_over_a_second_result() -> None:

@@ -10,11 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from rag_app import MathRAG
 from rag_app.serving.llm_server import STATE_FILE, free_port
 from tests.conftest import TEST_CHAT_MODEL, make_settings
 
 
+@pytest.mark.llm
 def test_llm_serve_is_reused_by_ask_and_stops_cleanly(demo_index_dir: Path, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     env = {**os.environ, "RAG_APP_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
@@ -42,6 +45,7 @@ def test_llm_serve_is_reused_by_ask_and_stops_cleanly(demo_index_dir: Path, tmp_
     assert not (data_dir / STATE_FILE).exists()
 
 
+@pytest.mark.llm
 def test_ui_stops_the_chat_and_the_llm_server_it_started_on_sigterm(demo_index_dir: Path, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     env = {

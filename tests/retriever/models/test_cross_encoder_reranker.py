@@ -47,6 +47,7 @@ def test_weight_zero_keeps_the_first_stage_order(tiny_reranker_dir: Path) -> Non
     assert [h.record.id for h in reranked] == [f"id{i}" for i in range(5)]
 
 
+@pytest.mark.slow
 def test_a_saved_and_reloaded_reranker_gives_the_same_scores(tiny_reranker_dir: Path, tmp_path: Path) -> None:
     first = CrossEncoderReranker(str(tiny_reranker_dir), max_length=64)
     copy = tmp_path / "copied"

@@ -10,7 +10,7 @@ import pytest
 from retriever import Embedder, StatementIndex
 from retriever.models.query_adapter import QueryAdapter
 from retriever.store.companion_index import CompanionIndex, CompanionIndexError
-from tests.retriever.test_statement_index import PACKAGED, RECORDS, record
+from tests.retriever.store.test_statement_index import PACKAGED, RECORDS, record
 
 # Another identity than the index's embedder (the same weights reading LaTeX): fast, and not the first model.
 SECOND = dict(model=PACKAGED, math_text="latex")

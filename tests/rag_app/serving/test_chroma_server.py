@@ -15,8 +15,11 @@ from rag_app.serving.llm_server import free_port
 from retriever import Embedder, SearchMode, StatementIndex
 from retriever.store.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
 from tests.conftest import make_settings
-from tests.retriever.test_statement_index import PACKAGED, RECORDS
+from tests.retriever.store.test_statement_index import PACKAGED, RECORDS
 from tests.searchers import first_stage
+
+# Trains, starts a server or browser, or reads real corpora: out of the fast tier.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,7 @@ WINDOWS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", list(WINDOWS))
 def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
     tmp_path: Path, window: str, monkeypatch: pytest.MonkeyPatch
@@ -106,6 +107,7 @@ def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
     assert len({hit.record.id for hit in hits}) == len(hits)
 
 
+@pytest.mark.slow
 def test_rebuilding_the_groups_beside_a_writer_keeps_its_statements(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,6 +173,7 @@ def test_damaged_files_get_a_sentence_a_code_and_a_repair(tmp_path: Path) -> Non
         assert result.exit_code == 2 and "is a file" in result.output
 
 
+@pytest.mark.slow
 def test_a_long_lived_reader_sees_what_another_process_ingested_in_every_channel(tmp_path: Path) -> None:
     import os
     import subprocess
@@ -216,6 +219,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["bm25", "formula_bm25"])
 def test_a_damaged_lexical_catalogue_is_named_and_rebuilt_by_repair(tmp_path: Path, store: str) -> None:
     # Issue 48, point 7: a traceback on search and ask, a silent status, a repair that failed.
@@ -266,6 +270,7 @@ def test_a_damaged_vector_index_is_named_and_its_statements_embedded_again(tmp_p
     assert search.exit_code == 0 and "Liouville" in search.output
 
 
+@pytest.mark.slow
 def test_two_repairs_at_once_both_end_well(tmp_path: Path) -> None:
     index, env = _ingested(tmp_path)
     _damage(index / "bm25" / "lexical.sqlite", "overwritten")

@@ -132,6 +132,7 @@ def test_llama_cpp_runs_with_the_cpu_settings_chosen_by_measurement(tmp_path: Pa
     assert flags["--flash_attn"] == "True" and flags["--cache_size"] == str(64 << 20)
 
 
+@pytest.mark.slow
 def test_llm_serve_starts_vllm_writes_its_state_and_stops_it(tmp_path: Path, fake_vllm: tuple[Path, Path]) -> None:
     executable, record = fake_vllm
     data_dir = tmp_path / "data"

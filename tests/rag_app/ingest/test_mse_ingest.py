@@ -14,7 +14,7 @@ from rag_app.cli import app
 from rag_app.ingest.mse_ingest import MseIngest
 from tests.conftest import make_settings
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mse_posts.xml"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "mse_posts.xml"
 
 
 def posts(rag: MathRAG) -> dict[str, str]:

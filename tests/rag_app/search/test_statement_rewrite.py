@@ -10,7 +10,7 @@ from rag_app.search.statement_rewrite import StatementRewriter, usable_statement
 from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
 from retriever.search.search_filter import SearchFilter
 from retriever.types import SearchHit
-from tests.rag_app.test_conversation import ScriptedClient
+from tests.rag_app.answering.test_conversation import ScriptedClient
 
 
 class NamedClient(ScriptedClient):

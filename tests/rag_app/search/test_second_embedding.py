@@ -15,6 +15,9 @@ from rag_app.pipeline import demo_corpus_path
 from rag_app.settings import SecondEmbeddingSettings
 from tests.conftest import make_settings
 
+# Ingests with the base-size second model (mpnet): out of the fast tier.
+pytestmark = pytest.mark.slow
+
 PAPERS = ("complex-analysis", "finite-groups", "galois-theory")
 PACKAGED_MPNET = "packaged:all-mpnet-base-v2"
 MPNET = f"{PACKAGED_MPNET}+unicode-math"

@@ -13,6 +13,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from rag_app import MathRAG
 from rag_app.ingest.arxiv_month import ArxivMonthIngest
 from tests.archives import tar_bytes
@@ -138,6 +140,7 @@ def _cli(index: Path, source: Path, env: dict[str, str]) -> subprocess.Popen[byt
     )
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_gives_the_store_of_an_uninterrupted_run(tmp_path: Path) -> None:
     source = tmp_path / "src"
     write_month(source, papers=24)
