@@ -67,7 +67,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/search_side_by_side.md"))
     args = parser.parse_args()
     lines = args.queries.read_text(encoding="utf-8").splitlines()
-    queries = [json.loads(line)["query"] for line in lines if line.strip()][: args.limit]
+    rows = [json.loads(line) for line in lines if line.strip()]
+    queries = [row["query"] for row in rows if "query" in row][: args.limit]  # the first line is the header
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}
     times: dict[str, dict[str, list[float]]] = {name: {mode: [] for mode in MODES} for name in checkouts}
     tops: dict[str, dict[str, list]] = {}
