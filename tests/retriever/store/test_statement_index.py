@@ -17,7 +17,7 @@ from retriever.formulas.marf_index import MarfIndexError
 from retriever.store.bm25_index import BM25Index
 from retriever.store.derived_stores import WordIndexStore
 from retriever.store.reindex import reindex
-from tests.embedders import random_adapter
+from tests.embedders import HashingEmbedder, random_adapter
 from tests.searchers import first_stage
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
@@ -45,6 +45,14 @@ RECORDS = [
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
+    """Storage, crash windows and channels do not depend on what MiniLM makes of a text: the small
+    deterministic embedder (words hashed into 64 dimensions) stands in for it."""
+    return HashingEmbedder()
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Embedder:
+    """The real model, where the behaviour is about which model built the vectors."""
     return Embedder(PACKAGED)
 
 
@@ -169,23 +177,23 @@ def test_adding_again_is_idempotent_and_stale_statements_are_removed(tmp_path: P
     assert index.get([RECORDS[0].id]) == []
 
 
-def test_index_refuses_another_embedder(tmp_path: Path, embedder: Embedder) -> None:
-    StatementIndex(tmp_path / "index", embedder).add(RECORDS[:1])
+def test_index_refuses_another_embedder(tmp_path: Path, minilm: Embedder) -> None:
+    StatementIndex(tmp_path / "index", minilm).add(RECORDS[:1])
     with pytest.raises(IndexMismatchError, match=r"all-MiniLM.*rag-app reindex"):
         StatementIndex(tmp_path / "index", Embedder("some/other-model"))
 
 
 def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
-    tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry = tmp_path / "models"
     random_adapter(registry)
     tuned = Embedder("registry:test-adapter", registry_dir=registry)
     directory = tmp_path / "index"
-    index = StatementIndex(directory, embedder)
+    index = StatementIndex(directory, minilm)
     index.add(RECORDS)
     index.rebuild_lexical()
-    vectors = embedder.embed_documents([r.search_text() for r in RECORDS])
+    vectors = minilm.embed_documents([r.search_text() for r in RECORDS])
     before = {r.id: v for r, v in zip(RECORDS, vectors, strict=True)}
 
     # The process dies while writing the second batch of one statement.
@@ -204,7 +212,7 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
     monkeypatch.setattr(reindex_module, "_embed_into", original)
     # The old index still answers with the old embedder; the new one is still refused.
     assert (
-        first_stage(StatementIndex(directory, embedder)).search("bounded entire", 1, SearchMode.DENSE)[0].record
+        first_stage(StatementIndex(directory, minilm)).search("bounded entire", 1, SearchMode.DENSE)[0].record
         == RECORDS[2]
     )
     with pytest.raises(IndexMismatchError):
@@ -224,7 +232,7 @@ def test_reindex_switches_embedder_resumes_and_keeps_the_old_index_until_done(
         assert float(stored[r.id] @ before[r.id]) < 0.999  # re-embedded, not copied
     assert first_stage(reopened).search("bounded entire function constant", 1)[0].record == RECORDS[2]
     with pytest.raises(IndexMismatchError, match="reindex"):
-        StatementIndex(directory, embedder)
+        StatementIndex(directory, minilm)
     assert reindex(directory, tuned).embedded == 0  # nothing to do
 
 
