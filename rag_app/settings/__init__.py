@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -93,17 +93,13 @@ class Settings(BaseSettings):
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
-    # The old place of training.query_adapter, read into it (see _old_training_keys); always None after.
+    # The old place of training.query_adapter: declared so that the environment source reads it; each
+    # source moves it into training.query_adapter (_old_training_keys_moved), so it is always None here.
     query_adapter_training: dict[str, Any] | None = Field(
         None, exclude=True, description="old key of training.query_adapter"
     )
     formula: FormulaSettings = Field(default_factory=FormulaSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_training_keys(cls, data: Any) -> Any:
-        return _old_training_keys_moved(data)
 
     def with_overrides(self, changes: Mapping[str, object]) -> Settings:
         """A copy with ``changes`` applied and validated, keys dotted (``{"training.embed.epochs": 2}``);

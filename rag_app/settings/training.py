@@ -2,15 +2,15 @@
 ``training.query_adapter``, ``training.rerank`` and ``training.ranker``.
 
 Older keys are read into their new place: the embedding trainer's fields directly under ``training``,
-``query_adapter_training``, ``rerank.training`` and ``ranker.training`` (see ``rag_app.settings``).
+``query_adapter_training``, ``rerank.training`` and ``ranker.training`` (``rag_app.settings`` moves them
+from each settings source before the sources are merged).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 
 class EmbedTrainingSettings(BaseModel):
@@ -143,17 +143,3 @@ class TrainingSettings(BaseModel):
     query_adapter: QueryAdapterTrainingSettings = Field(default_factory=QueryAdapterTrainingSettings)
     rerank: RerankTrainingSettings = Field(default_factory=RerankTrainingSettings)
     ranker: RankerTrainingSettings = Field(default_factory=RankerTrainingSettings)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _embed_fields_at_the_top(cls, data: Any) -> Any:
-        """Before the split, ``[training]`` held the embedding trainer's fields: they still set ``training.embed``."""
-        if not isinstance(data, dict):
-            return data
-        old = {key: value for key, value in data.items() if key in EmbedTrainingSettings.model_fields}
-        if not old:
-            return data
-        kept = {key: value for key, value in data.items() if key not in old}
-        embed = kept.get("embed")
-        embed = embed.model_dump() if isinstance(embed, BaseModel) else dict(embed or {})
-        return kept | {"embed": embed | old}

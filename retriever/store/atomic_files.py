@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import os
 import shutil
 import tempfile
@@ -80,12 +80,10 @@ def _exchange(first: Path, second: Path) -> bool:
     raise OSError(error, os.strerror(error), str(second))
 
 
+@functools.cache
 def _renameat2():  # a ctypes function, or None
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    libc = ctypes.CDLL(name, use_errno=True)
-    function = getattr(libc, "renameat2", None)
+    """libc's ``renameat2``, looked up once (every BM25 segment write swaps a directory)."""
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)  # the symbols of this process
     if function is None:
         return None
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]

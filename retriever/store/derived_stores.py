@@ -22,6 +22,7 @@ from retriever.formulas.marf_encoder import FormulaModelError
 if TYPE_CHECKING:
     from retriever.formulas.marf_encoder import MarfEncoder
     from retriever.formulas.marf_index import MarfIndex
+    from retriever.store.bm25_index import BM25Index
     from retriever.store.chroma_store import ChromaStatementStore
     from retriever.store.companion_index import CompanionIndex
     from retriever.store.duplicate_groups import DuplicateGroups
@@ -32,8 +33,8 @@ logger = logging.getLogger(__name__)
 CATCH_UP_BATCH = 20_000
 
 
-class StatementIndex(Protocol):
-    """What the derived stores read of the statement index that owns them."""
+class OwningIndex(Protocol):
+    """What the derived stores read of the statement index that owns them (``StatementIndex``)."""
 
     store: ChromaStatementStore
     lexical: LexicalIndexes
@@ -73,18 +74,19 @@ class DerivedStore(Protocol):
         ...
 
     @property
-    def catch_up(self) -> Callable[[bool, bool], None]:
-        """``catch_up(quick, show_progress)``: bring it in step with Chroma; ``quick`` only when the counts
+    def catch_up(self) -> Callable[..., None]:
+        """``catch_up(quick=..., show_progress=...)``: bring it in step with Chroma; ``quick`` only when the counts
         differ (the end of an ingest). Stores caught up together share the same callable."""
         ...
 
 
-class WordIndexStore:
-    """BM25 over the statements' words."""
+class _LexicalStore:
+    """One of the two lexical indexes (``retriever.store.lexical_indexes``): written when they are in step
+    with Chroma, and caught up together (one rebuild serves both)."""
 
-    name = "bm25"
+    name: str
 
-    def __init__(self, index: StatementIndex) -> None:
+    def __init__(self, index: OwningIndex) -> None:
         self.index = index
 
     def kept(self) -> bool:
@@ -92,6 +94,24 @@ class WordIndexStore:
 
     def follows(self, lexical_in_step: bool) -> bool:
         return lexical_in_step
+
+    def ids(self) -> set[str]:
+        bm25 = self._bm25()
+        bm25.verify()
+        return set(bm25.ids)
+
+    @property
+    def catch_up(self) -> Callable[..., None]:
+        return self.index.sync_lexical
+
+    def _bm25(self) -> BM25Index:
+        raise NotImplementedError
+
+
+class WordIndexStore(_LexicalStore):
+    """BM25 over the statements' words."""
+
+    name = "bm25"
 
     def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         self.index.lexical.add_words(records)
@@ -99,29 +119,14 @@ class WordIndexStore:
     def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
         self.index.lexical.remove_words(ids)
 
-    def ids(self) -> set[str]:
-        words = self.index.lexical.words()
-        words.verify()
-        return set(words.ids)
-
-    @property
-    def catch_up(self) -> Callable[[bool, bool], None]:
-        return self.index.sync_lexical
+    def _bm25(self) -> BM25Index:
+        return self.index.lexical.words()
 
 
-class FormulaIndexStore:
-    """BM25 over the statements' normalized formula terms; written with the word index."""
+class FormulaIndexStore(_LexicalStore):
+    """BM25 over the statements' normalized formula terms."""
 
     name = "formula index"
-
-    def __init__(self, index: StatementIndex) -> None:
-        self.index = index
-
-    def kept(self) -> bool:
-        return True
-
-    def follows(self, lexical_in_step: bool) -> bool:
-        return lexical_in_step
 
     def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         self.index.lexical.add_formulas(records)
@@ -129,14 +134,8 @@ class FormulaIndexStore:
     def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
         self.index.lexical.remove_formulas(ids, removed)
 
-    def ids(self) -> set[str]:
-        formulas = self.index.lexical.formulas()
-        formulas.verify()
-        return set(formulas.ids)
-
-    @property
-    def catch_up(self) -> Callable[[bool, bool], None]:
-        return self.index.sync_lexical
+    def _bm25(self) -> BM25Index:
+        return self.index.lexical.formulas()
 
 
 class DuplicateGroupsStore:
@@ -144,7 +143,7 @@ class DuplicateGroupsStore:
 
     name = "duplicate groups"
 
-    def __init__(self, index: StatementIndex, groups: DuplicateGroups | None) -> None:
+    def __init__(self, index: OwningIndex, groups: DuplicateGroups | None) -> None:
         self.index = index
         self.groups = groups
 
@@ -166,7 +165,7 @@ class DuplicateGroupsStore:
         return self.groups.ids() if self.groups is not None else set()
 
     @property
-    def catch_up(self) -> Callable[[bool, bool], None]:
+    def catch_up(self) -> Callable[..., None]:
         return self._catch_up
 
     def _catch_up(self, quick: bool, show_progress: bool) -> None:
@@ -193,7 +192,7 @@ class CompanionVectorsStore:
 
     name = "second model's vectors"
 
-    def __init__(self, index: StatementIndex, companion: CompanionIndex | None) -> None:
+    def __init__(self, index: OwningIndex, companion: CompanionIndex | None) -> None:
         self.index = index
         self.companion = companion
 
@@ -217,7 +216,7 @@ class CompanionVectorsStore:
         return self.companion.ids() if self.companion is not None else set()
 
     @property
-    def catch_up(self) -> Callable[[bool, bool], None]:
+    def catch_up(self) -> Callable[..., None]:
         return self._catch_up
 
     def _catch_up(self, quick: bool, show_progress: bool) -> None:
@@ -236,7 +235,7 @@ class MarfVectorsStore:
 
     name = "formula-fusion vectors"
 
-    def __init__(self, index: StatementIndex) -> None:
+    def __init__(self, index: OwningIndex) -> None:
         self.index = index
 
     def kept(self) -> bool:
@@ -262,7 +261,7 @@ class MarfVectorsStore:
         return set(self.index.marf_index().ids())
 
     @property
-    def catch_up(self) -> Callable[[bool, bool], None]:
+    def catch_up(self) -> Callable[..., None]:
         return self._catch_up
 
     def _catch_up(self, quick: bool, show_progress: bool) -> None:
