@@ -43,7 +43,7 @@ from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import DuplicateGroupsStore
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.duplicate_groups import rebuild as rebuild_duplicates
-from retriever.store.statement_index import MANIFEST, IndexNotFoundError
+from retriever.store.statement_index import require_index
 from retriever.text.query_notation import read_typed_notation
 from retriever.types import VectorUpdate
 
@@ -102,12 +102,8 @@ class MathRAG:
     def search_stack(self) -> SearchStack:
         """This index's searchers, composed from the settings once (see ``rag_app.search.search_stack``)."""
         if self._search_stack is None:
-            where = self.settings.resolved_index_dir
-            if self._searched_index_must_exist and not (where / MANIFEST).is_file():
-                raise IndexNotFoundError(
-                    f"{where} {'holds no index' if where.is_dir() else 'does not exist'}; "
-                    "MathRAG.open(...).ingest(paths) builds one there"
-                )
+            if self._searched_index_must_exist:
+                require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
             # The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
             # rewrites are cached under the data directory.
             rewriter = StatementRewriter(

@@ -20,7 +20,7 @@ from retriever.models.learned_ranker import LearnedRankerError
 from retriever.models.query_adapter import QueryAdapterError
 from retriever.store.bm25_segment import BM25SegmentError
 from retriever.store.hnsw_files import VectorIndexDamagedError
-from retriever.store.statement_index import MANIFEST, IndexDamagedError, IndexNotFoundError
+from retriever.store.statement_index import IndexDamagedError, IndexNotFoundError, require_index
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.
 EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
@@ -105,11 +105,13 @@ def _searched_settings(config: Path | None, index: Path | None) -> Settings:
     """Settings for a command that reads an index: a ``--index`` that holds none is a usage error, not a
     new empty index (a mistyped path would otherwise answer "no statements found")."""
     settings = _settings(config, index)
-    if index is not None and not (settings.resolved_index_dir / MANIFEST).is_file():
+    if index is not None:
         where = settings.resolved_index_dir  # not a file: `_settings` refused that
-        what = "holds no index" if where.is_dir() else "does not exist"
-        _err(f"error: --index {where} {what}; `rag-app ingest --index {where} PATHS` builds one there")
-        raise typer.Exit(EXIT_USAGE)
+        try:
+            require_index(where, f"`rag-app ingest --index {where} PATHS` builds one there")
+        except IndexNotFoundError as error:
+            _err(f"error: --index {error}")
+            raise typer.Exit(EXIT_USAGE) from None
     return settings
 
 

@@ -358,6 +358,14 @@ class StatementIndex:
         return True
 
 
+def require_index(directory: Path, how_to_build: str) -> None:
+    """Raise :class:`IndexNotFoundError` when ``directory`` holds no index: a command or call that reads an
+    index must not take a mistyped path for a new, empty one."""
+    if not (directory / MANIFEST).is_file():
+        what = "holds no index" if directory.is_dir() else "does not exist"
+        raise IndexNotFoundError(f"{directory} {what}; {how_to_build}")
+
+
 def _stamp(path: Path) -> tuple[int, int]:
     """A file's modification time and size: what changes when another process rewrites it."""
     try:
