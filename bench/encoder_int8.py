@@ -75,7 +75,7 @@ def measure(spec: str, int8: bool, pool: list[str], queries: list[str], gold: li
     times = []
     for query in queries[:50]:
         started = time.perf_counter()
-        embedder.embed_documents([query])  # not embed_query: its cache of recent queries would hide the cost
+        embedder.embed_documents([query])
         times.append((time.perf_counter() - started) * 1000)
     query_vectors = embedder.embed_queries(queries)
     return {

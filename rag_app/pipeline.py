@@ -25,8 +25,9 @@ from ingestion.mse_records import MseFilters
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from prompts import load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
-from rag_app.answering.answerer import Answerer, Retrieval
+from rag_app.answering.answerer import Answerer
 from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
+from rag_app.answering.stages import Retrieval
 from rag_app.ingest.arxiv_month import MonthReport, month_ingest
 from rag_app.ingest.ingest_report import IngestReport
 from rag_app.ingest.mse_ingest import MseIngest, MseReport
@@ -45,7 +46,7 @@ from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.store.statement_index import require_index
 from retriever.text.query_notation import read_typed_notation
-from retriever.types import VectorUpdate
+from retriever.types import Query, VectorUpdate, run_search
 
 
 def latex_ingestor(ingestion: IngestionSettings) -> LatexIngestor | ParallelLatexIngestor:
@@ -359,24 +360,17 @@ class MathRAG:
         started = time.perf_counter()
         search = self.rewrite_query(question, history)
         if self.settings.retrieval.typed_notation:
-            # read here, not only inside the search, so that the relevance check embeds the query the
-            # search embedded (once: the embedder caches the last query) and "searched for" shows it
+            # read here, not only inside the search, so that "searched for" shows the query searched
             search = dataclasses.replace(search, query=read_typed_notation(search.query))
         rerank = self.settings.rerank.ask if rerank is None else rerank
         second = self.settings.second_embedding.ask if second_embedding is None else second_embedding
         rewrite = self.settings.retrieval.statement_rewrite != "off"
-        hits = self.search(search.query, k, mode, where, rerank=rerank, second_embedding=second, rewrite=rewrite)
-        retrieval = Retrieval(
-            hits,
-            search,
-            filter=where.describe() if where is not None else "everything",
-            retriever=str(mode or self.settings.retrieval.mode),
-            reranker=self.search_stack.reranker.identity if rerank else "",
-            rerank_ms=self.search_stack.last_rerank_ms(second) if rerank else 0.0,
-            second_embedding=self.search_stack.second_embedding_used(second),
-            # the scores are the learned ranker's unless a cross-encoder or the rewrite's fusion replaced them
-            learned_ranker=self.search_stack.learned_ranker_configured() and not rerank and not rewrite,
-        )
+        searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
+        mode = mode or self.settings.retrieval.mode
+        # one pass: the hits, their vectors and the question's embedding come back together
+        result = run_search(searcher, Query(search.query), k or self.settings.retrieval.top_k, mode, where)
+        filter_ = where.describe() if where is not None else "everything"
+        retrieval = Retrieval(search, result, filter_, str(mode))
         # over this index's current store and embedder (a reindex may swap them)
         answerer = Answerer(self.settings, self.index.embedder, self.index.store.vectors, self.llm.client)
         return answerer.stream(question, retrieval, started)

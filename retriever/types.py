@@ -3,14 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+import numpy as np
 
 from ingestion.records import StatementRecord
 
 if TYPE_CHECKING:
+    from retriever.models.embedder import Embedder
     from retriever.search.search_filter import SearchFilter
     from retriever.search.search_mode import SearchMode
+
+
+class Query(str):
+    """The text of one search, carrying its embedding by each model once a stage has computed it.
+
+    Every stage of a search (each channel, each deeper pass of a filtered or collapsed search, the
+    answer's relevance check) reads the same vector: a question is embedded once per search, with no
+    cache kept between searches. It is the query's text everywhere a ``str`` is expected; a stage that
+    changes the text (typed notation read as LaTeX, a rewrite) searches a new ``Query``.
+    """
+
+    _vectors: dict[str, np.ndarray]
+
+    def __new__(cls, text: str) -> Query:
+        query = super().__new__(cls, text)
+        query._vectors = {}
+        return query
+
+    @classmethod
+    def of(cls, text: str) -> Query:
+        """``text`` itself when it is a ``Query`` already (its vectors kept), else a new one."""
+        return text if isinstance(text, Query) else cls(text)
+
+    def vector(self, embedder: Embedder) -> np.ndarray:
+        """The query's embedding by ``embedder``, computed on first use."""
+        vector = self._vectors.get(embedder.identity)
+        if vector is None:
+            vector = self._vectors[embedder.identity] = embedder.embed_query(str(self))
+        return vector
+
+    def embedded_by(self, embedder: Embedder) -> bool:
+        """Whether a stage has embedded this query with ``embedder`` (tests and benchmarks ask)."""
+        return embedder.identity in self._vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +125,7 @@ class Ranking:
     ids: list[ScoredId]  # best first
     channel_ranks: dict[str, dict[str, int]]  # statement id -> channel -> the statement's rank there
     channel_scores: dict[str, dict[str, float]] = field(default_factory=dict)  # id -> channel -> its score there
+    second_embedding: str = ""  # the companion embedding model fused in (its identity), "" when not
 
     @classmethod
     def of(cls, fused: Sequence[ScoredId], runs: Mapping[str, Sequence[ScoredId]]) -> Ranking:
@@ -119,7 +156,64 @@ class ChannelSearcher(Protocol):
     def search(self, query: str, k: int) -> list[ScoredId]: ...
 
 
+class ScoredBy:
+    """Whose scores a search's hits carry (:attr:`SearchResult.scored_by`)."""
+
+    FUSION = "fusion"  # the first stage's fused channels
+    LEARNED_RANKER = "learned ranker"  # comparable across questions: the quoting answer may trust its lead
+    CROSS_ENCODER = "cross-encoder"
+    REWRITE_FUSION = "rewrite fusion"  # the query's ranking fused with its statement rewrite's
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """A search's hits with how they were found: what each stage did, and what the store gave with them.
+
+    ``query`` is what the first stage searched (a :class:`Query`: with its embedding when a channel
+    computed it); ``vectors`` are the hits' stored vectors, read from the store with their records.
+    """
+
+    hits: list[SearchHit]
+    query: Query
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+    scored_by: str = ScoredBy.FUSION
+    reranker: str = ""  # the cross-encoder's identity, when it reordered the hits
+    second_embedding: str = ""  # the companion embedding model fused into the first stage ("" when not)
+    timings_ms: Mapping[str, float] = field(default_factory=dict)  # each later stage's own time ("rerank", ...)
+
+    @property
+    def rerank_ms(self) -> float:
+        """The cross-encoder's share of the search (0 when it did not run)."""
+        return self.timings_ms.get("rerank", 0.0)
+
+    def with_hits(self, hits: list[SearchHit], **changes: object) -> SearchResult:
+        """This result with other hits (reordered, collapsed, fused), and any other field changed."""
+        return replace(self, hits=hits, **changes)  # type: ignore[arg-type]
+
+
 class StatementSearcher(Protocol):
     """Anything that searches statements: the index, the reranking searcher, the collapsing searcher."""
 
     def search(self, query: str, k: int, mode: str = ..., where: SearchFilter | None = None) -> list[SearchHit]: ...
+
+
+class ResultSearcher:
+    """A statement searcher that says how it found its hits: :meth:`run` gives a :class:`SearchResult`,
+    :meth:`search` the hits alone. The searchers that compose others call :func:`run_search` on them."""
+
+    def run(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> SearchResult:
+        raise NotImplementedError
+
+    def search(self, query: str, k: int, mode: str = "hybrid", where: SearchFilter | None = None) -> list[SearchHit]:
+        return self.run(query, k, mode, where).hits
+
+
+def run_search(
+    searcher: StatementSearcher, query: str, k: int, mode: str, where: SearchFilter | None = None
+) -> SearchResult:
+    """``searcher``'s result for ``query``; a searcher with ``search`` alone (one written outside this
+    package) gives its hits, found by fusion as far as anyone can tell, without vectors."""
+    if isinstance(searcher, ResultSearcher):
+        return searcher.run(query, k, mode, where)
+    query = Query.of(query)
+    return SearchResult(searcher.search(query, k, mode, where), query)

@@ -3,83 +3,94 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
+from typing import Generic, TypeVar
 
 from rag_app.answering.attribution import SentenceSupport
+from rag_app.answering.stages import AnswerStatus, Checks, ContextReport, Generation, Relevance, Retrieval
 from retriever.types import SearchHit
 
+# AnswerStatus and ContextReport were first defined here: importing them from here keeps working.
+__all__ = ["Answer", "AnswerStatus", "AnswerStream", "ContextReport"]
 
-class AnswerStatus(StrEnum):
-    ANSWERED = "answered"  # generated, and at least one claim is supported by a source
-    UNSUPPORTED = "unsupported"  # generated, but no sentence is supported by any source (quote: none picked)
-    NOT_FOUND = "not_found"  # retrieval found nothing close enough: nothing was generated
-    LLM_UNAVAILABLE = "llm_unavailable"  # the server could not be reached: sources only
+T = TypeVar("T")
 
 
-@dataclass
-class ContextReport:
-    """How the sources were packed into the model's window."""
+class _Reported(Generic[T]):
+    """A field of :class:`Answer` that one of its stages holds, by its dotted path from the answer."""
 
-    tokens: int = 0
-    counted: bool = False  # by the served model's tokenizer (else estimated)
-    window: int = 0
-    sources_given: int = 0
-    trimmed: list[int] = field(default_factory=list)
-    dropped: int = 0
-    # Where the prompt's tokens go: the system message (the same for every question, so a server's
-    # prompt cache keeps it), the rest of the frame (question and headings), and each source.
-    instruction_tokens: int = 0
-    question_tokens: int = 0
-    source_tokens: list[int] = field(default_factory=list)
-    proofs: bool = False
+    def __init__(self, path: str) -> None:
+        self.path = path.split(".")
+
+    def __get__(self, answer: object, owner: type | None = None) -> T:
+        if answer is None:  # read on the class (documentation tools): the descriptor itself
+            return self  # type: ignore[return-value]
+        value = answer
+        for name in self.path:
+            value = getattr(value, name)
+        return value  # type: ignore[return-value]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Answer:
-    question: str
-    text: str
-    sources: list[SearchHit]
-    cited: list[int] = field(default_factory=list)
-    invalid_citations: list[int] = field(default_factory=list)
-    llm_error: str | None = None
-    model: str | None = None
-    status: AnswerStatus = AnswerStatus.ANSWERED
-    prompt: str | None = None  # NAME@vN of the prompt template
-    raw_text: str = ""  # the model's text before validation
-    attributed: list[int] = field(default_factory=list)  # citations added after generation
-    sentences: list[SentenceSupport] = field(default_factory=list)
-    relevance: float | None = None  # cosine between the question and its most similar source
-    relevance_threshold: float | None = None
-    support_threshold: float | None = None
-    context: ContextReport = field(default_factory=ContextReport)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    server: str | None = None
-    search_query: str = ""  # what retrieval searched for: the question, or its rewrite from the conversation
-    rewrite: str = "as asked"  # how search_query was made (rag_app.answering.conversation.RewriteMethod)
-    # The quoting answer: the probability the model gave each source number (and "none") as its first
-    # pick, from the server's log probabilities; empty when the server gave none.
-    choice: dict[str, float] = field(default_factory=dict)
-    # Who chose the quoted statement: "model" (it read the sources), "ranker" (the learned ranker's first
-    # result led clearly, the model was not asked); "" for a written answer or none given.
-    chosen_by: str = ""
-    # A yes/no question's quoting answer: the model's verdict on the quoted statement ("yes", "no",
-    # "unclear"; None when not asked) and the lead-in line shown above the quote (None when none).
-    yes_no_verdict: str | None = None
-    lead_in: str | None = None
-    filter: str = "everything"  # the search filter, described
-    retriever: str = ""  # the retriever mode that found the sources
-    reranker: str = ""  # the cross-encoder that ordered the sources ("" when not reranked)
-    rerank_ms: float = 0.0  # its share of the retrieval time
-    second_embedding: str = ""  # the second embedding model fused into retrieval ("" when not used)
-    style: str = "synthesis"  # "quote": the model picked sources, the answer quotes them; "synthesis": it wrote
-    # What the checks took out of a written answer: sentences the cited sources do not state, repeats,
-    # and a last sentence cut off.
-    removed_sentences: list[str] = field(default_factory=list)
-    repeated_sentences: int = 0
-    truncated: bool = False
+    """An answer, assembled from its stages' records (:mod:`rag_app.answering.stages`) when its stream
+    ends; the properties below name what ``ask --json`` reports (see :meth:`to_dict`)."""
 
+    question: str
+    retrieval: Retrieval
+    relevance_check: Relevance
+    generation: Generation
+    checks: Checks
+    support_threshold: float | None = None
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- what each stage gave, as reported
+    text = _Reported[str]("checks.text")
+    status = _Reported[AnswerStatus]("checks.status")
+    raw_text = _Reported[str]("checks.raw_text")  # the model's text before the checks
+    cited = _Reported[list[int]]("checks.cited")
+    invalid_citations = _Reported[list[int]]("checks.invalid_citations")
+    attributed = _Reported[list[int]]("checks.attributed")  # citations added after generation
+    sentences = _Reported[list[SentenceSupport]]("checks.sentences")
+    removed_sentences = _Reported[list[str]]("checks.removed_sentences")
+    repeated_sentences = _Reported[int]("checks.repeated_sentences")
+    truncated = _Reported[bool]("checks.truncated")
+    llm_error = _Reported[str | None]("generation.llm_error")
+    model = _Reported[str | None]("generation.model")
+    server = _Reported[str | None]("generation.server")
+    prompt = _Reported[str]("generation.prompt")  # NAME@vN of the prompt template
+    style = _Reported[str]("generation.style")  # "quote": the answer quotes the picked sources; "synthesis"
+    context = _Reported[ContextReport]("generation.context")
+    choice = _Reported[Mapping[str, float]]("generation.choice")  # a quote's first pick: source -> probability
+    chosen_by = _Reported[str]("generation.chosen_by")  # "model", "ranker"; "" for a written answer
+    relevance = _Reported[float | None]("relevance_check.score")  # the question's cosine with its closest source
+    relevance_threshold = _Reported[float]("relevance_check.threshold")
+    search_query = _Reported[str]("retrieval.search.query")  # the question, or its rewrite from the conversation
+    rewrite = _Reported[str]("retrieval.search.method.value")  # how search_query was made
+    filter = _Reported[str]("retrieval.filter")
+    retriever = _Reported[str]("retrieval.retriever")
+    reranker = _Reported[str]("retrieval.result.reranker")  # "" when the cross-encoder did not run
+    rerank_ms = _Reported[float]("retrieval.result.rerank_ms")
+    second_embedding = _Reported[str]("retrieval.result.second_embedding")  # "" when not fused in
+
+    @property
+    def sources(self) -> list[SearchHit]:
+        """The sources the answer numbers: those given to the model, else (nothing generated) those found."""
+        generated = self.generation.llm_error is None and self.status is not AnswerStatus.NOT_FOUND
+        return list(self.generation.sources) if generated else list(self.retrieval.hits)
+
+    @property
+    def yes_no_verdict(self) -> str | None:
+        """A yes/no question's quoting answer: the model's verdict on the quoted statement."""
+        return self.generation.yes_no.verdict if self.generation.yes_no else None
+
+    @property
+    def lead_in(self) -> str | None:
+        """A yes/no question's quoting answer: the line shown above the quote."""
+        return self.generation.yes_no.lead_in if self.generation.yes_no else None
+
+    # ---------------------------------------------------------------- what follows from them
     @property
     def answered_by_llm(self) -> bool:
         return self.llm_error is None and self.status is not AnswerStatus.NOT_FOUND and bool(self.text)
@@ -150,7 +161,7 @@ class Answer:
                 "source_tokens": self.context.source_tokens,
                 "proofs": self.context.proofs,
             },
-            "timings_ms": self.timings_ms,
+            "timings_ms": dict(self.timings_ms),
             "search_query": self.search_query or self.question,
             "rewrite": self.rewrite,
             "filter": self.filter,
@@ -158,7 +169,7 @@ class Answer:
             "reranker": self.reranker,
             "second_embedding": self.second_embedding,
             "style": self.style,
-            "choice": self.choice,
+            "choice": dict(self.choice),
             "choice_confidence": self.choice_confidence,
             "chosen_by": self.chosen_by,
             "yes_no_verdict": self.yes_no_verdict,
@@ -174,13 +185,15 @@ class AnswerStream:
 
     ``sources`` is known before the first chunk, so a UI can show them while the model writes.
     ``first_chunk_s`` is when the first chunk arrived, in seconds after ``started`` (a perf_counter).
+    ``chunks`` returns the :class:`Generation` record when it ends; ``finish`` turns the text streamed
+    and that record into the :class:`Answer`.
     """
 
     def __init__(
         self,
         sources: list[SearchHit],
-        chunks: Iterator[str],
-        finish: Callable[[str, AnswerStream], Answer],
+        chunks: Generator[str, None, Generation],
+        finish: Callable[[str, Generation, AnswerStream], Answer],
         started: float | None = None,
     ) -> None:
         self.sources = sources
@@ -190,10 +203,16 @@ class AnswerStream:
         self._chunks = chunks
         self._finish = finish
         self._parts: list[str] = []
+        self._generation: Generation | None = None
         self._answer: Answer | None = None
 
     def __iter__(self) -> Iterator[str]:
-        for chunk in self._chunks:
+        while self._generation is None:
+            try:
+                chunk = next(self._chunks)
+            except StopIteration as end:
+                self._generation = end.value
+                break
             if self.first_chunk_s is None:
                 self.first_chunk_s = time.perf_counter() - self.started
             self._parts.append(chunk)
@@ -205,5 +224,6 @@ class AnswerStream:
         if self._answer is None:
             for _ in self:  # finish generation if the caller stopped early
                 pass
-            self._answer = self._finish("".join(self._parts), self)
+            assert self._generation is not None  # set when the chunks ended
+            self._answer = self._finish("".join(self._parts), self._generation, self)
         return self._answer

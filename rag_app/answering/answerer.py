@@ -2,26 +2,32 @@
 the streamed answer, and the checks after it (citations to sources given, each sentence attributed to
 what its sources state).
 
-:class:`MathRAG` searches; an :class:`Answerer` takes the hits and a chat client from there on.
+:class:`MathRAG` searches; an :class:`Answerer` takes the :class:`Retrieval` and a chat client from
+there on. Each stage hands the next an immutable record (:mod:`rag_app.answering.stages`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from prompts import PromptTemplate, load_prompt
-from rag_app.answering.answer import Answer, AnswerStatus, AnswerStream, ContextReport
-from rag_app.answering.attribution import Attributor, SentenceSupport, attach_citations
-from rag_app.answering.citations import check_citations, citation_numbers
+from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources, source_block
-from rag_app.answering.conversation import RewrittenQuery
 from rag_app.answering.quoted_answer import choice_probabilities, parse_selection, quoted_answer, ranker_is_sure
-from rag_app.answering.statement_check import StatementChecker, source_context
-from rag_app.answering.text_repair import repair
+from rag_app.answering.stages import (
+    AnswerStatus,
+    Checks,
+    ContextReport,
+    Generation,
+    Relevance,
+    Retrieval,
+    YesNoLead,
+)
+from rag_app.answering.written_checks import CUT_OFF, WrittenAnswerChecks
 from rag_app.answering.yes_no_lead import checkable_lead_in, is_yes_no_question, parse_claim, verdict_of_claims
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
@@ -29,27 +35,14 @@ from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import Settings
 from retriever import Embedder, SearchHit
 
-
-@dataclass(frozen=True, slots=True)
-class Retrieval:
-    """The sources found for a question, and how they were found (the answer reports it)."""
-
-    hits: list[SearchHit]
-    search: RewrittenQuery
-    filter: str  # the filter's description, or "everything"
-    retriever: str
-    reranker: str = ""  # the cross-encoder's identity, when it reordered the hits
-    rerank_ms: float = 0.0
-    second_embedding: str = ""  # the second embedding model fused in, or ""
-    learned_ranker: bool = False  # the hits' scores are the learned ranker's (comparable across questions)
+__all__ = ["CUT_OFF", "Answerer", "Retrieval"]  # Retrieval and CUT_OFF lived here first
 
 
 class Answerer:
     """Streams an answer to a question from its retrieved sources.
 
-    ``vectors`` gives the stored vectors of statement ids (the relevance gate and the attribution
-    compare them with the question and the answer's sentences); ``client`` gives the chat client,
-    started on first use.
+    ``vectors`` gives the stored vectors of statement ids a search did not bring with its hits (a
+    searcher written outside this package); ``client`` gives the chat client, started on first use.
     """
 
     def __init__(
@@ -70,66 +63,80 @@ class Answerer:
         statements); when the LLM is down, the answer says so and keeps the sources. After generation,
         citations are validated and each sentence is attributed to its sources. ``started``: when the
         question came (timings count from there)."""
-        hits, search = retrieval.hits, retrieval.search
-        vectors = self.vectors([hit.record.id for hit in hits])
+        hits = retrieval.hits
+        vectors = self._hit_vectors(retrieval)
         hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
-        similarities = hit_vectors @ self.embedder.embed_query(search.query) if hits else np.zeros(0)
-        relevance = float(similarities.max()) if hits else None
-        retrieval_ms = (time.perf_counter() - started) * 1000
+        # the question's vector is the one its search embedded (embedded here only if no channel did)
+        similarities = hit_vectors @ retrieval.result.query.vector(self.embedder) if hits else np.zeros(0)
         checks = self.settings.answers
+        relevance = Relevance(similarities, checks.min_relevance)
+        retrieval_ms = (time.perf_counter() - started) * 1000
         quoting = checks.style == "quote"
         prompt = load_prompt(checks.quote.prompt if quoting else self.settings.llm.prompt)
-        record = Answer(
-            question, "", hits, prompt=prompt.identity, relevance=relevance,
-            relevance_threshold=checks.min_relevance, support_threshold=checks.min_support,
-            search_query=search.query, rewrite=search.method.value, filter=retrieval.filter,
-            retriever=retrieval.retriever, reranker=retrieval.reranker, rerank_ms=retrieval.rerank_ms,
-            second_embedding=retrieval.second_embedding, style=checks.style,
-        )  # fmt: skip
+        search = retrieval.search
         # The model reads the question as asked, and what it means in the conversation.
         prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
-        given: list[SearchHit] = []
-        reply: list[str] = []  # quoting: the model's choice of sources, as it wrote it
 
-        def chunks() -> Iterator[str]:
-            if relevance is None or relevance < checks.min_relevance:
-                record.status = AnswerStatus.NOT_FOUND
-                yield _not_found_notice(relevance, checks.min_relevance, bool(hits))
-                return
+        def chunks() -> Generator[str, None, Generation]:
+            generation = Generation(prompt.identity, checks.style)
+            if not relevance.passed:
+                yield _not_found_notice(relevance.score, checks.min_relevance, bool(hits))
+                return generation
             try:
                 client = self.client()
-                record.model, record.server = client.model, client.base_url
+                generation = replace(generation, model=client.model, server=client.base_url)
                 if quoting:
-                    yield self._quote(client, prompt, prompt_question, retrieval, similarities, record, given, reply)
-                    return
+                    text, generation = self._quote(client, prompt, prompt_question, retrieval, relevance, generation)
+                    yield text
+                    return generation
                 candidates = self._source_candidates(hits, similarities, checks.max_sources, checks.source_margin)
-                messages = self._messages(
-                    client, prompt, prompt_question, candidates, record, given,
+                messages, generation = self._messages(
+                    client, prompt, prompt_question, candidates, generation,
                     checks.sources_budget_tokens, checks.max_source_tokens,
                 )  # fmt: skip
                 yield from client.stream_chat(messages)
             except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
-                record.status, record.llm_error = AnswerStatus.LLM_UNAVAILABLE, str(error)
+                generation = replace(generation, llm_error=str(error))
+            return generation
 
-        def finish(text: str, stream: AnswerStream) -> Answer:
+        def finish(text: str, generation: Generation, stream: AnswerStream) -> Answer:
             validation_started = time.perf_counter()
-            if record.status is AnswerStatus.NOT_FOUND:
-                record.text = text
-                return _with_timings(record, retrieval_ms, stream, validation_started)
-            record.raw_text = text
-            if record.llm_error is not None:
-                notice = f"The language model is not available ({record.llm_error})."
-                record.text = notice + (" The statements retrieved for your question are listed below." if hits else "")
-            elif quoting:
-                record.sources, record.raw_text, record.text = list(given), "".join(reply), text
-                record.cited = [s.cited[0] for s in record.sentences]  # status: set by _quote
-            else:
-                record.sources = list(given)
-                source_vectors = np.stack([vectors[h.record.id] for h in given]) if given else hit_vectors[:0]
-                self._validate(record, text.strip(), source_vectors, question)
-            return _with_timings(record, retrieval_ms, stream, validation_started)
+            answer_checks = self._checks(text, generation, relevance, vectors, question)
+            timings = _timings(retrieval, generation, retrieval_ms, stream, validation_started)
+            return Answer(question, retrieval, relevance, generation, answer_checks, checks.min_support, timings)
 
         return AnswerStream(hits, chunks(), finish, started)
+
+    def _hit_vectors(self, retrieval: Retrieval) -> Mapping[str, np.ndarray]:
+        """The hits' stored vectors: those the search read with the records (all of them, for the
+        searchers composed here), any other read from the store."""
+        brought = retrieval.result.vectors
+        missing = [hit.record.id for hit in retrieval.hits if hit.record.id not in brought]
+        return {**brought, **self.vectors(missing)} if missing else brought
+
+    def _checks(
+        self,
+        text: str,
+        generation: Generation,
+        relevance: Relevance,
+        vectors: Mapping[str, np.ndarray],
+        question: str,
+    ) -> Checks:
+        """The answer's text after the checks that fit how it was made."""
+        if not relevance.passed:
+            return Checks(text, AnswerStatus.NOT_FOUND)
+        if generation.llm_error is not None:
+            # (asked only once a relevant statement was found: there are statements to list)
+            notice = f"The language model is not available ({generation.llm_error})."
+            listed = " The statements retrieved for your question are listed below."
+            return Checks(notice + listed, AnswerStatus.LLM_UNAVAILABLE, text)
+        if generation.style == "quote":
+            sentences = list(generation.quoted)
+            status = AnswerStatus.ANSWERED if generation.picked else AnswerStatus.UNSUPPORTED
+            return Checks(text, status, generation.reply, [s.cited[0] for s in sentences], sentences=sentences)
+        sources = list(generation.sources)
+        source_vectors = np.stack([vectors[h.record.id] for h in sources]) if sources else np.zeros((0, 1), np.float32)
+        return WrittenAnswerChecks(self.settings.answers, self.embedder).check(text, sources, source_vectors, question)
 
     @staticmethod
     def _source_candidates(
@@ -148,57 +155,59 @@ class Answerer:
         prompt: PromptTemplate,
         question: str,
         retrieval: Retrieval,
-        similarities: np.ndarray,
-        record: Answer,
-        given: list[SearchHit],
-        reply: list[str],
-    ) -> str:
-        """The quoting answer: the model picks among short views of the sources; the answer quotes its picks.
-        Where the learned ranker's first result clearly leads (``answers.quote.ranker_sure_margin``), it is
-        quoted without asking the model."""
+        relevance: Relevance,
+        generation: Generation,
+    ) -> tuple[str, Generation]:
+        """The quoting answer's text: the model picks among short views of the sources; the answer quotes
+        its picks. Where the learned ranker's first result clearly leads (``answers.quote.ranker_sure_margin``),
+        it is quoted without asking the model."""
         quote = self.settings.answers.quote
-        candidates = self._source_candidates(retrieval.hits, similarities, quote.max_sources, quote.source_margin)
+        hits, similarities = retrieval.hits, relevance.similarities
+        candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
         if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
-            given.extend(candidates)
-            selected, record.chosen_by = [1], "ranker"
+            generation = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="ranker")
         else:
-            messages = self._messages(
-                client, prompt, question, candidates, record, given, quote.sources_budget_tokens,
+            messages, generation = self._messages(
+                client, prompt, question, candidates, generation, quote.sources_budget_tokens,
                 quote.max_source_tokens, proofs=False,
             )  # fmt: skip
-            text, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
-            reply.append(text)
-            selected, record.chosen_by = parse_selection(reply[0], len(given), quote.max_quotes), "model"
-            record.choice = choice_probabilities(alternatives, len(given))
-        text, record.sentences = quoted_answer(given, selected)
-        record.status = AnswerStatus.ANSWERED if selected else AnswerStatus.UNSUPPORTED
-        if selected and quote.yes_no_lead and is_yes_no_question(question):
-            record.lead_in = self._yes_no_lead_in(client, question, given[selected[0] - 1], selected[0], record)
-            if record.lead_in:
-                text = f"{record.lead_in}\n\n{text}"
-        return text
+            reply, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
+            given = len(generation.sources)
+            generation = replace(
+                generation,
+                reply=reply,
+                picked=tuple(parse_selection(reply, given, quote.max_quotes)),
+                chosen_by="model",
+                choice=choice_probabilities(alternatives, given),
+            )
+        text, sentences = quoted_answer(generation.sources, generation.picked)
+        generation = replace(generation, quoted=tuple(sentences))
+        if generation.picked and quote.yes_no_lead and is_yes_no_question(question):
+            first = generation.picked[0]
+            lead = self._yes_no_lead(client, question, generation.sources[first - 1], first)
+            generation = replace(generation, yes_no=lead)
+            if lead.lead_in:
+                text = f"{lead.lead_in}\n\n{text}"
+        return text, generation
 
-    def _yes_no_lead_in(
-        self, client: ChatClient, question: str, hit: SearchHit, number: int, record: Answer
-    ) -> str | None:
+    def _yes_no_lead(self, client: ChatClient, question: str, hit: SearchHit, number: int) -> YesNoLead:
         """The lead-in for a yes/no question whose answer quotes ``hit`` as source ``number``: the model
         reads the statement whole and judges "the answer is yes" and "the answer is no" TRUE or FALSE;
-        None where that cannot be checked."""
+        no verdict where that cannot be checked."""
         quote = self.settings.answers.quote
         started = time.perf_counter()
         fence = new_fence_key()
         text = source_block(number, hit, fence)  # numbered as the answer quotes it
         if (client.count_tokens(text) or estimate_tokens(text)) > quote.yes_no_max_statement_tokens:
-            return None  # read cut, a verdict could be wrong about the part not read
+            return YesNoLead(None, None, 0.0)  # read cut, a verdict could be wrong about the part not read
         prompt = load_prompt(quote.yes_no_prompt)
         claims = []
         for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
             messages = prompt.messages(sources=text, question=question, fence=fence, answer=answer)
             claims.append(parse_claim(client.chat(messages, max_tokens=3, temperature=0.0)))
         verdict = verdict_of_claims(*claims)
-        record.yes_no_verdict = verdict.value
-        record.timings_ms["yes_no"] = round((time.perf_counter() - started) * 1000, 1)
-        return checkable_lead_in(question, hit.record.text, verdict, number, quote.yes_no_min_overlap)
+        lead_in = checkable_lead_in(question, hit.record.text, verdict, number, quote.yes_no_min_overlap)
+        return YesNoLead(verdict.value, lead_in, (time.perf_counter() - started) * 1000)
 
     def _messages(
         self,
@@ -206,14 +215,14 @@ class Answerer:
         prompt: PromptTemplate,
         question: str,
         hits: list[SearchHit],
-        record: Answer,
-        given: list[SearchHit],
+        generation: Generation,
         sources_budget: int | None,
         max_source_tokens: int | None,
         proofs: bool | None = None,
-    ) -> list[dict[str, str]]:
+    ) -> tuple[list[dict[str, str]], Generation]:
         """The prompt with as many sources as fit the model's window (and ``sources_budget``), counted with
-        its tokenizer; ``proofs``: give each source's proof (unset: as ``answers.proofs`` says)."""
+        its tokenizer, and ``generation`` with the sources given and how they were packed; ``proofs``: give
+        each source's proof (unset: as ``answers.proofs`` says)."""
         llm = self.settings.llm
         window = client.context_window() or llm.context_window
         fence = new_fence_key()
@@ -231,8 +240,7 @@ class Answerer:
         if sources_budget is not None:
             budget = min(budget, sources_budget)
         packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, max_source_tokens, proofs)
-        given.extend(packed.hits)
-        record.context = ContextReport(
+        context = ContextReport(
             packed.tokens + frame_tokens,
             packed.counted,
             window,
@@ -244,68 +252,8 @@ class Answerer:
             packed.source_tokens,
             packed.proofs,
         )
-        return prompt.messages(sources=packed.text, question=question, fence=fence)
-
-    def _validate(self, record: Answer, text: str, source_vectors: np.ndarray, question: str) -> None:
-        """Drop citations to sources not given, attach citations by attribution, mark unsupported claims;
-        with ``answers.check_statements``, remove repeats, a cut-off end, and each sentence its cited
-        source does not state."""
-        checks = self.settings.answers
-        if checks.check_statements:
-            text, record.repeated_sentences, record.truncated = repair(text)
-            if not text.strip():  # say why, rather than show an empty answer
-                record.text, record.status = CUT_OFF, AnswerStatus.UNSUPPORTED
-                return
-        checked = check_citations(text, len(record.sources))
-        record.invalid_citations = checked.invalid
-        record.text, record.cited = checked.text, checked.cited
-        if not checks.attribute or not record.sources:
-            record.status = AnswerStatus.ANSWERED if checked.cited else AnswerStatus.UNSUPPORTED
-            return
-        attributor = Attributor(self.embedder.embed_documents, checks.min_support)
-        attribution = attributor.attribute(checked.text, [h.record.text for h in record.sources], source_vectors)
-        record.text, record.sentences = attribution.text, attribution.sentences
-        if checks.check_statements:
-            texts = [s.text for s in attribution.sentences]
-            record.sentences = [
-                self._checked(s, record.sources, question, texts[i - 1] if i else "")
-                for i, s in enumerate(attribution.sentences)
-            ]
-            kept = [s for s in record.sentences if not s.claim or s.stated]
-            if not any(s.claim for s in kept):
-                kept = []  # no claim left: fragments and bare citations would read as an answer
-            record.removed_sentences = [s.text for s in record.sentences if s.claim and not s.stated]
-            if record.removed_sentences or record.repeated_sentences or record.truncated:
-                record.text = " ".join(attach_citations(s.text, s.attributed) for s in kept)
-            if record.removed_sentences:
-                count = len(record.removed_sentences)
-                record.text = (record.text + "\n\n" if record.text else "") + (
-                    f"({count} sentence{'s' if count > 1 else ''} that the cited sources do not state "
-                    f"{'were' if count > 1 else 'was'} removed: read the sources below.)"
-                )
-        record.attributed = sorted({n for s in record.sentences if s.stated is not False for n in s.attributed})
-        record.cited = list(dict.fromkeys(citation_numbers(record.text)))
-        supported = any(s.claim and s.supported for s in record.sentences)
-        record.status = AnswerStatus.ANSWERED if supported else AnswerStatus.UNSUPPORTED
-
-    @staticmethod
-    def _checked(sentence: SentenceSupport, sources: list[SearchHit], question: str, previous: str) -> SentenceSupport:
-        """``sentence`` checked against the sources it cites (or was attributed to); ``previous``: the
-        sentence before it, which "This is stated in [2]." stands for."""
-        if not sentence.claim:
-            return sentence
-        numbers = sentence.cited or sentence.attributed
-        if not numbers:
-            return replace(sentence, supported=False, stated=False, problems=["cites no source"])
-        cited_text = "\n".join(source_context(sources[n - 1].record) for n in numbers)
-        check = _CHECKER.check(sentence.text, cited_text, question, previous)
-        return replace(
-            sentence, supported=sentence.supported and check.stated, stated=check.stated, problems=list(check.problems)
-        )
-
-
-_CHECKER = StatementChecker()  # holds no state: one serves every answer
-CUT_OFF = "The model's answer stopped before its first sentence was complete, so none is shown: read the sources below."
+        messages = prompt.messages(sources=packed.text, question=question, fence=fence)
+        return messages, replace(generation, sources=tuple(packed.hits), context=context)
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:
@@ -318,17 +266,21 @@ def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool)
     )
 
 
-def _with_timings(record: Answer, retrieval_ms: float, stream: AnswerStream, validation_started: float) -> Answer:
-    """``record`` with milliseconds from the question: retrieval, first text, whole answer, validation, total."""
+def _timings(
+    retrieval: Retrieval, generation: Generation, retrieval_ms: float, stream: AnswerStream, validation_started: float
+) -> dict[str, float]:
+    """Milliseconds from the question: retrieval (the cross-encoder's share of it: rerank), the yes/no
+    verdict, first text, whole answer, validation, total."""
     now = time.perf_counter()
-    timings = {"retrieval": retrieval_ms, **record.timings_ms}  # with any step's own (the yes/no verdict)
-    if record.reranker:  # the cross-encoder's share of retrieval
-        timings["rerank"] = record.rerank_ms
+    timings = {"retrieval": retrieval_ms}
+    if generation.yes_no is not None and generation.yes_no.ms:
+        timings["yes_no"] = generation.yes_no.ms
+    if retrieval.result.reranker:
+        timings["rerank"] = retrieval.result.rerank_ms
     if stream.first_chunk_s is not None:
         timings["first_token"] = stream.first_chunk_s * 1000
     if stream.generated_s is not None:
         timings["full_answer"] = stream.generated_s * 1000
     timings["validation"] = (now - validation_started) * 1000
     timings["total"] = (now - stream.started) * 1000
-    record.timings_ms = {name: round(value, 1) for name, value in timings.items()}
-    return record
+    return {name: round(value, 1) for name, value in timings.items()}

@@ -274,12 +274,6 @@ class SearchStack:
             self._rerankings[key] = RerankingSearcher(first, self.reranker, rerank.candidates, rerank.weight)
         return self._rerankings[key]
 
-    def last_rerank_ms(self, second_embedding: bool = False) -> float:
-        """The cross-encoder's share of the last reranked search the settings compose (0: none yet)."""
-        key = (second_embedding and self.companion is not None, self.learned_ranker_configured())
-        searcher = self._rerankings.get(key)
-        return searcher.last_rerank_ms if searcher is not None else 0.0
-
     @property
     def reranker(self) -> CrossEncoderReranker:
         if self._reranker is None:  # one model in memory for every first stage
@@ -289,11 +283,6 @@ class SearchStack:
                 rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
             )
         return self._reranker
-
-    def second_embedding_used(self, asked: bool) -> str:
-        """The companion model's identity when a search fuses it in (asked, configured and built), else ""."""
-        second = self.companion if asked else None
-        return second.embedder.identity if second is not None and second.built_by_configured_model() else ""
 
     # ------------------------------------------------------------------ papers and run names
     def papers(self, *, rerank: bool = False, second_embedding: bool = False) -> PaperSearcher:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -13,8 +11,6 @@ import numpy as np
 
 from retriever.models.embedding_registry import ResolvedEmbedder, resolve_embedder
 from retriever.text.unicode_math_text import UnicodeMathText
-
-_RECENT_QUERIES = 64
 
 
 def identity_directory_name(identity: str) -> str:
@@ -54,9 +50,6 @@ class Embedder:
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.registry_dir = registry_dir
-        # ask embeds the question for dense search and again to check relevance: keep the last few.
-        self._recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._recent_lock = threading.Lock()
 
     @cached_property
     def resolved(self) -> ResolvedEmbedder:
@@ -99,14 +92,9 @@ class Embedder:
         return self._encode(list(texts), show_progress)
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector = self._recent_queries.get(text)
-        if vector is None:
-            vector = self._encode([text], show_progress=False)[0]
-            with self._recent_lock:  # the chat serves several sessions from one Embedder
-                self._recent_queries[text] = vector
-                while len(self._recent_queries) > _RECENT_QUERIES:
-                    self._recent_queries.popitem(last=False)
-        return vector
+        """One query's vector, computed each time: a search keeps it on its
+        :class:`retriever.types.Query`, so that every stage reads one embedding."""
+        return self._encode([text], show_progress=False)[0]
 
     def embed_with_tokens(
         self,

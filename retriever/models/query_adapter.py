@@ -29,6 +29,7 @@ import numpy as np
 from retriever.models.embedder import Embedder
 from retriever.models.embedder_artifact import EmbedderArtifact
 from retriever.store.atomic_files import directory_written_whole
+from retriever.types import Query
 
 PACKAGED_QUERY_ADAPTER_DIR = Path(__file__).parent / "query_adapter_weights"
 CARD = "card.json"
@@ -106,6 +107,7 @@ class QueryAdapter:
 
 
 def query_vector(embedder: Embedder, query: str, adapter: QueryAdapter | None) -> np.ndarray:
-    """The vector a dense channel searches with: the query's embedding, mapped by its adapter if any."""
-    vector = embedder.embed_query(query)
+    """The vector a dense channel searches with: the query's embedding, mapped by its adapter if any.
+    A :class:`Query` is embedded once for all the stages of its search."""
+    vector = Query.of(query).vector(embedder)
     return adapter.apply(vector) if adapter is not None else vector

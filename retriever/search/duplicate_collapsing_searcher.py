@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 from retriever.search.search_filter import SearchFilter
 from retriever.store.duplicate_groups import DuplicateGroups
-from retriever.types import SearchHit, StatementSearcher
+from retriever.types import Query, ResultSearcher, SearchHit, SearchResult, StatementSearcher, run_search
 
 
-class DuplicateCollapsingSearcher:
+class DuplicateCollapsingSearcher(ResultSearcher):
     """``search`` as the inner searcher, with statements of one duplicate group shown once."""
 
     def __init__(self, statements: StatementSearcher, groups: DuplicateGroups, extra: int = 10) -> None:
@@ -22,19 +22,24 @@ class DuplicateCollapsingSearcher:
         self.groups = groups
         self.extra = extra  # results searched beyond k, to refill the places duplicates leave
 
-    def search(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> list[SearchHit]:
-        return self.collapse(lambda depth: self.statements.search(query, depth, mode, where), k)
+    def run(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> SearchResult:
+        query = Query.of(query)  # one embedding for every depth searched
+        return self.collapse_result(lambda depth: run_search(self.statements, query, depth, mode, where), k)
 
     def collapse(self, search: Callable[[int], list[SearchHit]], k: int) -> list[SearchHit]:
         """The top ``k`` groups of what ``search(depth)`` finds, searching deeper while groups fill places."""
+        return self.collapse_result(lambda depth: SearchResult(search(depth), Query("")), k).hits
+
+    def collapse_result(self, search: Callable[[int], SearchResult], k: int) -> SearchResult:
+        """:meth:`collapse` of results: the last depth's result, with its hits collapsed."""
         depth = k + self.extra
         while True:
-            hits = search(depth)
-            kept = self._collapsed(hits)
-            if len(kept) >= k or len(hits) < depth:
+            result = search(depth)
+            kept = self._collapsed(result.hits)
+            if len(kept) >= k or len(result.hits) < depth:
                 break
             depth *= 2
-        return [dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(kept[:k], start=1)]
+        return result.with_hits([dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(kept[:k], start=1)])
 
     def _collapsed(self, hits: list[SearchHit]) -> list[SearchHit]:
         ids = [hit.record.id for hit in hits]

@@ -58,7 +58,12 @@ class EnsembleRanker:
                 scores[CHANNEL] = second_scores[scored.id]
             channel_ranks[scored.id] = ranks
             channel_scores[scored.id] = scores
-        return Ranking([ScoredId(hit.id, round(hit.score, 6)) for hit in fused], channel_ranks, channel_scores)
+        return Ranking(
+            [ScoredId(hit.id, round(hit.score, 6)) for hit in fused],
+            channel_ranks,
+            channel_scores,
+            second_embedding=self.companion.embedder.identity,
+        )
 
     def query_weight(self, query: str) -> float:
         """The companion model's weight for ``query``: ``weight`` less the query's formula share."""

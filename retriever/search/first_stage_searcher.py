@@ -1,24 +1,26 @@
-"""A ranker's ids made into search hits: their records read from the store once, the filter applied."""
+"""A ranker's ids made into search hits: their records and vectors read from the store once, the filter applied."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
 from retriever.store.statement_index import StatementIndex
-from retriever.types import Ranker, Ranking, SearchHit
+from retriever.types import Query, Ranker, Ranking, ResultSearcher, SearchHit, SearchResult
 
 # A filtered search looks at most this deep for statements that pass the filter.
 MAX_FILTER_DEPTH = 20_000
 
 
-class FirstStageSearcher:
+class FirstStageSearcher(ResultSearcher):
     """The first stage as a statement searcher: ``ranker``'s best ``k`` with their records.
 
     The filter is applied here, once, after every channel is fused: post-filtering keeps each mode's
     ranking intact, and a rare filter costs deeper rankings (x4 each time), bounded by
-    ``MAX_FILTER_DEPTH``. The records of a ranking are read from Chroma in one call.
+    ``MAX_FILTER_DEPTH``. The records of a ranking and their vectors are read from Chroma in one call.
     """
 
     def __init__(self, ranker: Ranker, index: StatementIndex, candidates: int = 50) -> None:
@@ -26,34 +28,36 @@ class FirstStageSearcher:
         self.index = index
         self.candidates = candidates  # the first depth of a filtered search: max(4k, candidates)
 
-    def search(
+    def run(
         self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID, where: SearchFilter | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResult:
         """The ``k`` best statements for ``query``; with ``where``, only statements that pass it."""
-        mode = SearchMode(mode)
+        mode, query = SearchMode(mode), Query.of(query)
         self.index.follow_other_writers()  # statements another process added are searched too
         total = self.index.searchable_count()  # also brings BM25 in step with the store after a crash
         if not query.strip() or total == 0:
-            return []
+            return SearchResult([], query)
         if where is None or not where.active:
-            return self._hits(self.ranker.rank(query, k, mode))
+            return self._result(query, self.ranker.rank(query, k, mode))
         depth = max(4 * k, self.candidates)
         while True:
             ranking = self.ranker.rank(query, min(depth, total), mode)
-            hits = self._hits(ranking)
-            passed = [hit for hit in hits if where.matches(hit.record)][:k]
-            if len(passed) >= k or depth >= min(total, MAX_FILTER_DEPTH) or len(hits) < min(depth, total):
-                return [replace(hit, rank=rank) for rank, hit in enumerate(passed, start=1)]
+            result = self._result(query, ranking)
+            passed = [hit for hit in result.hits if where.matches(hit.record)][:k]
+            if len(passed) >= k or depth >= min(total, MAX_FILTER_DEPTH) or len(result.hits) < min(depth, total):
+                return result.with_hits([replace(hit, rank=rank) for rank, hit in enumerate(passed, start=1)])
             depth *= 4
 
-    def _hits(self, ranking: Ranking) -> list[SearchHit]:
-        records = {record.id: record for record in self.index.get([scored.id for scored in ranking.ids])}
+    def _result(self, query: Query, ranking: Ranking) -> SearchResult:
+        records, vectors = self.index.store.get_with_vectors([scored.id for scored in ranking.ids])
+        by_id = {record.id: record for record in records}
         hits: list[SearchHit] = []
         for scored in ranking.ids:
-            record = records.get(scored.id)
+            record = by_id.get(scored.id)
             if record is None:
                 continue  # BM25 (or the second model's vectors) may briefly know an id deleted from the store
             ranks = dict(ranking.channel_ranks.get(scored.id, {}))
             scores = dict(ranking.channel_scores.get(scored.id, {}))
             hits.append(SearchHit(record, scored.score, len(hits) + 1, ranks, channel_scores=scores))
-        return hits
+        kept: dict[str, np.ndarray] = {hit.record.id: vectors[hit.record.id] for hit in hits}
+        return SearchResult(hits, query, kept, second_embedding=ranking.second_embedding)

@@ -8,17 +8,17 @@ from dataclasses import dataclass, replace
 from retriever.models.learned_ranker import LearnedRanker
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
-from retriever.types import SearchHit, StatementSearcher
+from retriever.types import ResultSearcher, ScoredBy, SearchResult, StatementSearcher, run_search
 
 
 @dataclass
-class LearnedRankingSearcher:
+class LearnedRankingSearcher(ResultSearcher):
     """``first.search`` to ``candidates`` deep, ordered by ``ranker``; the best ``k`` are returned.
 
     The hits keep their records, channel ranks and scores; ``channel_ranks["first-stage"]`` says where
     the first stage had put each one and ``score`` is the ranker's. Results past ``candidates`` (an
     evaluation 100 deep with fewer candidates) keep the first stage's order after the reordered ones.
-    ``last_rank_ms`` is the ranker's share of the last search (features and scoring). Only the mode
+    The result's ``timings_ms["learned_ranker"]`` is the ranker's share (features and scoring). Only the mode
     the ranker was trained on is reordered (``hybrid-formula``): on dense alone, whose candidates lack
     the BM25 and formula scores it learned from, it lost to the first stage on both development sets
     (research questions MRR@10 0.758 -> 0.697, slogans 0.384 -> 0.338); other modes pass through.
@@ -27,16 +27,15 @@ class LearnedRankingSearcher:
     first: StatementSearcher
     ranker: LearnedRanker
     candidates: int = 100
-    last_rank_ms: float = 0.0
 
-    def search(
+    def run(
         self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID, where: SearchFilter | None = None
-    ) -> list[SearchHit]:
+    ) -> SearchResult:
         mode = SearchMode(mode)
         if mode.value != self.ranker.mode:
-            self.last_rank_ms = 0.0
-            return self.first.search(query, k, mode, where)
-        hits = self.first.search(query, max(k, self.candidates), mode, where)
+            return run_search(self.first, query, k, mode, where)
+        first = run_search(self.first, query, max(k, self.candidates), mode, where)
+        hits = first.hits
         started = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates :]
         scores = self.ranker.scores(query, head)
@@ -55,5 +54,5 @@ class LearnedRankingSearcher:
             replace(hit, score=round(floor - (position + 1), 6), rank=len(ranked) + position + 1)
             for position, hit in enumerate(tail)
         ]
-        self.last_rank_ms = (time.perf_counter() - started) * 1000
-        return [*ranked, *rest][:k]
+        timings = {**first.timings_ms, "learned_ranker": (time.perf_counter() - started) * 1000}
+        return first.with_hits([*ranked, *rest][:k], scored_by=ScoredBy.LEARNED_RANKER, timings_ms=timings)

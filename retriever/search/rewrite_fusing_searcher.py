@@ -11,10 +11,10 @@ import dataclasses
 from collections.abc import Callable
 
 from retriever.search.search_filter import SearchFilter
-from retriever.types import SearchHit, StatementSearcher
+from retriever.types import Query, ResultSearcher, ScoredBy, SearchHit, SearchResult, StatementSearcher, run_search
 
 
-class RewriteFusingSearcher:
+class RewriteFusingSearcher(ResultSearcher):
     """``search`` as the inner searcher, fused by rank with the inner search of ``rewrite(query)``."""
 
     def __init__(
@@ -31,18 +31,26 @@ class RewriteFusingSearcher:
         self.rrf_k = rrf_k
         self.depth = depth  # each ranking's depth before fusion
 
-    def search(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> list[SearchHit]:
+    def run(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> SearchResult:
+        query = Query.of(query)
         rewrite = self.rewrite(query)
         if not rewrite:
-            return self.statements.search(query, k, mode, where)
+            return run_search(self.statements, query, k, mode, where)
         depth = max(k, self.depth)
-        rankings = [(1.0, self.statements.search(query, depth, mode, where))]
-        rankings.append((self.rewrite_weight, self.statements.search(rewrite, depth, mode, where)))
+        asked = run_search(self.statements, query, depth, mode, where)
+        rewritten = run_search(self.statements, Query(rewrite), depth, mode, where)
         fused: dict[str, float] = {}
         hit_of: dict[str, SearchHit] = {}
-        for weight, hits in rankings:
-            for rank, hit in enumerate(hits, start=1):
+        for weight, result in ((1.0, asked), (self.rewrite_weight, rewritten)):
+            for rank, hit in enumerate(result.hits, start=1):
                 fused[hit.record.id] = fused.get(hit.record.id, 0.0) + weight / (self.rrf_k + rank)
                 hit_of.setdefault(hit.record.id, hit)
         order = sorted(fused, key=lambda id_: -fused[id_])[:k]
-        return [dataclasses.replace(hit_of[id_], score=fused[id_], rank=rank) for rank, id_ in enumerate(order, 1)]
+        hits = [dataclasses.replace(hit_of[id_], score=fused[id_], rank=rank) for rank, id_ in enumerate(order, 1)]
+        timings = {name: ms + rewritten.timings_ms.get(name, 0.0) for name, ms in asked.timings_ms.items()}
+        return asked.with_hits(
+            hits,
+            vectors={**rewritten.vectors, **asked.vectors},
+            scored_by=ScoredBy.REWRITE_FUSION,
+            timings_ms=timings,
+        )

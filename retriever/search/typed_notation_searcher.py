@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from retriever.search.search_filter import SearchFilter
 from retriever.text.query_notation import read_typed_notation
-from retriever.types import SearchHit, StatementSearcher
+from retriever.types import Query, ResultSearcher, SearchResult, StatementSearcher, run_search
 
 
-class TypedNotationSearcher:
+class TypedNotationSearcher(ResultSearcher):
     """``search`` as the inner searcher, on the query with its typed notation written as LaTeX."""
 
     def __init__(self, statements: StatementSearcher) -> None:
         self.statements = statements
 
-    def search(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> list[SearchHit]:
-        return self.statements.search(read_typed_notation(query), k, mode, where)
+    def run(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> SearchResult:
+        read = read_typed_notation(query)
+        # the same text keeps its Query, and so its embedding (``ask`` reads the notation first)
+        return run_search(self.statements, query if read == query else Query(read), k, mode, where)

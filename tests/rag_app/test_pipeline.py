@@ -48,6 +48,33 @@ def test_llm_down_answer_says_so_and_keeps_the_sources(demo_index_dir: Path, tmp
     assert answer.sources and answer.sources[0].record.paper_id == "finite-groups"
 
 
+def test_ask_searches_once_reads_the_store_once_and_embeds_the_question_once(
+    demo_index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = make_settings(tmp_path, index_dir=demo_index_dir)
+    settings.llm.base_url, settings.llm.retries = "http://127.0.0.1:9/v1", 0  # the answer stops at the sources
+    rag = MathRAG(settings)
+    calls: list[str] = []
+
+    def counted(owner: object, name: str) -> None:
+        method = getattr(owner, name)
+        monkeypatch.setattr(owner, name, lambda *args, **kwargs: calls.append(name) or method(*args, **kwargs))
+
+    counted(rag.index.embedder, "embed_query")
+    for name in ("get", "vectors", "get_with_vectors"):
+        counted(rag.index.store, name)
+    counted(rag.search_stack.first_stage(), "run")
+    answer = rag.ask("What is the class equation?", k=3)
+    assert answer.sources and answer.relevance is not None and answer.relevance >= answer.relevance_threshold
+    # one search; the hits' records and vectors in one read; the relevance check reads the search's embedding
+    assert sorted(calls) == ["embed_query", "get_with_vectors", "run"]
+    assert answer.to_dict()["reranker"] == "" and answer.to_dict()["second_embedding"] == ""
+    # where no channel embeds the question (BM25 alone), the relevance check embeds it: once
+    calls.clear()
+    rag.ask("What is the class equation?", k=3, mode="bm25")
+    assert sorted(calls) == ["embed_query", "get_with_vectors", "run"]
+
+
 @pytest.mark.parametrize("html_models", [True, False], ids=["models-as-html", "stream-not-json"])
 def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
     demo_index_dir: Path, tmp_path: Path, html_models: bool

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from rag_app.answering.answer import Answer
+from rag_app.answering.stages import AnswerStatus, Checks, Generation, Relevance, Retrieval
 from retriever.types import SearchHit
 from ui.export import answer_markdown, arxiv_id, bibtex_entries, bibtex_entry, source_heading, source_origin
 from ui.uploads import UploadError, save_upload
@@ -50,7 +52,14 @@ def test_bibtex_for_arxiv_sources_only() -> None:
 
 
 def test_answer_markdown_has_numbered_references() -> None:
-    answer = Answer("Is $x = x$?", "Yes [1].", [SearchHit(arxiv(), 1.0, 1)])
+    question, hits = "Is $x = x$?", [SearchHit(arxiv(), 1.0, 1)]
+    answer = Answer(
+        question,
+        Retrieval.of_hits(hits, question),
+        Relevance(np.ones(1), 0.5),
+        Generation("answer@v1", "synthesis", sources=tuple(hits)),
+        Checks("Yes [1].", AnswerStatus.ANSWERED, cited=[1]),
+    )
     text = answer_markdown(answer)
     assert text.startswith("**Q:** Is $x = x$?\n\nYes [1].\n\n**References**")
     assert "[1] Lemma 10.12.3 (Reflexivity). Equality & its discontents" in text

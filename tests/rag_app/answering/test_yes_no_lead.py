@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_app.answering.answerer import Answerer, Retrieval
+from rag_app.answering.answerer import Answerer
 from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
+from rag_app.answering.stages import Retrieval
 from rag_app.answering.yes_no_lead import (
     Verdict,
     checkable_lead_in,
@@ -21,6 +22,7 @@ from rag_app.answering.yes_no_lead import (
     topic_overlap,
     verdict_of_claims,
 )
+from retriever.types import Query, ScoredBy, SearchResult
 from tests.conftest import make_settings
 from tests.rag_app.answering.test_quoted_answer import hit
 
@@ -92,6 +94,8 @@ class VerdictClient:
 
 
 class FlatEmbedder:
+    identity = "flat"
+
     def embed_query(self, text: str) -> np.ndarray:
         return np.ones(4, np.float32) / 2
 
@@ -110,8 +114,9 @@ def answer(
     client = VerdictClient(choice, verdict)
     vectors = {h.record.id: np.ones(4, np.float32) / 2 for h in hits}
     answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, lambda: client)
-    search = RewrittenQuery(question, RewriteMethod.AS_ASKED)
-    retrieval = Retrieval(hits, search, "everything", "hybrid", learned_ranker=scores is not None)
+    scored_by = ScoredBy.LEARNED_RANKER if scores is not None else ScoredBy.FUSION
+    result = SearchResult(hits, Query(question), vectors, scored_by=scored_by)
+    retrieval = Retrieval(RewrittenQuery(question, RewriteMethod.AS_ASKED), result, "everything", "hybrid")
     stream = answerer.stream(question, retrieval, time.perf_counter())
     return stream.result(), client
 

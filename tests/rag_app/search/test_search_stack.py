@@ -55,13 +55,17 @@ def test_the_stages_are_composed_in_order_once_per_index(rag: MathRAG) -> None:
 def test_one_search_reads_chroma_once_for_its_hits(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
     rag.search("warm up", k=3)
     calls: list[int] = []
-    original = ChromaStatementStore.get
+    original = ChromaStatementStore.get_with_vectors
 
     def counting_get(store: ChromaStatementStore, ids: list[str]) -> object:
         calls.append(len(ids))
         return original(store, ids)
 
-    monkeypatch.setattr(ChromaStatementStore, "get", counting_get)
+    monkeypatch.setattr(ChromaStatementStore, "get_with_vectors", counting_get)  # records and vectors: one read
+    for other in ("get", "vectors"):
+        monkeypatch.setattr(
+            ChromaStatementStore, other, lambda *args, name=other: pytest.fail(f"{name}: a second read")
+        )
     for mode in SearchMode:
         if mode in (SearchMode.MARF, SearchMode.MARF_MAXSIM):
             continue  # MaRF is off in these settings

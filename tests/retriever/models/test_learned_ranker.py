@@ -77,7 +77,8 @@ def test_the_top_candidates_are_reordered_and_the_rest_keeps_its_order() -> None
     assert [h.rank for h in hits] == list(range(1, 7))
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)  # run files are ordered by score
-    assert searcher.last_rank_ms > 0
+    result = searcher.run("Schur", 6, SearchMode.HYBRID_FORMULA)  # how the hits were found, with them
+    assert result.timings_ms["learned_ranker"] > 0 and result.scored_by == "learned ranker"
     assert (
         len(searcher.search("Schur", k=2, mode="hybrid-formula")) == 2 and first.calls[-1][1] == 4
     )  # the candidates even for k=2
@@ -87,8 +88,9 @@ def test_only_the_mode_it_was_trained_on_is_reordered() -> None:
     first = FixedFirstStage(records())
     searcher = LearnedRankingSearcher(first, trained_ranker(), candidates=4)  # type: ignore[arg-type]
     for mode in (SearchMode.FORMULA, SearchMode.DENSE, SearchMode.BM25):
-        hits = searcher.search("Schur", k=3, mode=mode)
-        assert [h.record.id for h in hits] == ["id0", "id1", "id2"] and searcher.last_rank_ms == 0.0
+        result = searcher.run("Schur", 3, mode)
+        assert [h.record.id for h in result.hits] == ["id0", "id1", "id2"]
+        assert result.scored_by == "fusion" and "learned_ranker" not in result.timings_ms
         assert first.calls[-1] == ("Schur", 3, mode)
     assert searcher.search("Schur", k=3, mode="hybrid-formula")[0].record.id == "id3"
 

@@ -10,6 +10,7 @@ from retriever import Embedder, SearchFilter, SearchMode, StatementIndex
 from retriever.search.first_stage_searcher import FirstStageSearcher
 from retriever.store.companion_index import CompanionIndex
 from retriever.types import ScoredId
+from tests.embedders import HashingEmbedder
 from tests.retriever.store.test_companion_index import SECOND
 from tests.retriever.store.test_statement_index import PACKAGED, RECORDS, record
 from tests.searchers import ensemble, first_stage
@@ -43,6 +44,7 @@ class FixedList:
     def __init__(self, ids: list[str], built: bool = True) -> None:
         self.ids = ids
         self.built = built
+        self.embedder = HashingEmbedder("fixed-list")  # its identity names the model fused in
 
     def search(self, query: str, k: int) -> list[ScoredId]:
         return [ScoredId(i, 1.0 - 0.1 * rank) for rank, i in enumerate(self.ids[:k])]
@@ -76,8 +78,10 @@ def test_the_second_list_moves_statements_by_its_weight(built: tuple[StatementIn
     promoted = list(reversed(first))
     unweighted = ensemble_of(index, FixedList(promoted), weight=0.0)  # type: ignore[arg-type]
     assert [h.record.id for h in unweighted.search(query, 5)] == first
+    assert unweighted.run(query, 5).second_embedding == ""  # weight 0: not fused, and the result says so
     heavy = ensemble_of(index, FixedList(promoted), weight=100.0)  # type: ignore[arg-type]
     assert [h.record.id for h in heavy.search(query, 5)] == promoted
+    assert heavy.run(query, 5).second_embedding == "test:fixed-list"
     # A statement only the second list found still comes back whole, with its channel rank.
     outsider = next(r.id for r in MORE if r.id not in first[:2])
     only_second = ensemble_of(index, FixedList([outsider]), weight=100.0)  # type: ignore[arg-type]

@@ -42,13 +42,16 @@ def test_only_the_top_n_is_reranked_and_the_rest_keeps_its_order(tiny_reranker_d
     assert [h.rank for h in hits] == list(range(1, 9))
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)  # run files are ordered by score
-    assert searcher.last_rerank_ms > 0
+    result = searcher.run("zorblax quimby", 8, SearchMode.HYBRID)  # how the hits were found, with them
+    assert result.rerank_ms > 0 and result.reranker == reranker.identity and result.scored_by == "cross-encoder"
+    assert [h.record.id for h in result.hits] == [h.record.id for h in hits]
     assert len(searcher.search("zorblax quimby", k=2)) == 2 and index.calls[-1][1] == 5  # N candidates even for k=2
 
 
 def test_formula_only_search_is_not_reranked(tiny_reranker_dir: Path) -> None:
     index = RankedIndex(RERANK_FIXTURE_DOCS)
     searcher = RerankingSearcher(index, CrossEncoderReranker(str(tiny_reranker_dir)), candidates=5)  # type: ignore[arg-type]
-    hits = searcher.search("$x^2$", k=3, mode=SearchMode.FORMULA)
-    assert [h.record.id for h in hits] == ["id0", "id1", "id2"] and searcher.last_rerank_ms == 0.0
+    result = searcher.run("$x^2$", 3, SearchMode.FORMULA)
+    assert [h.record.id for h in result.hits] == ["id0", "id1", "id2"]
+    assert result.rerank_ms == 0.0 and result.reranker == "" and result.scored_by == "fusion"
     assert index.calls == [("$x^2$", 3, SearchMode.FORMULA)]
