@@ -8,6 +8,7 @@ expanded, math normalized, references resolved) and split the over-long ones.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import tempfile
@@ -21,9 +22,11 @@ from ingestion.latex_files import LatexFlattener, read_latex_file
 from ingestion.latex_macros import MacroTable, definition_line
 from ingestion.latex_numbering import number_document
 from ingestion.latex_readable import ReadableLatex
+from ingestion.latex_references import LabelTargets, statement_references
 from ingestion.latex_sources import LatexPaper, PaperFinder, parse_arxiv_name, theorem_like_names
 from ingestion.latex_statements import (
     ExtractedStatement,
+    Headings,
     TheoremEnvironment,
     document_abstract,
     document_authors,
@@ -62,6 +65,8 @@ class PaperStatements:
     title: str = ""
     authors: list[str] = field(default_factory=list)
     abstract: str = ""
+    references: int = 0  # labels its statements and proofs reference (each once per statement)
+    unresolved_references: int = 0  # of those, labels the paper does not define (another paper may)
 
 
 class LatexIngestor:
@@ -141,6 +146,15 @@ class LatexIngestor:
         def clean_line(latex: str) -> str:
             return clean(latex).replace("\n", " ")
 
+        headings = Headings(document)
+        targets = LabelTargets(
+            document,
+            [(statement.offset, statement.end) for statement in statements],
+            lambda offset: clean_line(next((title for title in reversed(headings.at(offset)) if title), "")),
+        )
+        first_records: list[int | None] = []  # each statement's first record in result.records (None: not kept)
+        references: list[tuple[str, str]] = []  # each statement's statement and proof source, macros expanded
+
         bound = self.limits.max_statement_source_chars
         result.title = clean_line(document_title(document)[:bound])
         result.authors = [clean_line(author[:bound]) for author in document_authors(document)]
@@ -152,13 +166,16 @@ class LatexIngestor:
         seen: Counter[tuple[str, str]] = Counter()
         kept = refused = 0
         for statement in statements:
+            first_records.append(None)
+            references.append(("", ""))
             number = numbering.statement_numbers.get(statement.offset, "")
             why_refused = self._why_refused(statement.text)
             if why_refused:
                 result.problems.append(_refused(statement, number, why_refused, paper))
                 refused += 1
                 continue
-            text = clean(statement.text)
+            expanded = macros.expand(statement.text)
+            text = readable.convert(expanded)
             if not text:
                 continue
             kept += 1
@@ -168,12 +185,16 @@ class LatexIngestor:
             if statement.subsection:
                 metadata["subsection"] = clean_line(statement.subsection)
             why_proof_refused = self._why_refused(statement.proof)
-            proof = "" if why_proof_refused else clean(statement.proof)
+            # a refused proof's references are still read, from its source as written
+            proof_source = statement.proof if why_proof_refused else macros.expand(statement.proof)
+            proof = "" if why_proof_refused or not statement.proof else readable.convert(proof_source)
             if why_proof_refused:
                 result.problems.append(_refused(statement, number, why_proof_refused, paper, part="proof"))
+            references[-1] = (expanded, proof_source)
+            first_records[-1] = len(result.records)
             name = clean_line(statement.name)
             if statement.kind is StatementKind.DEFINITION:
-                terms = defined_terms(macros.expand(statement.text), readable.convert)
+                terms = defined_terms(expanded, readable.convert)
                 if terms:
                     metadata["defined_terms"] = "; ".join(terms)
             for index, part in enumerate(parts, start=1):
@@ -201,6 +222,7 @@ class LatexIngestor:
                         metadata=part_metadata,
                     )
                 )
+        self._add_references(result, targets, first_records, references)
         # Some statements lost (a paper that yields none has its own error, in ``ingest_paper``); those
         # refused were each reported with their reason.
         begun = _begins_counted(document[body_offset:], environments) - refused
@@ -213,6 +235,25 @@ class LatexIngestor:
                 )
             )
         return macros
+
+    @staticmethod
+    def _add_references(
+        result: PaperStatements,
+        targets: LabelTargets,
+        first_records: list[int | None],
+        sources: list[tuple[str, str]],
+    ) -> None:
+        """Give each statement's first record the labels its statement and proof reference, resolved
+        within the paper (the ids of later statements are known only now); count the unresolved."""
+        targets.set_statement_ids([result.records[row].id if row is not None else "" for row in first_records])
+        for row, (statement, proof) in zip(first_records, sources, strict=True):
+            if row is None:
+                continue
+            found = statement_references(statement, proof, targets.resolve)
+            if found:
+                result.records[row] = dataclasses.replace(result.records[row], references=found)
+                result.references += len(found)
+                result.unresolved_references += sum(1 for ref in found if ref.label not in targets)
 
     def _why_refused(self, latex: str) -> str:
         """Why a statement's (or proof's) source is over the bounds, or "" when it is not."""
@@ -235,6 +276,11 @@ class LatexIngestor:
         if paper.version:
             metadata["arxiv_version"] = paper.version
         metadata["file"] = paper.main.name
+        # what another paper's reference to its section resolves by (the statement graph)
+        if statement.section_label:
+            metadata["section_label"] = statement.section_label
+        if statement.subsection_label:
+            metadata["subsection_label"] = statement.subsection_label
         return metadata
 
 

@@ -200,12 +200,16 @@ class ExtractedStatement:
     subsection: str
     offset: int
     labels: tuple[str, ...] = ()  # every label at the statement's own level; ``label`` is the first
+    end: int = 0  # where its source ends (after its proof, when the proof follows it)
+    section_label: str = ""  # the label of the section it sits in (another paper may reference it)
+    subsection_label: str = ""
 
 
 # A label may hold one level of braces: \label{thm:E_{1,s}}.
 _LABEL = re.compile(r"\\label\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
 # "\\[" opens a display, but not in "\\\\[2pt]" (a line break with its spacing).
 _NESTING = re.compile(r"\\(?P<edge>begin|end)\s*\{[^{}]*\}|(?<!\\)\\\[|(?<!\\)\\\]")
+_LABEL_AFTER_HEADING = re.compile(r"\s*\\label\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
 _HEADING = re.compile(r"\\(?P<level>chapter|section|subsection)\*?(?=[\s\[{])")
 
 
@@ -231,27 +235,41 @@ def _nesting_depth(body: str, position: int) -> int:
     return depth
 
 
-class _Headings:
-    """Positions of chapter/section/subsection titles, for looking up where a statement sits."""
+class Headings:
+    """Positions of chapter/section/subsection titles, with the label each heading carries, for looking up
+    where a statement (or a label) sits."""
 
     def __init__(self, document: str) -> None:
         self.sections: list[tuple[int, str]] = []
         self.subsections: list[tuple[int, str]] = []
+        self.section_labels: list[tuple[int, str]] = []
+        self.subsection_labels: list[tuple[int, str]] = []
         for match in _HEADING.finditer(document):
             _, pos = read_optional_argument(document, match.end())
-            title, _ = read_required_argument(document, pos)
+            title, after = read_required_argument(document, pos)
             if title is None:
                 continue
+            # its label: inside the title, or right after it (\section{Foo}\label{section-foo})
+            inside = _LABEL.search(title)
+            following = _LABEL_AFTER_HEADING.match(document, after)
+            label = (inside or following).group(1).strip() if inside or following else ""
             title = normalize_whitespace(_LABEL.sub("", title)).replace("\n", " ")
             if match.group("level") == "subsection":
                 self.subsections.append((match.start(), title))
+                self.subsection_labels.append((match.start(), label))
             else:
                 self.sections.append((match.start(), title))
+                self.section_labels.append((match.start(), label))
                 # A new section ends the previous subsection.
                 self.subsections.append((match.start(), ""))
+                self.subsection_labels.append((match.start(), ""))
 
     def at(self, offset: int) -> tuple[str, str]:
         return _latest(self.sections, offset), _latest(self.subsections, offset)
+
+    def labels_at(self, offset: int) -> tuple[str, str]:
+        """The labels of the section and subsection around ``offset`` ("" where unlabelled)."""
+        return _latest(self.section_labels, offset), _latest(self.subsection_labels, offset)
 
 
 def _latest(entries: list[tuple[int, str]], offset: int) -> str:
@@ -285,7 +303,7 @@ def extract_statements(
         return []
     names = sorted(environments, key=len, reverse=True)
     begin_pattern = re.compile(r"\\begin\{(" + "|".join(re.escape(name) for name in names) + r")\}")
-    headings = _Headings(document)
+    headings = Headings(document)
     statements = []
     for match in begin_pattern.finditer(document):
         env = environments[match.group(1)]
@@ -309,6 +327,8 @@ def extract_statements(
         if not text:
             continue
         section, subsection = headings.at(match.start())
+        following, following_end = _following_proof(document, after, proofs)
+        section_label, subsection_label = headings.labels_at(match.start())
         statements.append(
             ExtractedStatement(
                 environment=env.name,
@@ -317,10 +337,13 @@ def extract_statements(
                 label=labels[0] if labels else "",
                 labels=labels,
                 text=text,
-                proof=inner_proof or _following_proof(document, after, proofs),
+                proof=inner_proof or following,
                 section=section,
                 subsection=subsection,
                 offset=match.start(),
+                end=max(after, following_end),
+                section_label=section_label,
+                subsection_label=subsection_label,
             )
         )
     return statements
@@ -357,12 +380,12 @@ def _split_inner_proof(body: str, proofs: frozenset[str]) -> tuple[str, str]:
 _PROOF_PREFIX = re.compile(r"(?:\\noindent\b|\\medskip\b|\\smallskip\b|\\bigskip\b|\\par\b|\s)*")
 
 
-def _following_proof(document: str, pos: int, proofs: frozenset[str]) -> str:
-    """The proof environment directly after a statement, if there is one."""
+def _following_proof(document: str, pos: int, proofs: frozenset[str]) -> tuple[str, int]:
+    """The proof environment directly after a statement, if there is one, and where it ends (0: none)."""
     pos = _PROOF_PREFIX.match(document, pos).end()
     match = _proof_begin(proofs).match(document, pos)
     if match is None:
-        return ""
-    end, _ = _matching_end(document, match.group(1), match.end())
+        return "", 0
+    end, after = _matching_end(document, match.group(1), match.end())
     _, start = read_optional_argument(document, match.end())
-    return normalize_whitespace(_LABEL.sub("", document[start:end]))
+    return normalize_whitespace(_LABEL.sub("", document[start:end])), after

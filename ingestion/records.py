@@ -67,6 +67,23 @@ def statement_id(source: str, paper_id: str, kind: str, text: str, occurrence: i
 
 
 @dataclass(frozen=True, slots=True)
+class LabelReference:
+    """One label a statement references (``\\ref``, ``\\cref``, ...): where (``statement`` or ``proof``) and,
+    when its own paper defines the label, what it marks: a statement's id (the statement carrying the
+    label, or holding the equation or item labelled), or the name of the section it sits in. Neither:
+    unresolved within the paper (another paper of the index may define it)."""
+
+    label: str
+    where: str = "statement"
+    statement_id: str = ""
+    section: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LabelReference:
+        return cls(data["label"], data.get("where", "statement"), data.get("statement_id", ""), data.get("section", ""))
+
+
+@dataclass(frozen=True, slots=True)
 class StatementRecord:
     """One statement chunk with its provenance.
 
@@ -89,6 +106,8 @@ class StatementRecord:
     # Every label the statement carries at its own level (``label`` is the first): a paper may
     # \ref any of them.
     labels: tuple[str, ...] = ()
+    # The labels its statement and proof reference, in order, each once (ingestion.latex_references).
+    references: tuple[LabelReference, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -139,6 +158,7 @@ class StatementRecord:
         data["kind"] = self.kind.value
         data["formulas"] = list(self.formulas)
         data["labels"] = list(self.labels)
+        data["references"] = [asdict(reference) for reference in self.references]
         data["metadata"] = dict(self.metadata)
         return data
 
@@ -159,6 +179,7 @@ class StatementRecord:
             title=data.get("title", ""),
             metadata=dict(data.get("metadata", {})),
             labels=tuple(data.get("labels", ())),
+            references=tuple(LabelReference.from_dict(item) for item in data.get("references", ())),
         )
 
     def to_json(self) -> str:

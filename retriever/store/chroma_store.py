@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 from chromadb.api.models.Collection import Collection
 
-from ingestion.records import Source, StatementKind, StatementRecord
+from ingestion.records import LabelReference, Source, StatementKind, StatementRecord
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
 from retriever.store.hnsw_files import (
     VECTOR_REPAIR,
@@ -243,6 +244,7 @@ def _to_metadata(record: StatementRecord) -> dict[str, str]:
         "proof": record.proof,
         "formulas_json": json.dumps(list(record.formulas), ensure_ascii=False),
         "labels_json": json.dumps(list(record.labels), ensure_ascii=False),
+        "references_json": json.dumps([asdict(reference) for reference in record.references], ensure_ascii=False),
         "metadata_json": json.dumps(dict(record.metadata), ensure_ascii=False),
     }
 
@@ -263,4 +265,5 @@ def _from_metadata(doc_id: str, document: str | None, metadata: dict) -> Stateme
         title=metadata.get("title", ""),
         metadata=json.loads(metadata.get("metadata_json", "{}")),
         labels=tuple(json.loads(metadata.get("labels_json", "[]"))),
+        references=tuple(LabelReference.from_dict(item) for item in json.loads(metadata.get("references_json", "[]"))),
     )

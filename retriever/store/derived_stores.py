@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from retriever.store.companion_index import CompanionIndex
     from retriever.store.duplicate_groups import DuplicateGroups
     from retriever.store.lexical_indexes import LexicalIndexes
+    from retriever.store.statement_graph import StatementGraph
 
 logger = logging.getLogger(__name__)
 # Statements read from Chroma per batch when a store catches up.
@@ -175,16 +176,73 @@ class DuplicateGroupsStore:
         groups, store = self.groups, self.index.store
         if groups is None or (quick and groups.count() == self.index.searchable_count()):
             return
-        stored, known = store.all_ids(), groups.ids()
-        extra, missing = sorted(known - stored), sorted(stored - known)
-        groups.remove(extra)
-        for start in tqdm(range(0, len(missing), CATCH_UP_BATCH), desc="duplicate groups", unit="batch",
-                          disable=not show_progress or not missing):  # fmt: skip
-            records = store.get(missing[start : start + CATCH_UP_BATCH])
+
+        def add(records: list[StatementRecord]) -> None:
             vectors = store.vectors([record.id for record in records])
             records = [record for record in records if record.id in vectors]  # deleted meanwhile
             if records:
                 groups.add(records, np.stack([vectors[record.id] for record in records]), store)
+
+        _catch_up_from_chroma(store, groups.ids(), groups.remove, add, self.name, show_progress)
+
+
+class StatementGraphStore:
+    """The labels each statement references and what they resolve to (``retriever.store.statement_graph``):
+    kept for every index, written with every write; it needs no vectors."""
+
+    name = "statement graph"
+
+    def __init__(self, index: OwningIndex, graph: StatementGraph) -> None:
+        self.index = index
+        self.graph = graph
+
+    def kept(self) -> bool:
+        return True
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return True
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        self.graph.add(records)
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        self.graph.remove(ids)
+
+    def ids(self) -> set[str]:
+        return self.graph.ids()
+
+    @property
+    def catch_up(self) -> Callable[..., None]:
+        return self._catch_up
+
+    def _catch_up(self, quick: bool, show_progress: bool) -> None:
+        """The statements it lacks are read from Chroma (their references are in their records), those
+        Chroma no longer has are forgotten; ``quick``: only when the counts differ."""
+        if quick and self.graph.count() == self.index.searchable_count():
+            return
+        store = self.index.store
+        _catch_up_from_chroma(store, self.graph.ids(), self.graph.remove, self.graph.add, self.name, show_progress)
+
+
+def _catch_up_from_chroma(
+    store: ChromaStatementStore,
+    known: set[str],
+    remove: Callable[[list[str]], None],
+    add: Callable[[list[StatementRecord]], None],
+    name: str,
+    show_progress: bool,
+) -> None:
+    """A store that holds ``known`` brought in step with Chroma: the ids Chroma no longer has removed,
+    the records it has that the store lacks added, read in batches."""
+    stored = store.all_ids()
+    extra, missing = sorted(known - stored), sorted(stored - known)
+    if extra:
+        remove(extra)
+    for start in tqdm(range(0, len(missing), CATCH_UP_BATCH), desc=name, unit="batch",
+                      disable=not show_progress or not missing):  # fmt: skip
+        records = store.get(missing[start : start + CATCH_UP_BATCH])
+        if records:
+            add(records)
 
 
 class CompanionVectorsStore:

@@ -7,7 +7,7 @@ Layout of an index directory::
     papers.sqlite   which papers are in, at which version and content hash (``ingest arxiv``)
     chroma/         the Chroma persistent store (records and vectors): the source of truth
     bm25/, formula_bm25/, bm25.stale   the lexical indexes (``retriever.store.lexical_indexes``)
-    duplicates.sqlite, dense2/, marf/   the other derived stores (``retriever.store.derived_stores``)
+    duplicates.sqlite, dense2/, marf/, graph.sqlite   the other derived stores (``retriever.store.derived_stores``)
 
 Every write goes to Chroma first, then to each derived store in ``StatementIndex.derived``.
 """
@@ -38,6 +38,7 @@ from retriever.store.derived_stores import (
     DuplicateGroupsStore,
     FormulaIndexStore,
     MarfVectorsStore,
+    StatementGraphStore,
     WordIndexStore,
 )
 from retriever.store.duplicate_groups import DuplicateGroups
@@ -49,6 +50,7 @@ from retriever.store.lexical_indexes import (  # noqa: F401 - FORMULA_LEXICAL, F
     LexicalIndexes,
 )
 from retriever.store.paper_manifest import PaperManifest
+from retriever.store.statement_graph import StatementGraph
 from retriever.types import VectorUpdate
 
 logger = logging.getLogger(__name__)
@@ -79,10 +81,11 @@ class AddResult:
 
 def shown_fields(record: StatementRecord) -> tuple[object, ...]:
     """What a reader sees of a statement beyond the text its id hashes: its name, labels, section, title,
-    link, formulas, proof and metadata. A re-ingest that changes any of them replaces the stored record
+    link, formulas, proof, metadata and references. A re-ingest that changes any of them replaces the stored record
     (and its vector: the name and section are embedded with the text)."""
     return (record.name, record.label, record.labels, record.section, record.title, record.url,
-            record.formulas, record.proof, sorted((str(k), str(v)) for k, v in record.metadata.items()))  # fmt: skip
+            record.formulas, record.proof, sorted((str(k), str(v)) for k, v in record.metadata.items()),
+            record.references)  # fmt: skip
 
 
 class StatementIndex:
@@ -126,6 +129,7 @@ class StatementIndex:
                 "from a copy, or ingest again into a new --index"
             ) from error
         self.lexical = LexicalIndexes(directory)
+        self.graph = StatementGraph(directory)  # what each statement references, and what references it
         # Every store derived from Chroma, in the order a write reaches them (see derived_stores).
         self.derived: list[DerivedStore] = [
             DuplicateGroupsStore(self, duplicates),
@@ -133,6 +137,7 @@ class StatementIndex:
             WordIndexStore(self),
             FormulaIndexStore(self),
             MarfVectorsStore(self),
+            StatementGraphStore(self, self.graph),
         ]
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
         self._manifest_seen = _stamp(directory / MANIFEST)  # the last write this process knows of

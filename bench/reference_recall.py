@@ -1,0 +1,123 @@
+"""Benchmark: how many of a corpus's references the records keep, and how many resolve.
+
+Recall is counted against an independent reading of the sources (not the ingestor's parser): each
+theorem-like environment found by a plain scan, with the proof right after it, and the labels of the
+reference commands inside them (``\\ref``, ``\\eqref``, ``\\cref``/``\\Cref`` lists, ``\\autoref``,
+``\\hyperref[..]``) by a plain pattern. A reference counts as kept when the record carrying that
+statement's label lists it. Resolution is over every reference the records keep: to a statement or a
+section by its own paper at ingest, or to another paper's statement by the statement graph.
+
+    python bench/reference_recall.py [--corpus ../shared/corpora/stacks-project] [--out bench/results]
+
+Results: ``bench/results/reference_recall.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
+from ingestion.sources import ingest_sources
+from retriever.store.statement_graph import StatementGraph
+
+ENVIRONMENTS = (
+    "lemma|proposition|theorem|definition|remark|remarks|example|examples|exercise|exercises|situation|"
+    "corollary|conjecture|construction|notation|question|claim|fact|observation|axiom|assumption"
+)
+STATEMENT = re.compile(
+    r"\\begin\{(" + ENVIRONMENTS + r")\}(.*?)\\end\{\1\}(\s*\\begin\{proof\}(.*?)\\end\{proof\})?", re.S
+)
+REFERENCE = re.compile(r"\\(?:ref|eqref|cref|Cref|autoref)\*?\{([^{}]*)\}|\\hyperref\[([^\]]*)\]")
+LABEL = re.compile(r"\\label\{([^{}]*)\}")
+
+
+def independent_references(path: Path) -> dict[str, set[str]]:
+    """Statement label -> the labels referenced in it and its proof, read with plain patterns."""
+    found: dict[str, set[str]] = {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for match in STATEMENT.finditer(text):
+        body, proof = match.group(2), match.group(4) or ""
+        label = LABEL.search(body)
+        if label is None:
+            continue
+        refs = found.setdefault(label.group(1).strip(), set())
+        for ref in REFERENCE.finditer(body + "\n" + proof):
+            refs.update(part.strip() for part in (ref.group(1) or ref.group(2) or "").split(",") if part.strip())
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=Path("../shared/corpora/stacks-project"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    papers = list(ingest_sources([args.corpus], ParallelLatexIngestor(workers=args.workers)))
+    parse_s = time.perf_counter() - started
+    records = [record for paper in papers for record in paper.records]
+    kept: dict[tuple[str, str], set[str]] = {}
+    for record in records:  # a statement split in parts: its first part holds the references
+        if record.label:
+            kept.setdefault((record.paper_id, record.label), set()).update(ref.label for ref in record.references)
+    expected = found = 0
+    missed: Counter[str] = Counter()
+    for path in sorted(args.corpus.glob("*.tex")):
+        for label, refs in independent_references(path).items():
+            ours = kept.get((path.stem, label))
+            if ours is None:
+                continue  # a statement the ingestor did not keep is counted by the extraction benchmarks
+            expected += len(refs)
+            found += len(refs & ours)
+            missed.update(f"{path.stem}: {label} -> {ref}" for ref in refs - ours)
+    with tempfile.TemporaryDirectory() as directory:
+        graph = StatementGraph(Path(directory))
+        graph.add(records)
+        edges = [edge for record in records if record.references for edge in graph.uses(record.id, include_self=True)]
+    total = len(edges)
+    to_statement = sum(1 for edge in edges if edge.target_id)
+    to_section = sum(1 for edge in edges if edge.section and not edge.target_id)
+    unresolved = Counter(edge.label for edge in edges if not edge.resolved)
+    result = {
+        "corpus": str(args.corpus),
+        "papers": len(papers),
+        "statements": len(records),
+        "parse_seconds": round(parse_s, 1),
+        "independent_references": expected,
+        "kept": found,
+        "recall": round(found / expected, 4) if expected else None,
+        "references": total,
+        "resolved_to_statement": to_statement,
+        "resolved_to_section": to_section,
+        "resolution": round((to_statement + to_section) / total, 4) if total else None,
+        "unresolved_examples": unresolved.most_common(15),
+        "missed_examples": missed.most_common(15),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "reference_recall.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    lines = [
+        "# References kept and resolved",
+        "",
+        f"- corpus: `{args.corpus}` ({len(papers)} papers, {len(records)} statements, parsed in {parse_s:.0f} s)",
+        f"- recall against an independent reading: {found} of {expected} references "
+        f"({100 * found / max(expected, 1):.2f}%)",
+        f"- resolution: {to_statement} to a statement, {to_section} to a section, of {total} "
+        f"({100 * (to_statement + to_section) / max(total, 1):.2f}%)",
+        "",
+        "Unresolved labels (most frequent): "
+        + ", ".join(f"`{label}` ({n})" for label, n in unresolved.most_common(10)),
+        "",
+        "Missed (first): " + "; ".join(f"`{item}`" for item, _ in missed.most_common(10)),
+    ]
+    (args.out / "reference_recall.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The statement graph: the labels each statement references, and what they resolve to.
+
+Kept beside Chroma in ``DIRECTORY/graph.sqlite``, derived from the records' ``references`` (read at
+ingest, :mod:`ingestion.latex_references`), so that a repair rebuilds it from Chroma alone. Four tables:
+
+- ``statement``: every statement it holds, with its paper, kind and label (its ids, for health checks);
+- ``label``: every label a statement carries, also as ``paper-label`` (the Stacks project's chapters
+  are papers of one book, and reference each other as ``algebra-lemma-NAK``); ``section_label``: the
+  same for the labels of the sections statements sit in;
+- ``reference``: one row per label a statement references, with the statement (or section) its own
+  paper resolved it to at ingest.
+
+Edges are read by query, not stored: a reference another paper resolves (a chapter ingested later)
+counts as soon as that paper is in, with nothing rewritten. Every lookup is an indexed read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingestion.records import StatementRecord
+
+GRAPH_DB = "graph.sqlite"
+_TABLES = ("statement", "label", "section_label", "reference")
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One reference of a statement: the label, where it was made (statement or proof), and what it
+    resolved to: a statement id, a section's name, or neither (unresolved)."""
+
+    source_id: str
+    label: str
+    where: str
+    target_id: str = ""
+    section: str = ""
+
+    @property
+    def resolved(self) -> bool:
+        return bool(self.target_id or self.section)
+
+
+class StatementGraph:
+    """Which statements reference which, kept in ``DIRECTORY/graph.sqlite``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / GRAPH_DB
+        with closing(self._connect()) as db, db:
+            db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS statement (
+                    id TEXT PRIMARY KEY, paper_id TEXT NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL
+                );
+                CREATE TABLE IF NOT EXISTS label (
+                    id TEXT NOT NULL, paper_id TEXT NOT NULL, label TEXT NOT NULL, full_label TEXT NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS label_id ON label (id);
+                CREATE INDEX IF NOT EXISTS label_paper ON label (paper_id, label);
+                CREATE INDEX IF NOT EXISTS label_full ON label (full_label);
+                CREATE TABLE IF NOT EXISTS section_label (
+                    id TEXT NOT NULL, paper_id TEXT NOT NULL, label TEXT NOT NULL, full_label TEXT NOT NULL,
+                    section TEXT NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS section_label_id ON section_label (id);
+                CREATE INDEX IF NOT EXISTS section_label_full ON section_label (full_label);
+                CREATE TABLE IF NOT EXISTS reference (
+                    id TEXT NOT NULL, position INTEGER NOT NULL, label TEXT NOT NULL, location TEXT NOT NULL,
+                    target_id TEXT NOT NULL, section TEXT NOT NULL, paper_id TEXT NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS reference_id ON reference (id);
+                CREATE INDEX IF NOT EXISTS reference_target ON reference (target_id);
+                CREATE INDEX IF NOT EXISTS reference_label ON reference (label);
+                """
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=60)
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
+
+    # ----------------------------------------------------------------- writing
+    def add(self, records: Sequence[StatementRecord]) -> None:
+        """Hold ``records`` (already in Chroma) with their labels and references; adding again replaces."""
+        if not records:
+            return
+        ids = [record.id for record in records]
+        with closing(self._connect()) as db, db:
+            self._delete(db, ids)
+            db.executemany(
+                "INSERT INTO statement VALUES (?, ?, ?, ?)",
+                [(r.id, r.paper_id, r.kind.value, r.label) for r in records],
+            )
+            db.executemany(
+                "INSERT INTO label VALUES (?, ?, ?, ?)",
+                [(r.id, r.paper_id, label, f"{r.paper_id}-{label}") for r in records for label in _labels(r)],
+            )
+            db.executemany(
+                "INSERT INTO section_label VALUES (?, ?, ?, ?, ?)",
+                [(r.id, r.paper_id, label, f"{r.paper_id}-{label}", section) for r in records
+                 for label, section in _section_labels(r)],
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO reference VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (r.id, position, ref.label, ref.where, ref.statement_id, ref.section, r.paper_id)
+                    for r in records
+                    for position, ref in enumerate(r.references)
+                ],
+            )
+
+    def remove(self, ids: Iterable[str]) -> None:
+        with closing(self._connect()) as db, db:
+            self._delete(db, list(ids))
+
+    def clear(self) -> None:
+        with closing(self._connect()) as db, db:
+            for table in _TABLES:
+                db.execute(f"DELETE FROM {table}")
+
+    @staticmethod
+    def _delete(db: sqlite3.Connection, ids: list[str]) -> None:
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for table in _TABLES:
+                db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", batch)
+
+    # ----------------------------------------------------------------- reading
+    def ids(self) -> set[str]:
+        with closing(self._connect()) as db:
+            return {row[0] for row in db.execute("SELECT id FROM statement")}
+
+    def count(self) -> int:
+        with closing(self._connect()) as db:
+            return int(db.execute("SELECT COUNT(*) FROM statement").fetchone()[0])
+
+    def uses(self, statement_id: str, include_self: bool = False) -> list[Edge]:
+        """What ``statement_id`` references, in order: each label resolved by its own paper at ingest,
+        else by another paper that defines it (``paper-label``), else unresolved. A reference to its
+        own label or equation is left out unless ``include_self``."""
+        with closing(self._connect()) as db:
+            rows = db.execute(
+                "SELECT label, location, target_id, section FROM reference WHERE id = ? ORDER BY position",
+                (statement_id,),
+            ).fetchall()
+            edges = []
+            for label, where, target, section in rows:
+                if not target and not section:  # another paper's statement, else another paper's section
+                    target = _one(db.execute("SELECT id FROM label WHERE full_label = ? LIMIT 2", (label,)))
+                    if not target:
+                        row = db.execute("SELECT section FROM section_label WHERE full_label = ?", (label,)).fetchone()
+                        section = row[0] if row else ""
+                if target == statement_id and not include_self:
+                    continue  # a statement citing its own equation is not a use
+                edges.append(Edge(statement_id, label, where, target, section))
+            return edges
+
+    def used_by(self, statement_id: str) -> list[str]:
+        """The statements that reference ``statement_id`` (its label, an equation in it, or as
+        ``paper-label`` from another paper), each once, in id order."""
+        with closing(self._connect()) as db:
+            rows = db.execute(
+                """
+                SELECT id FROM reference WHERE target_id = ?
+                UNION
+                SELECT r.id FROM reference r JOIN label l ON r.label = l.full_label
+                WHERE l.id = ? AND r.target_id = '' AND r.section = ''
+                """,
+                (statement_id, statement_id),
+            ).fetchall()
+        return sorted({row[0] for row in rows} - {statement_id})
+
+    def used_by_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        """How many statements reference each of ``ids``."""
+        return {statement_id: len(self.used_by(statement_id)) for statement_id in ids}
+
+    def kinds(self, ids: Sequence[str]) -> dict[str, str]:
+        """The kind of each statement of ``ids`` the graph holds."""
+        found: dict[str, str] = {}
+        with closing(self._connect()) as db:
+            for start in range(0, len(ids), 500):
+                batch = list(ids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                query = f"SELECT id, kind FROM statement WHERE id IN ({marks})"
+                found.update(dict(db.execute(query, batch).fetchall()))
+        return found
+
+    def by_label(self, label: str, paper_id: str | None = None) -> list[str]:
+        """The statements carrying ``label`` (in ``paper_id``, or as ``paper-label`` anywhere, or as a
+        bare label in any paper)."""
+        with closing(self._connect()) as db:
+            if paper_id is not None:
+                rows = db.execute("SELECT id FROM label WHERE paper_id = ? AND label = ?", (paper_id, label))
+            else:
+                rows = db.execute("SELECT id FROM label WHERE full_label = ? OR label = ?", (label, label))
+            return list(dict.fromkeys(row[0] for row in rows))
+
+
+def _labels(record: StatementRecord) -> tuple[str, ...]:
+    """The labels a reference to ``record`` may name; a statement split in parts is named by its first."""
+    if int(record.metadata.get("part", 1)) != 1:
+        return ()
+    return record.labels or ((record.label,) if record.label else ())
+
+
+def _section_labels(record: StatementRecord) -> list[tuple[str, str]]:
+    """The labels of the section and subsection ``record`` sits in, with their names."""
+    found = []
+    for key, name in (("section_label", record.section), ("subsection_label", record.metadata.get("subsection", ""))):
+        label = str(record.metadata.get(key, ""))
+        if label:
+            found.append((label, str(name)))
+    return found
+
+
+def _one(rows: sqlite3.Cursor) -> str:
+    """The one id ``rows`` hold, or "" when none or several (an ambiguous label resolves to nothing)."""
+    found = [row[0] for row in rows]
+    return found[0] if len(found) == 1 else ""
