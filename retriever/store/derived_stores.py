@@ -10,6 +10,7 @@ more class here and one more entry in that list.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -203,10 +204,16 @@ class StatementGraphStore:
         return True
 
     def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
-        self.graph.add(records)
+        try:  # the graph never makes an ingest fail: left behind, `rag-app status` says so and `repair` rebuilds it
+            self.graph.add(records)
+        except sqlite3.DatabaseError as error:
+            logger.warning("the statement graph %s was not updated (%s): run `rag-app repair`", self.graph.path, error)
 
     def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
-        self.graph.remove(ids)
+        try:
+            self.graph.remove(ids)
+        except sqlite3.DatabaseError as error:
+            logger.warning("the statement graph %s was not updated (%s): run `rag-app repair`", self.graph.path, error)
 
     def ids(self) -> set[str]:
         return self.graph.ids()
@@ -218,10 +225,16 @@ class StatementGraphStore:
     def _catch_up(self, quick: bool, show_progress: bool) -> None:
         """The statements it lacks are read from Chroma (their references are in their records), those
         Chroma no longer has are forgotten; ``quick``: only when the counts differ."""
-        if quick and self.graph.count() == self.index.searchable_count():
+        try:
+            known = self.graph.ids()
+        except sqlite3.DatabaseError:  # a damaged file: everything in it is derived, so it starts again
+            logger.warning("the statement graph %s is damaged: rebuilt from the statements", self.graph.path)
+            self.graph.recreate()
+            known = set()
+        if quick and len(known) == self.index.searchable_count():
             return
         store = self.index.store
-        _catch_up_from_chroma(store, self.graph.ids(), self.graph.remove, self.graph.add, self.name, show_progress)
+        _catch_up_from_chroma(store, known, self.graph.remove, self.graph.add, self.name, show_progress)
 
 
 def _catch_up_from_chroma(

@@ -49,6 +49,18 @@ class StatementGraph:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / GRAPH_DB
+        try:
+            self._create()
+        except sqlite3.DatabaseError:
+            pass  # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
+
+    def recreate(self) -> None:
+        """An empty graph in place of a damaged file (a repair fills it again from Chroma)."""
+        for suffix in ("", "-wal", "-shm"):
+            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        self._create()
+
+    def _create(self) -> None:
         with closing(self._connect()) as db, db:
             db.executescript(
                 """
@@ -161,7 +173,8 @@ class StatementGraph:
 
     def used_by(self, statement_id: str) -> list[str]:
         """The statements that reference ``statement_id`` (its label, an equation in it, or as
-        ``paper-label`` from another paper), each once, in id order."""
+        ``paper-label`` from another paper, where no other statement carries that name), each once, in
+        id order."""
         with closing(self._connect()) as db:
             rows = db.execute(
                 """
@@ -169,6 +182,7 @@ class StatementGraph:
                 UNION
                 SELECT r.id FROM reference r JOIN label l ON r.label = l.full_label
                 WHERE l.id = ? AND r.target_id = '' AND r.section = ''
+                  AND (SELECT COUNT(*) FROM label other WHERE other.full_label = l.full_label) = 1
                 """,
                 (statement_id, statement_id),
             ).fetchall()

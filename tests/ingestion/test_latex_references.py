@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ingestion.latex_ingestor import LatexIngestor
 from ingestion.latex_references import referenced_labels, statement_references
-from ingestion.records import LabelReference
+from ingestion.records import LabelReference, StatementRecord
 
 
 def test_every_reference_form_is_read_in_order() -> None:
@@ -36,3 +39,52 @@ def test_ten_thousand_references_in_one_proof_are_fine() -> None:
     proof = " ".join(rf"\ref{{eq:{i % 5000}}}" for i in range(10_000))
     references = statement_references("", proof)
     assert len(references) == 5000 and references[0] == LabelReference("eq:0", "proof")
+
+
+DOCUMENT = r"""\documentclass{amsart}
+\newtheorem{lemma}{Lemma}
+\newtheorem{theorem}[lemma]{Theorem}
+\newtheorem{definition}[lemma]{Definition}
+\newcommand{\lemref}[1]{Lemma~\ref{#1}}
+\begin{document}
+\section{Basics}\label{sec:basics}
+Running text with an equation
+\begin{equation}\label{eq:outside} a = a \end{equation}
+\begin{definition}\label{def:nice} A ring is \emph{nice} if it is zero. \end{definition}
+\begin{lemma}\label{lem:first} Nice rings are zero, see \eqref{eq:inside} and Theorem~\ref{thm:later}.
+\begin{equation}\label{eq:inside} 0 = 1 \end{equation}
+\end{lemma}
+\begin{proof} By Definition~\ref{def:nice}, \cref{sec:basics,eq:outside} and \ref{other-lemma-x}. \end{proof}
+\begin{theorem}\label{thm:later} By \lemref{lem:first}, everything holds. \end{theorem}
+\begin{proof} Use \eqref{eq:inside} and \ref{lem:first} again; cycles are fine: \ref{thm:later}. \end{proof}
+\end{document}
+"""
+
+
+def test_references_resolve_to_statements_equations_and_sections_within_the_paper(tmp_path: Path) -> None:
+    main = tmp_path / "paper" / "main.tex"
+    main.parent.mkdir()
+    main.write_text(DOCUMENT)
+    [paper] = LatexIngestor().ingest([main.parent])
+    by_label = {record.label: record for record in paper.records}
+    definition, lemma, theorem = by_label["def:nice"], by_label["lem:first"], by_label["thm:later"]
+    assert lemma.references == (
+        LabelReference("eq:inside", "statement", lemma.id),  # an equation inside it: itself
+        LabelReference("thm:later", "statement", theorem.id),  # a later statement: resolved too
+        LabelReference("def:nice", "proof", definition.id),
+        LabelReference("sec:basics", "proof", "", "Basics"),  # a section: by its name
+        LabelReference("eq:outside", "proof", "", "Basics"),  # an equation between statements: its section
+        LabelReference("other-lemma-x", "proof"),  # not defined here: kept, unresolved
+    )
+    # through the paper's own macro; a reference cycle and a self-reference are fine
+    assert [(r.label, r.statement_id) for r in theorem.references] == [
+        ("lem:first", lemma.id), ("eq:inside", lemma.id), ("thm:later", theorem.id)
+    ]  # fmt: skip
+    assert definition.references == ()
+    assert (paper.references, paper.unresolved_references) == (9, 1)
+    assert lemma.metadata["section_label"] == "sec:basics"
+    # ``ingest --parse-only --json`` prints them
+    assert lemma.to_dict()["references"][1] == {
+        "label": "thm:later", "where": "statement", "statement_id": theorem.id, "section": ""
+    }  # fmt: skip
+    assert StatementRecord.from_dict(lemma.to_dict()) == lemma

@@ -23,6 +23,7 @@ from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import WordIndexStore
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.index_health import IndexHealth
+from retriever.store.statement_graph import StatementGraph
 from retriever.store.statement_index import StatementIndex
 from tests.conftest import make_settings
 
@@ -57,6 +58,10 @@ def snapshot(rag: MathRAG) -> dict[str, object]:
         "formula": sorted(index.formula_lexical_index().ids),
         "groups": sorted(groups.ids()),
         "grouped": sorted(sorted(p.id for p in places) for places in groups.places(sorted(groups.ids())).values()),
+        "graph": sorted(index.graph.ids()),
+        "edges": sorted(
+            (edge.source_id, edge.label, edge.target_id) for i in index.graph.ids() for edge in index.graph.uses(i)
+        ),
         "manifest": index.manifest()["statements"],
     }
 
@@ -65,7 +70,8 @@ WINDOWS = {
     "after the Chroma upsert": (DuplicateGroups, "add"),
     "after the duplicate groups": (CompanionIndex, "add"),
     "after the second model's vectors": (WordIndexStore, "add"),
-    "after the lexical indexes": (StatementIndex, "_written"),
+    "after the lexical indexes": (StatementGraph, "add"),
+    "after the statement graph": (StatementIndex, "_written"),
 }
 
 
@@ -78,7 +84,7 @@ def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
     clean = MathRAG(make_settings(tmp_path / "clean", second_embedding=SECOND))
     clean.ingest([papers])
     expected = snapshot(clean)
-    assert len(expected["chroma"]) > 40 and expected["grouped"]  # type: ignore[arg-type]
+    assert len(expected["chroma"]) > 40 and expected["grouped"] and expected["edges"]  # type: ignore[arg-type]
 
     ingestion = {"batch_statements": 20, "isolate_papers": False}
     settings = make_settings(tmp_path / "crashed", ingestion=ingestion, second_embedding=SECOND)
@@ -98,7 +104,7 @@ def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
     monkeypatch.setattr(owner, method, original)
 
     behind = IndexHealth(MathRAG(settings).index).check()
-    assert not all(state.in_step for state in behind) or window == "after the lexical indexes"
+    assert not all(state.in_step for state in behind) or window == "after the statement graph"
     rerun = MathRAG(settings)
     rerun.ingest([papers])
     assert snapshot(rerun) == expected  # nothing lost, nothing duplicated, in any store
@@ -171,6 +177,31 @@ def test_damaged_files_get_a_sentence_a_code_and_a_repair(tmp_path: Path) -> Non
     for command in (["search", "x"], ["ingest", str(demo_corpus_path() / "graph-theory")]):
         result = runner.invoke(app, [*command, "--index", str(a_file)], env=env)
         assert result.exit_code == 2 and "is a file" in result.output
+
+
+def test_the_statement_graph_is_checked_and_repaired_like_every_store(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    env = {"RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}
+    ingest = ["ingest", str(demo_corpus_path() / "complex-analysis"), "--index", str(index)]
+    assert runner.invoke(app, ingest, env=env).exit_code == 0
+    graph = StatementGraph(index)
+    edges = {i: graph.uses(i) for i in graph.ids()}
+    assert sum(map(len, edges.values())) >= 2
+    graph.remove(sorted(graph.ids())[:3])  # a kill between the Chroma write and the graph's
+    status = runner.invoke(app, ["status", "--index", str(index)], env=env)
+    assert status.exit_code == 1 and "BEHIND statement graph: behind (12 statements; 3 missing" in status.output
+    assert runner.invoke(app, ["repair", "--index", str(index)], env=env).exit_code == 0
+    assert {i: graph.uses(i) for i in graph.ids()} == edges
+    (index / "graph.sqlite").write_bytes(b"not a database" * 100)  # a damaged file
+    status = runner.invoke(app, ["status", "--index", str(index)], env=env)
+    assert status.exit_code == 3 and "statement graph: damaged (DatabaseError: file is not a database)" in status.output
+    # an ingest beside it goes on (the graph is left behind, and says so)
+    other = ["ingest", str(demo_corpus_path() / "graph-theory"), "--index", str(index)]
+    assert runner.invoke(app, other, env=env).exit_code == 0
+    assert runner.invoke(app, ["repair", "--index", str(index)], env=env).exit_code == 0
+    assert {i: StatementGraph(index).uses(i) for i in edges} == edges
+    assert len(StatementGraph(index).ids()) > len(edges)  # the other paper's statements too
+    assert runner.invoke(app, ["status", "--index", str(index)], env=env).exit_code == 0
 
 
 @pytest.mark.slow

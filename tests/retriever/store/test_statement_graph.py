@@ -1,0 +1,86 @@
+"""The statement graph: uses and used-by across a paper and across papers (the Stacks project's chapters)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ingestion.records import LabelReference, Source, StatementKind, StatementRecord
+from retriever.store.statement_graph import Edge, StatementGraph
+
+
+def record(
+    id_: str, paper: str, label: str, *references: LabelReference, kind: StatementKind = StatementKind.LEMMA, **metadata
+) -> StatementRecord:
+    return StatementRecord(
+        id_, Source.LOCAL, kind, f"Statement {id_}.", paper, label=label, labels=(label,) if label else (),
+        references=references, metadata=metadata,
+    )  # fmt: skip
+
+
+# "algebra" and "topology" stand for two chapters of one book, referencing each other as CHAPTER-LABEL.
+NAK = record("nak", "algebra", "lemma-NAK", kind=StatementKind.LEMMA, section_label="section-local")
+USES_NAK = record("a2", "algebra", "lemma-two", LabelReference("lemma-NAK", "proof", "nak"))
+FROM_TOPOLOGY = record(
+    "t1", "topology", "lemma-t",
+    LabelReference("algebra-lemma-NAK", "statement"),  # another chapter's lemma
+    LabelReference("algebra-section-local", "proof"),  # another chapter's section
+    LabelReference("missing-label", "proof"),  # nowhere
+)  # fmt: skip
+
+
+def test_uses_and_used_by_within_and_across_papers(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    graph.add([NAK, USES_NAK, FROM_TOPOLOGY])
+    assert graph.uses("a2") == [Edge("a2", "lemma-NAK", "proof", "nak")]
+    assert graph.uses("t1") == [
+        Edge("t1", "algebra-lemma-NAK", "statement", "nak"),
+        Edge("t1", "algebra-section-local", "proof", "", ""),  # NAK has no section name here
+        Edge("t1", "missing-label", "proof"),
+    ]
+    assert graph.used_by("nak") == ["a2", "t1"]
+    assert graph.used_by_counts(["nak", "a2"]) == {"nak": 2, "a2": 0}
+    assert graph.by_label("algebra-lemma-NAK") == ["nak"] and graph.by_label("lemma-NAK", "algebra") == ["nak"]
+    assert graph.kinds(["nak", "t1", "unknown"]) == {"nak": "lemma", "t1": "lemma"}
+
+
+def test_a_section_of_another_paper_resolves_by_its_name(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    named = StatementRecord(
+        "nak", Source.LOCAL, StatementKind.LEMMA, "t", "algebra", label="lemma-NAK", labels=("lemma-NAK",),
+        section="Local rings", metadata={"section_label": "section-local"},
+    )  # fmt: skip
+    graph.add([named, FROM_TOPOLOGY])
+    assert graph.uses("t1")[1] == Edge("t1", "algebra-section-local", "proof", "", "Local rings")
+
+
+def test_a_later_paper_resolves_earlier_references_and_removal_forgets(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    graph.add([FROM_TOPOLOGY])
+    assert not graph.uses("t1")[0].resolved  # the chapter it names is not in yet
+    graph.add([NAK, USES_NAK])
+    assert graph.uses("t1")[0].target_id == "nak"  # nothing rewritten: resolved by query
+    graph.add([NAK, USES_NAK])  # again: replaced, not doubled
+    assert graph.used_by("nak") == ["a2", "t1"] and graph.count() == 3
+    graph.remove(["t1"])
+    assert graph.used_by("nak") == ["a2"] and graph.ids() == {"nak", "a2"}
+
+
+def test_ambiguous_labels_cycles_and_split_statements(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    first = record("x1", "x", "lemma-a", LabelReference("lemma-b", "proof", "x2"))
+    second = record("x2", "x", "lemma-b", LabelReference("lemma-a", "proof", "x1"))  # a cycle
+    other = record("y1", "x-lemma", "a")  # "x-lemma-a" names both x/lemma-a and x-lemma/a
+    part_two = record("x1b", "x", "lemma-a", part=2, parts=2)  # a split statement: named by its first part
+    reader = record("z1", "z", "", LabelReference("x-lemma-a", "statement"), LabelReference("x-lemma-b", "proof"))
+    graph.add([first, second, other, part_two, reader])
+    assert graph.used_by("x1") == ["x2"] and graph.used_by("x2") == ["x1", "z1"]
+    assert [edge.resolved for edge in graph.uses("z1")] == [False, True]  # the ambiguous one stays unresolved
+    graph.clear()
+    assert graph.count() == 0 and graph.uses("z1") == []
+
+
+def test_ten_thousand_references_in_one_statement(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    many = [LabelReference(f"eq-{i}", "proof") for i in range(10_000)]
+    graph.add([record("big", "p", "lemma-big", *many), NAK])
+    assert len(graph.uses("big")) == 10_000 and graph.used_by("nak") == []
