@@ -16,6 +16,7 @@ counts as soon as that paper is in, with nothing rewritten. Every lookup is an i
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import closing
@@ -49,10 +50,9 @@ class StatementGraph:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / GRAPH_DB
-        try:
+        # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
+        with contextlib.suppress(sqlite3.DatabaseError):
             self._create()
-        except sqlite3.DatabaseError:
-            pass  # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
 
     def recreate(self) -> None:
         """An empty graph in place of a damaged file (a repair fills it again from Chroma)."""
