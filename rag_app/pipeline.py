@@ -33,6 +33,7 @@ from rag_app.ingest.ingest_report import IngestReport
 from rag_app.ingest.mse_ingest import MseIngest, MseReport
 from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
 from rag_app.search.embedder_factory import make_embedder, make_second_embedder
+from rag_app.search.graph_queries import GraphQueries
 from rag_app.search.search_stack import SearchStack
 from rag_app.search.statement_rewrite import StatementRewriter
 from rag_app.serving.llm_connection import LLMConnection
@@ -62,7 +63,7 @@ def demo_corpus_path() -> Path:
     return Path(str(resources.files("rag_app") / "demo_corpus"))
 
 
-class MathRAG:
+class MathRAG(GraphQueries):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._index: StatementIndex | None = None
@@ -281,12 +282,13 @@ class MathRAG:
         second = self.settings.second_embedding.search if second_embedding is None else second_embedding
         rewrite = self.settings.retrieval.statement_rewrite == "always" if rewrite is None else rewrite
         searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
-        return searcher.search(query, k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode, where)
+        k, mode = k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode
+        return self._counted(searcher.search(query, k, mode, where))
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
         k = k or self.settings.retrieval.top_k
-        return self.search_stack.statements().search(formula, k, SearchMode.FORMULA, where)
+        return self._counted(self.search_stack.statements().search(formula, k, SearchMode.FORMULA, where))
 
     def search_papers(
         self,
@@ -369,6 +371,7 @@ class MathRAG:
         mode = mode or self.settings.retrieval.mode
         # one pass: the hits, their vectors and the question's embedding come back together
         result = run_search(searcher, Query(search.query), k or self.settings.retrieval.top_k, mode, where)
+        result = result.with_hits(self._counted(result.hits))  # the sources show what they use and what uses them
         filter_ = where.describe() if where is not None else "everything"
         retrieval = Retrieval(search, result, filter_, str(mode))
         # over this index's current store and embedder (a reindex may swap them)

@@ -86,6 +86,9 @@ class SearchHit:
     duplicates: tuple[DuplicatePlace, ...] = ()
     # Each channel's own score of the statement (cosine, BM25, ...): the learned ranker's features.
     channel_scores: dict[str, float] = field(default_factory=dict)
+    # How many statements it uses and how many use it (the statement graph); None where not counted.
+    uses_count: int | None = None
+    used_by_count: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``search --json`` (a contract: fields are only ever added)."""
@@ -96,6 +99,8 @@ class SearchHit:
             **record_to_dict(self.record),
             "channel_ranks": dict(self.channel_ranks),
             "duplicates": [place.to_dict() for place in self.duplicates],
+            "uses_count": self.uses_count,
+            "used_by_count": self.used_by_count,
         }
 
 

@@ -10,6 +10,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import Settings, SettingsOverrideError
 from retriever import IndexMismatchError
@@ -30,7 +31,8 @@ EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run;
 # Known failures, each one sentence naming what to do: the exit code each gets.
 EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
     ((IndexMismatchError, IndexNotFoundError, PackagedModelError, EmbedderSpecError, MarfIndexError,
-      FormulaModelError, QueryAdapterError, LearnedRankerError, SettingsOverrideError), EXIT_USAGE),
+      FormulaModelError, QueryAdapterError, LearnedRankerError, SettingsOverrideError, StatementNotFoundError,
+      AmbiguousLabelError), EXIT_USAGE),
     ((IndexDamagedError, BM25SegmentError, VectorIndexDamagedError), EXIT_DAMAGED),
 )  # fmt: skip
 

@@ -192,6 +192,17 @@ class StatementGraph:
         """How many statements reference each of ``ids``."""
         return {statement_id: len(self.used_by(statement_id)) for statement_id in ids}
 
+    def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """For each of ``ids``: how many statements it uses (references resolved to another statement)
+        and how many use it."""
+        return {
+            statement_id: (
+                len({edge.target_id for edge in self.uses(statement_id) if edge.target_id}),
+                len(self.used_by(statement_id)),
+            )
+            for statement_id in ids
+        }
+
     def kinds(self, ids: Sequence[str]) -> dict[str, str]:
         """The kind of each statement of ``ids`` the graph holds."""
         found: dict[str, str] = {}

@@ -1,0 +1,46 @@
+"""The statement graph as :class:`rag_app.pipeline.MathRAG` offers it: a statement with what it uses
+and what uses it, and the definitions in its scope. Its own class keeps the facade small."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from rag_app.search.statement_links import StatementLink, StatementLinks, StatementView
+from rag_app.settings import Settings
+from retriever.store.statement_index import StatementIndex, require_index
+from retriever.types import SearchHit
+
+
+class GraphQueries:
+    """Mixed into ``MathRAG``, which gives ``settings`` and ``index``."""
+
+    settings: Settings
+    index: StatementIndex
+    _searched_index_must_exist: bool
+
+    @property
+    def statement_links(self) -> StatementLinks:
+        if self._searched_index_must_exist:  # a mistyped --index is an error, never an empty index
+            require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
+        return StatementLinks(self.index)
+
+    def statement(self, id_or_label: str, depth: int = 2) -> StatementView:
+        """The statement an id or label names (``PAPER#LABEL``, a Stacks project label such as
+        ``algebra-lemma-NAK``, or a label one paper defines), with what it ``uses`` (each resolved to a
+        statement or section, or not), what it is ``used_by``, and the definitions it depends on up to
+        ``depth`` (nearest first)."""
+        return self.statement_links.view(id_or_label, depth)
+
+    def definitions_for(self, id_or_label: str, depth: int = 2) -> list[StatementLink]:
+        """The definitions a statement depends on: those it references, then through the statements it
+        references, up to ``depth``; nearest first."""
+        return self.statement_links.definitions_for(id_or_label, depth)
+
+    def _counted(self, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        """``hits`` with their uses and used-by counts (left unset where the graph cannot be read:
+        `rag-app status` names a damaged one)."""
+        try:
+            return self.statement_links.counted(hits)
+        except sqlite3.DatabaseError:
+            return list(hits)

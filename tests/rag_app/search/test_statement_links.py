@@ -1,0 +1,74 @@
+"""The statement graph through the Python API, `rag-app show` and `search --json` (the demo corpus)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rag_app import MathRAG
+from rag_app.cli import app
+from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
+from tests.conftest import make_settings
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def rag(demo_index_dir: Path, tmp_path: Path) -> MathRAG:
+    return MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
+
+
+def test_a_statement_with_its_uses_used_by_and_definitions(rag: MathRAG) -> None:
+    view = rag.statement("galois-theory#cor:finitely-many-intermediate")
+    assert view.record.label == "cor:finitely-many-intermediate"
+    assert [(u.label, u.where, u.statement.name if u.statement else None) for u in view.uses] == [
+        ("def:normal-separable", "proof", "Normal and separable"),
+        ("thm:ftgt", "proof", "Fundamental theorem of Galois theory"),
+    ]
+    assert [d.label for d in view.definitions] == ["def:normal-separable"]
+    liouville = rag.statement("thm:liouville")  # a label one paper defines
+    assert [link.label for link in liouville.used_by] == ["cor:fta"]
+    assert liouville.used_by[0].paper_title == "Holomorphic Functions in One Variable"
+    # by id, and the definitions in scope through what it uses (depth 2): the corollary via the theorem
+    fta = rag.statement(liouville.used_by[0].id, depth=2)
+    assert [u.statement.label for u in fta.uses if u.statement] == ["thm:liouville"]
+    assert rag.definitions_for(fta.record.id, depth=0) == []
+    payload = fta.to_dict()
+    assert payload["uses"][0]["statement"]["label"] == "thm:liouville" and payload["used_by"] == []
+    assert json.loads(json.dumps(payload)) == payload
+
+
+def test_missing_and_ambiguous_labels_say_so(rag: MathRAG, tmp_path: Path) -> None:
+    with pytest.raises(StatementNotFoundError, match="no statement has the id or label 'lem:nowhere'"):
+        rag.statement("lem:nowhere")
+    for paper in ("one", "two"):
+        (tmp_path / "papers" / paper).mkdir(parents=True)
+        (tmp_path / "papers" / paper / "main.tex").write_text(
+            "\\newtheorem{theorem}{Theorem}\\begin{document}\\begin{theorem}\\label{thm:main} "
+            f"Every {paper}-dimensional space is fine.\\end{{theorem}}\\end{{document}}"
+        )
+    both = MathRAG(make_settings(tmp_path / "both", ingestion={"isolate_papers": False}))
+    both.ingest([tmp_path / "papers"])
+    with pytest.raises(AmbiguousLabelError, match=r"several papers: one#thm:main, two#thm:main"):
+        both.statement("thm:main")
+    assert both.statement("two#thm:main").record.paper_id == "two"
+
+
+def test_show_and_search_json(demo_index_dir: Path, tmp_path: Path) -> None:
+    env = {"RAG_APP_DATA_DIR": str(tmp_path / "data")}
+    shown = runner.invoke(app, ["show", "thm:liouville", "--index", str(demo_index_dir)], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "Uses (1):" in shown.output and "Cauchy's integral formula" in shown.output
+    assert "Used by (1):" in shown.output and "Fundamental theorem of algebra" in shown.output
+    as_json = runner.invoke(app, ["show", "thm:liouville", "--json", "--index", str(demo_index_dir)], env=env)
+    view = json.loads(as_json.stdout)
+    assert view["label"] == "thm:liouville" and view["used_by"][0]["label"] == "cor:fta"
+    missing = runner.invoke(app, ["show", "lem:nowhere", "--index", str(demo_index_dir)], env=env)
+    assert missing.exit_code == 2 and "no statement has the id or label" in missing.output
+    found = runner.invoke(app, ["search", "bounded entire function", "--json", "-k", "3", "--index",
+                                str(demo_index_dir)], env=env)  # fmt: skip
+    hits = {hit["label"]: hit for hit in json.loads(found.stdout)}
+    assert (hits["thm:liouville"]["uses_count"], hits["thm:liouville"]["used_by_count"]) == (1, 1)
