@@ -18,6 +18,7 @@ from ui.components import (
     sidebar_controls,
 )
 from ui.latex_display import to_streamlit_markdown
+from ui.statement_links import render_opened_statement
 
 
 def render_formula_search(controls: SearchControls) -> None:
@@ -111,6 +112,7 @@ def main() -> None:
             f"The language model is not available ({health.description}). "
             "Questions still get the retrieved statements, without a written answer."
         )
+    render_opened_statement(rag)
     render_paper_search(controls)
     render_formula_search(controls)
 

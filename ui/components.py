@@ -14,6 +14,7 @@ from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
 from ui.latex_display import link_citations, to_streamlit_markdown
 from ui.library import LibraryStats, library_stats
+from ui.statement_links import render_definitions, render_statement_links
 
 SOURCE_LABELS = {"arxiv": "arXiv", "mse": "Math StackExchange", "local": "local"}
 MODE_LABELS = {
@@ -132,6 +133,8 @@ def render_source(
                 st.markdown(to_streamlit_markdown(record.text))
                 if record.proof:
                     st.markdown("*Proof.* " + to_streamlit_markdown(record.proof))
+        if anchor:  # a source of an answer (its anchor keys its buttons apart from other answers')
+            render_statement_links(open_rag(), hit, anchor)
 
 
 def render_paper(paper: PaperHit) -> None:
@@ -177,6 +180,8 @@ def render_answer(answer: Answer, turn: int) -> None:
                 why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
                 removed = "removed, " if sentence.text in answer.removed_sentences else ""
                 st.caption(f"⚠ {removed}not stated by the sources it cites{why}: {sentence.text}")
+        for number in answer.quoted_sources():  # what the quoted statement's terms mean
+            render_definitions(open_rag(), answer.sources[number - 1], f"{anchor}-quoted-{number}")
         if answer.style == "quote" and answer.chosen_by == "ranker":
             st.caption("The search's first result led clearly, so it is quoted without asking the language model.")
         elif answer.style == "quote" and answer.choice_confidence is not None:

@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from ingestion.records import Source, StatementKind, StatementRecord
-from rag_app import MathRAG
+from rag_app import MathRAG, Settings
 from rag_app.serving.llm_server import LLMServerProcess
 from tests.conftest import make_settings
 from tests.llm_servers import forced_output
@@ -343,3 +343,37 @@ def test_citations_become_links_outside_math_and_code_only() -> None:
     linked = link_citations(text, "src-0", 3)
     assert "By [\\[1\\]](#src-0-1) and [\\[2\\]](#src-0-2)[\\[3\\]](#src-0-3)" in linked
     assert "$x[1]$" in linked and "[9]" in linked and "`a[1]`" in linked
+
+
+def test_a_source_shows_what_it_uses_and_what_uses_it_and_opens_them(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)  # the sources alone
+    at = ask(start(), "Is a bounded entire function constant?")
+    answer = at.session_state["history"][0]
+    number = next(n for n, hit in enumerate(answer.sources, 1) if hit.record.label == "thm:liouville")
+    assert "Uses 1 · Used by 1" in [e.label for e in at.chat_message[1].expander]
+    buttons = at.chat_message[1].button
+    opener = next(b for b in buttons if b.label.startswith("Corollary (Fundamental theorem of algebra)"))
+    assert opener.key == f"src-0-{number}-used-by-0"
+    at = opener.click().run()
+    assert not at.exception, at.exception
+    fta = MathRAG(Settings.load()).statement("complex-analysis#cor:fta").record
+    assert at.session_state["open_statement"] == fta.id
+    heading = "**Corollary (Fundamental theorem of algebra)**"
+    opened = [m.value for m in at.main.markdown if m.value.startswith(heading)]
+    assert opened and "complex-analysis#cor:fta" in opened[0]
+    assert any("Every non-constant polynomial" in m.value for m in at.main.markdown)
+    at = next(b for b in at.main.button if b.key == "close-opened").click().run()
+    assert "open_statement" not in at.session_state
+
+
+def test_a_quoted_statement_lists_the_definitions_it_relies_on(
+    app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
+) -> None:
+    forced(app_env, llm_server, "[1]")
+    app_env.setenv("RAG_APP_ANSWERS__STYLE", "quote")
+    at = ask(start(), "Does a finite separable extension have only finitely many intermediate fields?")
+    answer = at.session_state["history"][0]
+    assert answer.sources[0].record.label == "cor:finitely-many-intermediate" and answer.cited == [1]
+    assert "Definitions it relies on:" in [c.value for c in at.chat_message[1].caption]
+    definition = next(b for b in at.chat_message[1].button if b.key == "src-0-quoted-1-definition-0")
+    assert definition.label.startswith("Definition (Normal and separable)")
