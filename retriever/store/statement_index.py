@@ -150,13 +150,17 @@ class StatementIndex:
     # ----------------------------------------------------------------- writing
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> AddResult:
         """Embed and store the records not yet indexed (ids are content hashes), and replace those stored
-        under the same id whose shown fields changed (:func:`shown_fields`: a renamed theorem)."""
-        rows, changed = self._to_write(records)
+        under the same id whose shown fields changed (:func:`shown_fields`: a renamed theorem). A changed
+        record whose embedded text is the same (new references, say) keeps its stored vector: a re-ingest
+        after an upgrade re-embeds nothing it need not."""
+        rows, changed, kept_vectors = self._to_write(records)
         to_write = [records[row] for row in rows]
         if to_write:
-            vectors = self.embedder.embed_documents([r.search_text() for r in to_write], show_progress)
+            fresh = [record for record in to_write if record.id not in kept_vectors]
+            embedded = self.embedder.embed_documents([r.search_text() for r in fresh], show_progress) if fresh else []
+            by_id = {**dict(zip([r.id for r in fresh], embedded, strict=True)), **kept_vectors}
             self._delete(sorted(changed))  # every derived store forgets the old version first
-            self._store(to_write, vectors)
+            self._store(to_write, np.stack([by_id[record.id] for record in to_write]))
         return AddResult(len(to_write) - len(changed), len(records) - len(to_write), len(changed))
 
     def add_embedded(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> AddResult:
@@ -166,23 +170,30 @@ class StatementIndex:
         """
         if len(records) != len(vectors):
             raise ValueError(f"{len(records)} records but {len(vectors)} vectors")
-        rows, changed = self._to_write(records)
+        rows, changed, _ = self._to_write(records)
         if rows:
             self._delete(sorted(changed))
             self._store([records[row] for row in rows], np.asarray(vectors, dtype=np.float32)[rows])
         return AddResult(len(rows) - len(changed), len(records) - len(rows), len(changed))
 
-    def _to_write(self, records: Sequence[StatementRecord]) -> tuple[list[int], set[str]]:
-        """The rows of ``records`` to write (one per id, the last wins) and the ids among them that are
-        stored already with other shown fields."""
+    def _to_write(self, records: Sequence[StatementRecord]) -> tuple[list[int], set[str], dict[str, np.ndarray]]:
+        """The rows of ``records`` to write (one per id, the last wins), the ids among them that are
+        stored already with other shown fields, and the stored vectors of those whose embedded text
+        (:meth:`StatementRecord.search_text`) is unchanged."""
         last = {record.id: row for row, record in enumerate(records)}
         existing = self.store.existing_ids(list(last))
-        stored = {record.id: record for record in self.store.get(sorted(existing))} if existing else {}
+        stored, vectors = self.store.get_with_vectors(sorted(existing)) if existing else ([], {})
+        stored_by_id = {record.id: record for record in stored}
         changed = {
             record_id for record_id, row in last.items()
-            if record_id in stored and shown_fields(stored[record_id]) != shown_fields(records[row])
+            if record_id in stored_by_id and shown_fields(stored_by_id[record_id]) != shown_fields(records[row])
         }  # fmt: skip
-        return [row for record_id, row in last.items() if record_id not in existing or record_id in changed], changed
+        kept_vectors = {
+            record_id: vectors[record_id] for record_id in changed
+            if stored_by_id[record_id].search_text() == records[last[record_id]].search_text()
+        }  # fmt: skip
+        rows = [row for record_id, row in last.items() if record_id not in existing or record_id in changed]
+        return rows, changed, kept_vectors
 
     def _store(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         """Chroma first, then every derived store that follows this write. The lexical indexes are

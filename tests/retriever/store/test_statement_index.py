@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from ingestion.formula_spans import find_formula_spans
-from ingestion.records import Source, StatementKind, StatementRecord, statement_id
+from ingestion.records import LabelReference, Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
 from retriever import reindex as reindex_module
 from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
@@ -175,6 +176,26 @@ def test_adding_again_is_idempotent_and_stale_statements_are_removed(tmp_path: P
     assert index.remove_stale({"alg": {revised.id}}) == 1
     assert index.count() == 3
     assert index.get([RECORDS[0].id]) == []
+
+
+def test_new_references_replace_the_record_and_keep_its_vector(tmp_path: Path) -> None:
+    embedded: list[str] = []
+
+    class Counting(HashingEmbedder):
+        def embed_documents(self, texts, show_progress=False):  # type: ignore[no-untyped-def]
+            embedded.extend(texts)
+            return super().embed_documents(texts, show_progress)
+
+    index = StatementIndex(tmp_path / "index", Counting())
+    index.add(RECORDS)
+    embedded.clear()
+    referencing = dataclasses.replace(RECORDS[0], references=(LabelReference("top-lemma", "proof"),))
+    result = index.add([referencing])
+    assert (result.added, result.unchanged, result.updated) == (0, 0, 1) and embedded == []  # nothing re-embedded
+    assert index.get([referencing.id])[0].references == referencing.references
+    assert index.graph.uses(referencing.id)[0].label == "top-lemma"
+    renamed = dataclasses.replace(referencing, name="Nakayama's lemma")  # the name is embedded: embedded again
+    assert index.add([renamed]).updated == 1 and len(embedded) == 1
 
 
 def test_index_refuses_another_embedder(tmp_path: Path, minilm: Embedder) -> None:
