@@ -187,6 +187,8 @@ class MathRAG(GraphQueries):
                 continue
             report.papers += 1
             report.statements += len(paper.records)
+            report.references += paper.references
+            report.unresolved_references += paper.unresolved_references
             writer.add(PendingPaper(paper.paper_id, paper.records))
         written = writer.finish()
         report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed

@@ -52,6 +52,8 @@ class MonthReport:
     updated: int = 0  # statements whose name, label or other shown fields changed in a new version
     seconds: float = 0.0
     problems: list[IngestProblem] = field(default_factory=list)
+    references: int = 0  # labels the statements and proofs reference
+    unresolved_references: int = 0  # of those, labels their paper does not define (another paper may)
 
     @property
     def statements(self) -> int:
@@ -85,6 +87,8 @@ class MonthReport:
             "seconds": round(self.seconds, 3),
             "problems": [problem.to_dict() for problem in self.problems],
             "refused_parts": refused_parts_by_source(self.problems),
+            "references": self.references,
+            "unresolved_references": self.unresolved_references,
         }
 
 
@@ -245,6 +249,8 @@ class ArxivMonthIngest:
         )
         report.papers_ok += 1
         report.statements_by_kind.update(record.kind.value for record in records)
+        report.references += result.references
+        report.unresolved_references += result.unresolved_references
         return PendingPaper(arxiv_id, records, vectors, entry)
 
     @staticmethod

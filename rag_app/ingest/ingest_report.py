@@ -17,6 +17,8 @@ class IngestReport:
     updated: int = 0  # statements kept under their id whose name, label or other shown fields changed
     seconds: float = 0.0
     problems: list[IngestProblem] = field(default_factory=list)
+    references: int = 0  # labels the statements and proofs reference (each once per statement)
+    unresolved_references: int = 0  # of those, labels their paper does not define (another paper may)
 
     @property
     def errors(self) -> list[IngestProblem]:
@@ -47,6 +49,11 @@ class IngestReport:
             f"in {self.seconds:.1f} s; {len(self.errors)} errors, {len(self.warnings)} warnings"
             + (f", {sum(refused.values())} parts refused in {len(refused)} papers" if refused else "")
             + (f", {len(self.no_statements)} with no statements" if self.no_statements else "")
+            + (
+                f"; {self.references} references, {self.unresolved_references} to labels their paper does not define"
+                if self.references
+                else ""
+            )
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -61,4 +68,6 @@ class IngestReport:
             "problems": [problem.to_dict() for problem in self.problems],
             "refused_parts": self.refused_parts,
             "no_statements": len(self.no_statements),
+            "references": self.references,
+            "unresolved_references": self.unresolved_references,
         }

@@ -224,7 +224,7 @@ class SearchStack:
         use_second = second_embedding and self.companion is not None
         if use_second not in self._learned:
             self._learned[use_second] = LearnedRankingSearcher(
-                self.first_stage(use_second), self.learned_ranker, self.settings.ranker.candidates
+                self.first_stage(use_second), self.learned_ranker, self.settings.ranker.candidates, self.index.graph
             )
         return self._learned[use_second]
 

@@ -128,6 +128,11 @@ class RankerTrainingSettings(BaseModel):
     )
     mode: str = Field("hybrid-formula", description="the first stage whose candidates it learns to order")
     second_embedding: bool = Field(False, description="train on the first stage fused with the second model")
+    graph_features: bool = Field(
+        False,
+        description="add the statement graph's features (uses, used by, links to the top candidates); "
+        "off: they did not win on both development sets (docs/retrieval-and-evaluation.md)",
+    )
     trees: int = Field(400, ge=1, description="boosting rounds at most (early stopping on held-out queries)")
     learning_rate: float = Field(0.05, gt=0)
     # 15 leaves, 100 rows a leaf: the best of a small grid on both development sets (docs/retrieval-and-evaluation.md).

@@ -38,9 +38,16 @@ from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import pairs_without_llm
-from retriever.models.learned_ranker import KIND, LearnedRanker, packaged_directory
-from retriever.search.ranking_features import CATEGORICAL, FEATURE_NAMES, FEATURES_VERSION, feature_matrix
+from retriever.models.learned_ranker import KIND, LearnedRanker, graph_features, packaged_directory
+from retriever.search.ranking_features import (
+    CATEGORICAL,
+    FEATURE_NAMES,
+    FEATURES_VERSION,
+    GRAPH_FEATURE_NAMES,
+    feature_matrix,
+)
 from retriever.search.search_mode import SearchMode
+from retriever.store.statement_graph import StatementGraph
 from retriever.types import SearchHit, StatementSearcher
 
 FEATURES_FILE = "features.npz"
@@ -106,6 +113,8 @@ class TrainRankerJob:
         self.index_dir = index_dir
         self.work_dir = settings.data_dir / "training" / "ranker" / self.training.name
         self.out_dir = out_dir or settings.data_dir / "models" / "rankers" / self.training.name
+        self.feature_names = (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES) if self.training.graph_features else FEATURE_NAMES
+        self.graph: StatementGraph | None = StatementGraph(index_dir) if self.training.graph_features else None
 
     def run(self, show_progress: bool = False, log=print, reuse: bool = True) -> TrainRankerReport:
         import lightgbm
@@ -173,7 +182,7 @@ class TrainRankerJob:
             "first_stage": self.training.mode + ("+dense2" if self.training.second_embedding else ""),
             "candidates": self.settings.ranker.candidates,
             "features_version": FEATURES_VERSION,
-            "features": list(FEATURE_NAMES),
+            "features": list(self.feature_names),
             "hidden_source_fields": {kind: list(names) for kind, names in SOURCE_FIELD_FEATURES.items()},
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
@@ -193,7 +202,7 @@ class TrainRankerJob:
                 "seconds_fit": round(fit_seconds, 1),
                 "trees": booster.num_trees(),
             },
-            "importance_gain": _importance(booster),
+            "importance_gain": _importance(booster, self.feature_names),
             "metrics": {"held_out": held_out_metrics(booster, valid_groups)},
         }
         ranker = LearnedRanker(booster, card)
@@ -243,12 +252,14 @@ class TrainRankerJob:
             if not relevant.any():
                 continue  # nothing to order: the first stage missed the answer
             rows = feature_matrix(query.text, hits)
+            if self.training.graph_features:
+                rows = np.hstack([rows, graph_features(hits, self.graph)])
             for name in SOURCE_FIELD_FEATURES.get(query.kind, ()):
                 rows[:, FEATURE_NAMES.index(name)] = np.nan
             features.append(rows)
             labels.append(relevant)
             sizes.append(len(hits))
-        width = len(FEATURE_NAMES)
+        width = len(self.feature_names)
         return QueryGroups(
             np.concatenate(features) if features else np.zeros((0, width), dtype=np.float32),
             np.concatenate(labels) if labels else np.zeros(0, dtype=np.float32),
@@ -277,8 +288,9 @@ class TrainRankerJob:
                 f"the first stage ({training.mode}) found no training query's statement in {self.index_dir}"
             )
         categorical = [FEATURE_NAMES.index(name) for name in CATEGORICAL]
-        train_set = lightgbm.Dataset(train.features, train.labels, group=train.sizes,
-                                     feature_name=list(FEATURE_NAMES), categorical_feature=categorical)  # fmt: skip
+        names = list(self.feature_names)
+        train_set = lightgbm.Dataset(train.features, train.labels, group=train.sizes, feature_name=names,
+                                     categorical_feature=categorical)  # fmt: skip
         if not len(valid.sizes):  # nothing to stop on: the configured number of trees
             return lightgbm.train(params, train_set, num_boost_round=training.trees)
         valid_set = lightgbm.Dataset(valid.features, valid.labels, group=valid.sizes, reference=train_set)
@@ -299,7 +311,7 @@ class TrainRankerJob:
             "mode": self.training.mode,
             "second": self.training.second_embedding,
             "candidates": self.settings.ranker.candidates,
-            "features": [FEATURES_VERSION, *FEATURE_NAMES],
+            "features": [FEATURES_VERSION, *self.feature_names],
             "masking": [MASKING_VERSION, sorted(SOURCE_FIELD_FEATURES.items())],
             "adapter": adapter.identity if adapter is not None else "none",
             "retrieval": self.settings.retrieval.model_dump(mode="json"),
@@ -356,10 +368,10 @@ def publish_ranker(directory: Path) -> Path:
     return ranker.save(packaged_directory(ranker.embedder))
 
 
-def _importance(booster: Any) -> dict[str, float]:
+def _importance(booster: Any, names: tuple[str, ...]) -> dict[str, float]:
     gains = booster.feature_importance(importance_type="gain")
     total = float(gains.sum()) or 1.0
-    ranked = sorted(zip(FEATURE_NAMES, gains, strict=True), key=lambda item: -item[1])
+    ranked = sorted(zip(names, gains, strict=True), key=lambda item: -item[1])
     return {name: round(float(gain) / total, 4) for name, gain in ranked if gain > 0}
 
 

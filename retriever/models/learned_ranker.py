@@ -16,22 +16,43 @@ one directory per embedder identity), as for query adapters.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from retriever.models.embedder_artifact import EmbedderArtifact
-from retriever.search.ranking_features import FEATURE_NAMES, FEATURES_VERSION, feature_matrix
+from retriever.search.ranking_features import (
+    FEATURE_NAMES,
+    FEATURES_VERSION,
+    GRAPH_FEATURE_NAMES,
+    feature_matrix,
+    graph_feature_matrix,
+)
 from retriever.store.atomic_files import directory_written_whole
 from retriever.types import SearchHit
+
+if TYPE_CHECKING:
+    from retriever.store.statement_graph import StatementGraph
 
 PACKAGED_RANKER_DIR = Path(__file__).parent / "learned_ranker_weights"
 CARD = "card.json"
 MODEL = "model.txt"
 KIND = "learned-ranker"
 BUILD_COMMAND = "rag-app train ranker"
+
+
+def graph_features(hits: list[SearchHit], graph: StatementGraph | None) -> np.ndarray:
+    """The graph's feature columns for ``hits`` (missing, NaN, without a graph or where it cannot be read)."""
+    if graph is not None:
+        ids = [hit.record.id for hit in hits]
+        try:
+            return graph_feature_matrix(hits, graph.counts(ids), graph.links_among(ids))
+        except sqlite3.DatabaseError:
+            pass  # a damaged graph: `rag-app status` names it; the ranker scores without it
+    return np.full((len(hits), len(GRAPH_FEATURE_NAMES)), np.nan, dtype=np.float32)
 
 
 class LearnedRankerError(RuntimeError):
@@ -62,12 +83,21 @@ class LearnedRanker:
         channels give other features (dense alone has no BM25 score), which it was never shown."""
         return str(self.card.get("first_stage", "hybrid-formula")).split("+")[0]
 
-    def scores(self, query: str, hits: list[SearchHit]) -> np.ndarray:
-        """The model's score of each hit for ``query`` (higher is better)."""
+    @property
+    def graph_features(self) -> bool:
+        """Trained with the statement graph's features too (``training.ranker.graph_features``)."""
+        return tuple(self.card.get("features", ())) == (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES)
+
+    def scores(self, query: str, hits: list[SearchHit], graph: StatementGraph | None = None) -> np.ndarray:
+        """The model's score of each hit for ``query`` (higher is better); ``graph``: the index's
+        statement graph, read when the model uses its features (missing without it)."""
         if not hits:
             return np.zeros(0, dtype=np.float64)
+        features = feature_matrix(query, hits)
+        if self.graph_features:
+            features = np.hstack([features, graph_features(hits, graph)])
         # num_threads=1: 100 rows are scored faster on one thread than the pool takes to wake
-        return np.asarray(self.booster.predict(feature_matrix(query, hits), num_threads=1), dtype=np.float64)
+        return np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
 
     @classmethod
     def load(cls, spec: str, embedder_identity: str | None = None) -> LearnedRanker:
@@ -85,7 +115,11 @@ class LearnedRanker:
                                      f"`{BUILD_COMMAND}`") from error  # fmt: skip
         if card.get("kind") != KIND:
             raise LearnedRankerError(f"{directory} is not a learned ranker; build one with `{BUILD_COMMAND}`")
-        if card.get("features_version") != FEATURES_VERSION or tuple(card.get("features", ())) != FEATURE_NAMES:
+        features = tuple(card.get("features", ()))
+        if card.get("features_version") != FEATURES_VERSION or features not in (
+            FEATURE_NAMES,
+            (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES),
+        ):
             raise LearnedRankerError(
                 f"{what} was trained on another feature list (version {card.get('features_version')}, this "
                 f"version computes {FEATURES_VERSION}); retrain it with `{BUILD_COMMAND}`"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from retriever.models.learned_ranker import LearnedRanker
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
+from retriever.store.statement_graph import StatementGraph
 from retriever.types import ResultSearcher, ScoredBy, SearchResult, StatementSearcher, run_search
 
 
@@ -27,6 +28,7 @@ class LearnedRankingSearcher(ResultSearcher):
     first: StatementSearcher
     ranker: LearnedRanker
     candidates: int = 100
+    graph: StatementGraph | None = None  # read for a ranker trained with the graph's features
 
     def run(
         self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID, where: SearchFilter | None = None
@@ -38,7 +40,7 @@ class LearnedRankingSearcher(ResultSearcher):
         hits = first.hits
         started = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates :]
-        scores = self.ranker.scores(query, head)
+        scores = self.ranker.scores(query, head, self.graph)
         order = sorted(range(len(head)), key=lambda i: (-scores[i], head[i].rank))
         ranked = [
             replace(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +62,11 @@ FEATURE_NAMES: tuple[str, ...] = (
     "formula_token_overlap",
 )
 CATEGORICAL = ("kind", "source")
+# Opt-in (``training.ranker.graph_features``), appended after the list above: the statement graph's
+# in- and out-degree of the candidate, and how many of the first stage's top candidates it uses or is
+# used by. A model's card says whether it was trained with them.
+GRAPH_FEATURE_NAMES: tuple[str, ...] = ("uses_log", "used_by_log", "linked_to_top")
+TOP_LINKED = 5
 
 _LABEL_SPLIT = re.compile(r"[-_:./\s]+")
 
@@ -89,6 +94,21 @@ def feature_matrix(query: str, hits: Sequence[SearchHit]) -> np.ndarray:
     top_fused = max((hit.score for hit in hits), default=0.0)
     rows = [_row(profile, hit, best, top_fused) for hit in hits]
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(FEATURE_NAMES))
+
+
+def graph_feature_matrix(
+    hits: Sequence[SearchHit], counts: Mapping[str, tuple[int, int]], links: set[tuple[str, str]]
+) -> np.ndarray:
+    """One row of :data:`GRAPH_FEATURE_NAMES` per hit: ``counts`` (uses, used by) and ``links`` (user,
+    used) from the statement graph (:meth:`retriever.store.statement_graph.StatementGraph.counts`)."""
+    top = [hit.record.id for hit in sorted(hits, key=lambda hit: hit.rank)[:TOP_LINKED]]
+    rows = []
+    for hit in hits:
+        uses, used_by = counts.get(hit.record.id, (0, 0))
+        linked = sum(1 for other in top if other != hit.record.id and
+                     ((hit.record.id, other) in links or (other, hit.record.id) in links))  # fmt: skip
+        rows.append([math.log1p(uses), math.log1p(used_by), float(linked)])
+    return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(GRAPH_FEATURE_NAMES))
 
 
 def _best_scores(hits: Sequence[SearchHit]) -> dict[str, float]:

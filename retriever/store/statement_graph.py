@@ -27,6 +27,22 @@ from ingestion.records import StatementRecord
 
 GRAPH_DB = "graph.sqlite"
 _TABLES = ("statement", "label", "section_label", "reference")
+# A label another paper defines resolves only where one statement carries it as PAPER-LABEL.
+_UNIQUE = "(SELECT COUNT(*) FROM label other WHERE other.full_label = l.full_label) = 1"
+# Each (statement, statement it uses) of the statements in {marks}: resolved by its paper, or by another.
+_USES = (
+    "SELECT id, target_id AS t FROM reference WHERE id IN ({marks}) AND target_id != '' "
+    "UNION SELECT r.id, l.id FROM reference r JOIN label l ON l.full_label = r.label "
+    f"WHERE r.id IN ({{marks}}) AND r.target_id = '' AND r.section = '' AND {_UNIQUE}"
+)
+_USES_OF = "SELECT id, COUNT(DISTINCT t) FROM (" + _USES + ") WHERE t != id GROUP BY id"
+_USED_BY_OF = (
+    "SELECT target, COUNT(DISTINCT source) FROM ("
+    "SELECT target_id AS target, id AS source FROM reference WHERE target_id IN ({marks}) "
+    "UNION SELECT l.id, r.id FROM label l JOIN reference r ON r.label = l.full_label "
+    f"WHERE l.id IN ({{marks}}) AND r.target_id = '' AND r.section = '' AND {_UNIQUE}"
+    ") WHERE target != source GROUP BY target"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,20 +204,27 @@ class StatementGraph:
             ).fetchall()
         return sorted({row[0] for row in rows} - {statement_id})
 
-    def used_by_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        """How many statements reference each of ``ids``."""
-        return {statement_id: len(self.used_by(statement_id)) for statement_id in ids}
-
     def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """For each of ``ids``: how many statements it uses (references resolved to another statement)
-        and how many use it."""
-        return {
-            statement_id: (
-                len({edge.target_id for edge in self.uses(statement_id) if edge.target_id}),
-                len(self.used_by(statement_id)),
-            )
-            for statement_id in ids
-        }
+        """For each of ``ids``: how many statements it uses and how many use it (as :meth:`uses` and
+        :meth:`used_by` resolve them), in two queries whatever the number of ids."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with closing(self._connect()) as db:
+            uses = dict(db.execute(_USES_OF.format(marks=marks), [*ids, *ids]).fetchall())
+            used_by = dict(db.execute(_USED_BY_OF.format(marks=marks), [*ids, *ids]).fetchall())
+        return {i: (int(uses.get(i, 0)), int(used_by.get(i, 0))) for i in ids}
+
+    def links_among(self, ids: Sequence[str]) -> set[tuple[str, str]]:
+        """The (user, used) pairs of statements both in ``ids``, in one query."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        query = f"SELECT id, t FROM ({_USES.format(marks=marks)}) WHERE t != id AND t IN ({marks})"
+        with closing(self._connect()) as db:
+            return {(row[0], row[1]) for row in db.execute(query, [*ids, *ids, *ids])}
 
     def kinds(self, ids: Sequence[str]) -> dict[str, str]:
         """The kind of each statement of ``ids`` the graph holds."""

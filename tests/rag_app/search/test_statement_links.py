@@ -72,3 +72,13 @@ def test_show_and_search_json(demo_index_dir: Path, tmp_path: Path) -> None:
                                 str(demo_index_dir)], env=env)  # fmt: skip
     hits = {hit["label"]: hit for hit in json.loads(found.stdout)}
     assert (hits["thm:liouville"]["uses_count"], hits["thm:liouville"]["used_by_count"]) == (1, 1)
+
+
+def test_the_ingest_report_counts_references(tmp_path: Path) -> None:
+    from rag_app.pipeline import demo_corpus_path
+
+    env = {"RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}
+    galois = str(demo_corpus_path() / "galois-theory")
+    result = runner.invoke(app, ["ingest", galois, "--json", "--index", str(tmp_path / "index")], env=env)
+    report = json.loads(result.stdout)
+    assert (report["references"], report["unresolved_references"]) == (3, 0)

@@ -74,3 +74,22 @@ def test_formula_overlap_and_query_profile() -> None:
 
 def test_no_hits_give_an_empty_matrix() -> None:
     assert feature_matrix("anything", []).shape == (0, len(FEATURE_NAMES))
+
+
+def test_graph_features_count_uses_used_by_and_links_to_the_top_candidates(tmp_path) -> None:
+    from ingestion.records import LabelReference
+    from retriever.models.learned_ranker import graph_features
+    from retriever.search.ranking_features import GRAPH_FEATURE_NAMES
+    from retriever.store.statement_graph import StatementGraph
+
+    uses_nakayama = (LabelReference("lemma-nakayama", "proof", "a"),)
+    referencing = StatementRecord("c", Source.ARXIV, StatementKind.LEMMA, "Flat.", "p1", references=uses_nakayama)
+    nakayama = StatementRecord("a", Source.ARXIV, StatementKind.LEMMA, "Nakayama.", "p1", label="lemma-nakayama")
+    hits = [hit(nakayama, 1, {}, {}), hit(referencing, 2, {}, {}), hit(FLAT, 3, {}, {})]
+    graph = StatementGraph(tmp_path)
+    graph.add([nakayama, referencing])
+    matrix = graph_features(hits, graph)
+    assert matrix.shape == (3, len(GRAPH_FEATURE_NAMES))
+    expected = [[0.0, math.log(2), 1.0], [math.log(2), 0.0, 1.0], [0.0, 0.0, 0.0]]  # uses, used by, linked
+    assert np.allclose(matrix, np.array(expected))
+    assert np.isnan(graph_features(hits, None)).all()  # no graph: missing, as LightGBM reads NaN

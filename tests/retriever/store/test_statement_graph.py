@@ -38,7 +38,14 @@ def test_uses_and_used_by_within_and_across_papers(tmp_path: Path) -> None:
         Edge("t1", "missing-label", "proof"),
     ]
     assert graph.used_by("nak") == ["a2", "t1"]
-    assert graph.used_by_counts(["nak", "a2"]) == {"nak": 2, "a2": 0}
+    assert graph.counts(["nak", "a2", "t1", "unknown"]) == {
+        "nak": (0, 2),
+        "a2": (1, 0),
+        "t1": (1, 0),
+        "unknown": (0, 0),
+    }
+    assert graph.links_among(["nak", "a2", "t1"]) == {("a2", "nak"), ("t1", "nak")}
+    assert graph.links_among(["a2", "t1"]) == set()
     assert graph.by_label("algebra-lemma-NAK") == ["nak"] and graph.by_label("lemma-NAK", "algebra") == ["nak"]
     assert graph.kinds(["nak", "t1", "unknown"]) == {"nak": "lemma", "t1": "lemma"}
 
@@ -75,6 +82,7 @@ def test_ambiguous_labels_cycles_and_split_statements(tmp_path: Path) -> None:
     graph.add([first, second, other, part_two, reader])
     assert graph.used_by("x1") == ["x2"] and graph.used_by("x2") == ["x1", "z1"]
     assert [edge.resolved for edge in graph.uses("z1")] == [False, True]  # the ambiguous one stays unresolved
+    assert graph.counts(["z1", "x1", "x2"]) == {"z1": (1, 0), "x1": (1, 1), "x2": (1, 2)}
     graph.clear()
     assert graph.count() == 0 and graph.uses("z1") == []
 
