@@ -132,12 +132,11 @@ class StatementLinks:
             raise StatementNotFoundError(f"the statement {statement_id!r} is not in {self.index.directory}")
         link = {i: StatementLink.of(record) for i, record in records.items()}
         uses = [StatementUse(e.label, e.where, link.get(e.target_id), e.section) for e in edges]
-        return StatementView(
-            records[statement_id],
-            uses,
-            [link[i] for i in used_by if i in link],
-            [link[i] for i in definitions if i in link],
-        )
+        record = records[statement_id]
+        # its own paper's first, then by paper and label: the order a reader scans a list of places
+        users = sorted((link[i] for i in used_by if i in link),
+                       key=lambda user: (user.paper_id != record.paper_id, user.paper_id, user.label))  # fmt: skip
+        return StatementView(record, uses, users, [link[i] for i in definitions if i in link])
 
     def definitions_for(self, id_or_label: str, depth: int = 2) -> list[StatementLink]:
         """The definitions a statement depends on, nearest first: those it references (depth 1), then
