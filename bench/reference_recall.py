@@ -28,19 +28,31 @@ from retriever.store.statement_graph import StatementGraph
 
 ENVIRONMENTS = (
     "lemma|proposition|theorem|definition|remark|remarks|example|examples|exercise|exercises|situation|"
-    "corollary|conjecture|construction|notation|question|claim|fact|observation|axiom|assumption"
+    "corollary|conjecture|construction|notation|question|claim|fact|observation|axiom|assumption|"
+    "thm|lem|lemm|prop|cor|coro|defn|dfn|defi|definicion|rem|rmk|ex|exa|conj|obs|theo|lema|teorema|proposicion"
 )
 STATEMENT = re.compile(
-    r"\\begin\{(" + ENVIRONMENTS + r")\}(.*?)\\end\{\1\}(\s*\\begin\{proof\}(.*?)\\end\{proof\})?", re.S
+    r"\\begin\{((?:" + ENVIRONMENTS + r")\*?)\}(.*?)\\end\{\1\}(\s*\\begin\{proof\}(.*?)\\end\{proof\})?",
+    re.S | re.I,
 )
 REFERENCE = re.compile(r"\\(?:ref|eqref|cref|Cref|autoref)\*?\{([^{}]*)\}|\\hyperref\[([^\]]*)\]")
 LABEL = re.compile(r"\\label\{([^{}]*)\}")
 
 
-def independent_references(path: Path) -> dict[str, set[str]]:
+def papers_as_text(corpus: Path) -> dict[str, str]:
+    """Each paper's LaTeX, by the paper id the ingestor gives it: a file at the top (the Stacks project's
+    chapters, by file name), or a directory (the style fixtures, by directory name) with every file in it."""
+    papers = {path.stem: path.read_text(encoding="utf-8", errors="replace") for path in corpus.glob("*.tex")}
+    for directory in sorted(path for path in corpus.iterdir() if path.is_dir()):
+        files = sorted(directory.rglob("*.tex"))
+        if files:
+            papers[directory.name] = "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+    return papers
+
+
+def independent_references(text: str) -> dict[str, set[str]]:
     """Statement label -> the labels referenced in it and its proof, read with plain patterns."""
     found: dict[str, set[str]] = {}
-    text = path.read_text(encoding="utf-8", errors="replace")
     for match in STATEMENT.finditer(text):
         body, proof = match.group(2), match.group(4) or ""
         label = LABEL.search(body)
@@ -56,6 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=Path("../shared/corpora/stacks-project"))
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument("--name", default="reference_recall", help="result file name (without suffix)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -68,14 +81,14 @@ def main() -> None:
             kept.setdefault((record.paper_id, record.label), set()).update(ref.label for ref in record.references)
     expected = found = 0
     missed: Counter[str] = Counter()
-    for path in sorted(args.corpus.glob("*.tex")):
-        for label, refs in independent_references(path).items():
-            ours = kept.get((path.stem, label))
+    for paper_id, text in papers_as_text(args.corpus).items():
+        for label, refs in independent_references(text).items():
+            ours = kept.get((paper_id, label))
             if ours is None:
                 continue  # a statement the ingestor did not keep is counted by the extraction benchmarks
             expected += len(refs)
             found += len(refs & ours)
-            missed.update(f"{path.stem}: {label} -> {ref}" for ref in refs - ours)
+            missed.update(f"{paper_id}: {label} -> {ref}" for ref in refs - ours)
     with tempfile.TemporaryDirectory() as directory:
         graph = StatementGraph(Path(directory))
         graph.add(records)
@@ -100,7 +113,7 @@ def main() -> None:
         "missed_examples": missed.most_common(15),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "reference_recall.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     lines = [
         "# References kept and resolved",
         "",
@@ -115,7 +128,7 @@ def main() -> None:
         "",
         "Missed (first): " + "; ".join(f"`{item}`" for item, _ in missed.most_common(10)),
     ]
-    (args.out / "reference_recall.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (args.out / f"{args.name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 

@@ -190,7 +190,7 @@ class LatexIngestor:
             proof = "" if why_proof_refused or not statement.proof else readable.convert(proof_source)
             if why_proof_refused:
                 result.problems.append(_refused(statement, number, why_proof_refused, paper, part="proof"))
-            references[-1] = (expanded, proof_source)
+            references[-1] = (expanded, f"{statement.proof_heading}\n{proof_source}")
             first_records[-1] = len(result.records)
             name = clean_line(statement.name)
             if statement.kind is StatementKind.DEFINITION:

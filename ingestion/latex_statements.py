@@ -203,6 +203,7 @@ class ExtractedStatement:
     end: int = 0  # where its source ends (after its proof, when the proof follows it)
     section_label: str = ""  # the label of the section it sits in (another paper may reference it)
     subsection_label: str = ""
+    proof_heading: str = ""  # its proof's optional heading, where references hide too
 
 
 # A label may hold one level of braces: \label{thm:E_{1,s}}.
@@ -327,7 +328,7 @@ def extract_statements(
         if not text:
             continue
         section, subsection = headings.at(match.start())
-        following, following_end = _following_proof(document, after, proofs)
+        following, following_end, proof_heading = _following_proof(document, after, proofs)
         section_label, subsection_label = headings.labels_at(match.start())
         statements.append(
             ExtractedStatement(
@@ -344,6 +345,7 @@ def extract_statements(
                 end=max(after, following_end),
                 section_label=section_label,
                 subsection_label=subsection_label,
+                proof_heading="" if inner_proof else proof_heading,
             )
         )
     return statements
@@ -380,12 +382,13 @@ def _split_inner_proof(body: str, proofs: frozenset[str]) -> tuple[str, str]:
 _PROOF_PREFIX = re.compile(r"(?:\\noindent\b|\\medskip\b|\\smallskip\b|\\bigskip\b|\\par\b|\s)*")
 
 
-def _following_proof(document: str, pos: int, proofs: frozenset[str]) -> tuple[str, int]:
-    """The proof environment directly after a statement, if there is one, and where it ends (0: none)."""
+def _following_proof(document: str, pos: int, proofs: frozenset[str]) -> tuple[str, int, str]:
+    """The proof environment directly after a statement, if there is one, where it ends (0: none), and
+    its heading (``\\begin{proof}[Proof of Lemma~\\ref{lem:count}]``: read for references only)."""
     pos = _PROOF_PREFIX.match(document, pos).end()
     match = _proof_begin(proofs).match(document, pos)
     if match is None:
-        return "", 0
+        return "", 0, ""
     end, after = _matching_end(document, match.group(1), match.end())
-    _, start = read_optional_argument(document, match.end())
-    return normalize_whitespace(_LABEL.sub("", document[start:end])), after
+    heading, start = read_optional_argument(document, match.end())
+    return normalize_whitespace(_LABEL.sub("", document[start:end])), after, heading or ""
