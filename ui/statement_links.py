@@ -13,6 +13,7 @@ from retriever import SearchHit
 from ui.latex_display import to_streamlit_markdown
 
 OPENED = "open_statement"  # session state: the id of the statement opened at the top of the page
+MAX_LINKS = 20  # buttons listed under "Used by"; the rest are counted
 
 
 @st.cache_data(show_spinner=False, max_entries=2000)
@@ -65,8 +66,11 @@ def _render_links(view: StatementView, key: str) -> None:
                 st.caption(f"not in the index: {use.label}")
     if view.used_by:
         st.markdown("**Used by**")
-        for position, link in enumerate(view.used_by):
+        for position, link in enumerate(view.used_by[:MAX_LINKS]):
             _link_button(link, f"{key}-used-by-{position}")
+        if len(view.used_by) > MAX_LINKS:  # Nakayama's lemma is used 118 times in the Stacks project
+            more = len(view.used_by) - MAX_LINKS
+            st.caption(f"... and {more} more: `rag-app show {view.record.id}` lists them all")
 
 
 def render_definitions(rag: MathRAG, hit: SearchHit, key: str) -> None:
