@@ -61,8 +61,10 @@ def main() -> None:
             links.wait_for(timeout=300_000)
             links.click()
             page.wait_for_timeout(1500)  # the expander open: its buttons name the statements
+            page.get_by_text("[1] ", exact=False).first.scroll_into_view_if_needed()  # the first card's heading
+            page.wait_for_timeout(500)
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.out), full_page=True)
+            page.screenshot(path=str(args.out))
             browser.close()
         print(f"Saved {args.out}")
     finally:
