@@ -17,19 +17,18 @@ MAX_LINKS = 20  # buttons listed under "Used by"; the rest are counted
 
 
 @st.cache_data(show_spinner=False, max_entries=2000)
-def cached_statement_view(index_dir: str, updated: str, statement_id: str) -> StatementView | None:
-    """One statement's view, read again only when the index changes (its manifest's time)."""
-    from ui.components import open_rag  # the one cached MathRAG (components imports this module)
-
+def cached_statement_view(_rag: MathRAG, index_dir: str, updated: str, statement_id: str) -> StatementView | None:
+    """One statement's view, read again only when the index changes (its manifest's time); ``_rag`` is not
+    part of the cache key (Streamlit leaves out parameters named with a leading underscore)."""
     try:
-        return open_rag().statement(statement_id, depth=2)
+        return _rag.statement(statement_id, depth=2)
     except (StatementNotFoundError, sqlite3.DatabaseError):
         return None  # deleted meanwhile, or a damaged graph (`rag-app status` names it)
 
 
 def statement_view(rag: MathRAG, statement_id: str) -> StatementView | None:
     updated = str(rag.index.manifest().get("updated", ""))
-    return cached_statement_view(str(rag.index.directory), updated, statement_id)
+    return cached_statement_view(rag, str(rag.index.directory), updated, statement_id)
 
 
 def _open(statement_id: str) -> None:

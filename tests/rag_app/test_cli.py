@@ -278,11 +278,15 @@ def test_parse_only_prints_records_with_the_search_fields_and_stores_nothing(
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in result.stdout.splitlines()]
     search = runner.invoke(app, ["search", "Bezout", "--k", "1", "--json", "--index", str(demo_index_dir)])
-    search_fields = set(json.loads(search.stdout)[0]) - {"score", "rank", "channel_ranks", "duplicates"}  # search-only
+    search_only = {"score", "rank", "channel_ranks", "duplicates", "uses_count", "used_by_count"}
+    search_fields = set(json.loads(search.stdout)[0]) - search_only
     assert len(records) == 2 and set(records[0]) >= search_fields
     assert records[0]["name"] == "Bezout"
     assert records[0]["text"] == "For $a, b \\in \\mathbb{Z}$ there are $x, y$ with $ax + by = \\gcd(a,b)$."
     assert records[1]["text"] == "See Theorem 1."
+    assert records[1]["references"] == [
+        {"label": "t", "where": "statement", "statement_id": records[0]["id"], "section": ""}
+    ]
     assert not index.exists()
 
 
