@@ -12,19 +12,18 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rag_app.serving.llm_server import free_port  # noqa: E402
-from tests.browser import chromium_executable, wait_for_streamlit  # noqa: E402 (shared with the browser test)
+from tests.browser import chat_page  # noqa: E402 (shared with the browser test)
 
 DEFAULT_QUESTION = r"When is a real matrix $A$ orthogonally diagonalizable?"
 
@@ -43,43 +42,24 @@ def main() -> None:
         "PYTHONPATH": str(ROOT),
         "RAG_APP_INDEX_DIR": str(work / "index"),
     }
-    log = work / "ui.log"
     command = [sys.executable, "-m", "rag_app.cli", "ui", "--demo", "--port", str(port)]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=work)
-    try:
-        print(f"Starting the chat (demo ingest and the local LLM; log: {log}) ...")
-        try:
-            wait_for_streamlit(url, process, log, seconds=900)
-        except RuntimeError as error:
-            raise SystemExit(str(error)) from None
-        with sync_playwright() as driver:
-            browser = driver.chromium.launch(
-                executable_path=chromium_executable(),
-                headless=True,
-                args=["--headless", "--no-sandbox", "--disable-gpu"],
-            )
-            # Streamlit keeps a chat scrolled to its end: a viewport tall enough for the question, the
-            # answer and its sources shows them all.
-            page = browser.new_page(viewport={"width": 1400, "height": 2000}, device_scale_factor=1)
-            page.goto(url)
-            box = page.get_by_test_id("stChatInputTextArea")
-            box.wait_for(timeout=300_000)
-            started = time.monotonic()
-            box.fill(args.question)
-            box.press("Enter")
-            # The caption under a finished answer gives its time, the model and the prompt ("12.3 s · ...").
-            page.get_by_text(re.compile(r"\d\.\d s · ")).first.wait_for(timeout=600_000)
-            print(f"Answered in {time.monotonic() - started:.1f} s")
-            expect(page.get_by_test_id("stChatMessage").nth(1)).to_be_visible()
-            page.wait_for_timeout(500)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.out))
-            browser.close()
-        print(f"Saved {args.out}")
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    print(f"Starting the chat (demo ingest and the local LLM; log: {work / 'ui.log'}) ...")
+    # Streamlit keeps a chat scrolled to its end: a viewport tall enough for the question, the answer and
+    # its sources shows them all.
+    with chat_page(command, url, env, work, {"width": 1400, "height": 2000}, seconds=900) as page:
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.wait_for(timeout=300_000)
+        started = time.monotonic()
+        box.fill(args.question)
+        box.press("Enter")
+        # The caption under a finished answer gives its time, the model and the prompt ("12.3 s · ...").
+        page.get_by_text(re.compile(r"\d\.\d s · ")).first.wait_for(timeout=600_000)
+        print(f"Answered in {time.monotonic() - started:.1f} s")
+        expect(page.get_by_test_id("stChatMessage").nth(1)).to_be_visible()
+        page.wait_for_timeout(500)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(args.out))
+    print(f"Saved {args.out}")
 
 
 if __name__ == "__main__":

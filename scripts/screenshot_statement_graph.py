@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rag_app.serving.llm_server import free_port  # noqa: E402
-from tests.browser import chromium_executable, wait_for_streamlit  # noqa: E402 (shared with the browser test)
+from tests.browser import chat_page  # noqa: E402 (shared with the browser test)
 
 
 def main() -> None:
@@ -36,40 +33,21 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAG_APP_LLM__BASE_URL": "http://127.0.0.1:9/v1",
            "RAG_APP_LLM__RETRIES": "0"}  # fmt: skip
-    log = work / "ui.log"
     command = [sys.executable, "-m", "rag_app.cli", "ui", "--index", str(args.index), "--port", str(port)]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=work)
-    try:
-        try:
-            wait_for_streamlit(url, process, log, seconds=300)
-        except RuntimeError as error:
-            raise SystemExit(str(error)) from None
-        with sync_playwright() as driver:
-            browser = driver.chromium.launch(
-                executable_path=chromium_executable(),
-                headless=True,
-                args=["--headless", "--no-sandbox", "--disable-gpu"],
-            )
-            page = browser.new_page(viewport={"width": 1400, "height": 2600}, device_scale_factor=1)
-            page.goto(url)
-            box = page.get_by_test_id("stChatInputTextArea")
-            box.wait_for(timeout=300_000)
-            box.fill(args.question)
-            box.press("Enter")
-            links = page.get_by_text("Used by", exact=False).filter(has_text="Uses").first
-            links.wait_for(timeout=300_000)
-            links.click()
-            page.wait_for_timeout(1500)  # the expander open: its buttons name the statements
-            page.get_by_text("[1] ", exact=False).first.scroll_into_view_if_needed()  # the first card's heading
-            page.wait_for_timeout(500)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.out))
-            browser.close()
-        print(f"Saved {args.out}")
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    with chat_page(command, url, env, work, {"width": 1400, "height": 2600}, seconds=300) as page:
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.wait_for(timeout=300_000)
+        box.fill(args.question)
+        box.press("Enter")
+        links = page.get_by_text("Used by", exact=False).filter(has_text="Uses").first
+        links.wait_for(timeout=300_000)
+        links.click()
+        page.wait_for_timeout(1500)  # the expander open: its buttons name the statements
+        page.get_by_text("[1] ", exact=False).first.scroll_into_view_if_needed()  # the first card's heading
+        page.wait_for_timeout(500)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(args.out))
+    print(f"Saved {args.out}")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,16 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 CANDIDATES = ("chromium", "chromium-browser")
 
@@ -61,3 +67,31 @@ def wait_for_streamlit(url: str, process: subprocess.Popen[bytes], log: Path, se
             pass
         time.sleep(0.5)
     raise RuntimeError(f"the app did not come up in {seconds:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@contextmanager
+def chat_page(command: list[str], url: str, env: dict[str, str], work: Path, viewport: dict[str, int],
+              seconds: float) -> Iterator[Page]:  # fmt: skip
+    """Start the chat (``command``, serving ``url``; its log in ``work``), wait until it is healthy, and
+    yield a headless Chromium page opened on it; both are stopped after. Raises SystemExit with the
+    chat's log when it does not come up (the screenshot scripts' one failure)."""
+    from playwright.sync_api import sync_playwright
+
+    log = work / "ui.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=work)
+    try:
+        try:
+            wait_for_streamlit(url, process, log, seconds)
+        except RuntimeError as error:
+            raise SystemExit(str(error)) from None
+        with sync_playwright() as driver:
+            flags = ["--headless", "--no-sandbox", "--disable-gpu"]
+            browser = driver.chromium.launch(executable_path=chromium_executable(), headless=True, args=flags)
+            page = browser.new_page(viewport=viewport, device_scale_factor=1)
+            page.goto(url)
+            yield page
+            browser.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
+from retriever.store.sqlite_file import connect
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -92,9 +93,7 @@ class DuplicateGroups:
             )
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+        return connect(self.path)
 
     # ----------------------------------------------------------------- writing
     def add(self, records: Sequence[StatementRecord], vectors: np.ndarray, index: VectorNeighbours) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.records import StatementRecord
+from retriever.store.sqlite_file import connect
 
 GRAPH_DB = "graph.sqlite"
 _TABLES = ("statement", "label", "section_label", "reference")
@@ -106,9 +107,7 @@ class StatementGraph:
             )
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+        return connect(self.path)
 
     # ----------------------------------------------------------------- writing
     def add(self, records: Sequence[StatementRecord]) -> None:
