@@ -377,7 +377,11 @@ class MathRAG(GraphQueries):
         filter_ = where.describe() if where is not None else "everything"
         retrieval = Retrieval(search, result, filter_, str(mode))
         # over this index's current store and embedder (a reindex may swap them)
-        answerer = Answerer(self.settings, self.index.embedder, self.index.store.vectors, self.llm.client)
+        links = self.statement_links
+        answerer = Answerer(
+            self.settings, self.index.embedder, self.index.store.vectors, self.llm.client,
+            lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
+        )  # fmt: skip
         return answerer.stream(question, retrieval, started)
 
     # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)

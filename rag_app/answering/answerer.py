@@ -14,9 +14,17 @@ from dataclasses import replace
 
 import numpy as np
 
+from ingestion.records import StatementRecord
 from prompts import PromptTemplate, load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
-from rag_app.answering.context import asks_for_proof, estimate_tokens, new_fence_key, pack_sources, source_block
+from rag_app.answering.context import (
+    asks_for_proof,
+    definitions_note,
+    estimate_tokens,
+    new_fence_key,
+    pack_sources,
+    source_block,
+)
 from rag_app.answering.quoted_answer import choice_probabilities, parse_selection, quoted_answer, ranker_is_sure
 from rag_app.answering.stages import (
     AnswerStatus,
@@ -42,7 +50,9 @@ class Answerer:
     """Streams an answer to a question from its retrieved sources.
 
     ``vectors`` gives the stored vectors of statement ids a search did not bring with its hits (a
-    searcher written outside this package); ``client`` gives the chat client, started on first use.
+    searcher written outside this package); ``client`` gives the chat client, started on first use;
+    ``definitions`` the definitions a statement relies on (the statement graph), for
+    ``answers.source_definitions``.
     """
 
     def __init__(
@@ -51,11 +61,13 @@ class Answerer:
         embedder: Embedder,
         vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray]],
         client: Callable[[], ChatClient],
+        definitions: Callable[[str, int], Sequence[StatementRecord]] | None = None,
     ) -> None:
         self.settings = settings
         self.embedder = embedder
         self.vectors = vectors
         self.client = client
+        self.definitions = definitions  # (statement id, how many): the definitions it relies on, nearest first
 
     def stream(self, question: str, retrieval: Retrieval, started: float) -> AnswerStream:
         """Check that something relevant was found, then stream the LLM's answer. Nothing is generated
@@ -239,7 +251,9 @@ class Answerer:
             proofs = checks.proofs == "always" or (checks.proofs == "auto" and asks_for_proof(question))
         if sources_budget is not None:
             budget = min(budget, sources_budget)
-        packed = pack_sources(hits, max(0, budget), fence, client.count_tokens, max_source_tokens, proofs)
+        packed = pack_sources(
+            hits, max(0, budget), fence, client.count_tokens, max_source_tokens, proofs, self._definition_notes(hits)
+        )
         context = ContextReport(
             packed.tokens + frame_tokens,
             packed.counted,
@@ -254,6 +268,19 @@ class Answerer:
         )
         messages = prompt.messages(sources=packed.text, question=question, fence=fence)
         return messages, replace(generation, sources=tuple(packed.hits), context=context)
+
+    def _definition_notes(self, hits: Sequence[SearchHit]) -> dict[str, str]:
+        """Under each source, the definitions it references (``answers.source_definitions`` of them)."""
+        checks = self.settings.answers
+        if not checks.source_definitions or self.definitions is None:
+            return {}
+        notes = {}
+        for hit in hits[: checks.max_sources]:
+            definitions = self.definitions(hit.record.id, checks.source_definitions)
+            note = definitions_note(definitions, checks.definition_tokens)
+            if note:
+                notes[hit.record.id] = note
+        return notes
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:

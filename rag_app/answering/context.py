@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ingestion.records import StatementRecord
 from retriever.types import SearchHit
 
 # Rough characters per token for LaTeX-heavy English, when the server cannot count tokens.
@@ -84,6 +85,18 @@ def source_block(number: int, hit: SearchHit, fence_key: str, text: str | None =
     return f"<source {number} key={fence_key}>\n{heading}\n{body}\n</source key={fence_key}>"
 
 
+def definitions_note(definitions: Sequence[StatementRecord], max_tokens: int) -> str:
+    """The definitions a source relies on, each cut (at a word) to about ``max_tokens``."""
+    lines = []
+    for record in definitions:
+        text = " ".join(record.text.split())
+        keep = max_tokens * 4  # characters: the estimate's ratio
+        if len(text) > keep:
+            text = text[:keep].rsplit(" ", 1)[0] + " …"
+        lines.append(f"- {record.display_name}: {text}")
+    return "It relies on these definitions:\n" + "\n".join(lines) if lines else ""
+
+
 def pack_sources(
     hits: Sequence[SearchHit],
     budget_tokens: int,
@@ -91,13 +104,15 @@ def pack_sources(
     count_tokens: TokenCounter | None = None,
     max_source_tokens: int | None = None,
     proofs: bool = False,
+    notes: Mapping[str, str] | None = None,
 ) -> PackedSources:
     """As many sources as fit in ``budget_tokens``, in rank order; the one that overflows is trimmed.
 
     ``max_source_tokens``: no source takes more (a longer one is trimmed at a word), so that one long
     statement does not crowd out the others nor the model's time. ``proofs``: each source's proof
     follows its statement (when the question asks for one). Token counts come from ``count_tokens``
-    (the served model's tokenizer), else from an estimate.
+    (the served model's tokenizer), else from an estimate. ``notes``: text given after a source's
+    statement (by statement id), outside the budget: the definitions it relies on.
     """
     counted = True
 
@@ -113,7 +128,7 @@ def pack_sources(
     given: list[SearchHit] = []
     trimmed: list[int] = []
     block_tokens: list[int] = []
-    used = 0
+    used = note_tokens = 0
     for hit in hits:
         number = len(given) + 1
         room = budget_tokens - used - 2  # the blank line between blocks
@@ -128,14 +143,22 @@ def pack_sources(
             if block is None:
                 break
             trimmed.append(number)
+        used += tokens + 2
+        note = (notes or {}).get(hit.record.id, "")
+        if note:  # after the statement (cut or not), inside its fence, outside the budget
+            closing = block.rindex("\n</source key=")
+            block = block[:closing] + "\n" + defuse(note, fence_key) + block[closing:]
+            noted = count(block)
+            note_tokens += noted - tokens
+            tokens = noted
         blocks.append(block)
         block_tokens.append(tokens)
         given.append(hit)
-        used += tokens + 2
     if not blocks:
         return PackedSources("(no sources were found)", [], 0, counted, dropped=len(hits), proofs=proofs)
     dropped = len(hits) - len(given)
-    return PackedSources("\n\n".join(blocks), given, used, counted, trimmed, dropped, block_tokens, proofs)
+    text = "\n\n".join(blocks)
+    return PackedSources(text, given, used + note_tokens, counted, trimmed, dropped, block_tokens, proofs)
 
 
 def _trim_to_fit(

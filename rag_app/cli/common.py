@@ -14,7 +14,7 @@ from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoun
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import Settings, SettingsOverrideError
 from retriever import IndexMismatchError
-from retriever.formulas.marf_encoder import FormulaModelError
+from retriever.formulas.formula_model_error import FormulaModelError
 from retriever.formulas.marf_index import MarfIndexError
 from retriever.models.embedding_registry import EmbedderSpecError
 from retriever.models.learned_ranker import LearnedRankerError

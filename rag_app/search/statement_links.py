@@ -145,6 +145,12 @@ class StatementLinks:
         by_id = {record.id: record for record in self.index.store.get(ids)}
         return [StatementLink.of(by_id[i]) for i in ids if i in by_id]
 
+    def definition_records(self, statement_id: str, depth: int = 1, limit: int = 2) -> list[StatementRecord]:
+        """The first ``limit`` definitions a statement (by id) depends on, nearest first, whole records."""
+        ids = self._definition_ids(statement_id, depth)[:limit]
+        by_id = {record.id: record for record in self.index.store.get(ids)} if ids else {}
+        return [by_id[i] for i in ids if i in by_id]
+
     def _definition_ids(self, statement_id: str, depth: int) -> list[str]:
         """Breadth first over the uses edges (a cycle is walked once), keeping the definitions."""
         seen, frontier, definitions = {statement_id}, [statement_id], []

@@ -87,3 +87,13 @@ class AnswerSettings(BaseModel):
     proofs: Literal["auto", "always", "never"] = Field(
         "auto", description="give each source's proof: auto when the question asks for a proof or a reason"
     )
+    # Issue 50, point 4: does a source read with the definitions its terms rest on get picked better?
+    # Measured paired (docs/retrieval-and-evaluation.md, "The statement graph"): off by default.
+    source_definitions: int = Field(
+        0,
+        ge=0,
+        le=4,
+        description="give under each source the first N definitions it references (the statement "
+        "graph; outside the sources budget); 0: none",
+    )
+    definition_tokens: int = Field(60, ge=16, description="tokens each definition given under a source may take")

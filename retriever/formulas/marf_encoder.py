@@ -22,15 +22,12 @@ import torch
 from tqdm import tqdm
 
 from retriever.formulas.formula_encoder import FormulaEncoder
+from retriever.formulas.formula_model_error import FormulaModelError
 from retriever.formulas.formula_selection import select_formulas
 from retriever.formulas.marf_fusion import MaRFFusion, fuse_texts
 from retriever.models.embedder import Embedder
 
 PACKAGED_FORMULA_MODELS = Path(__file__).resolve().parent / "weights"
-
-
-class FormulaModelError(RuntimeError):
-    """No formula model where the settings point."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from chromadb.api.models.Collection import Collection
@@ -28,10 +29,12 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.formulas.formula_selection import select_formulas
-from retriever.formulas.marf_encoder import MarfEncoder
 from retriever.store.atomic_files import write_text_atomically
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.types import ScoredId, VectorUpdate
+
+if TYPE_CHECKING:  # torch loads with it (2.6 s): imported where a formula encoder is built
+    from retriever.formulas.marf_encoder import MarfEncoder
 
 FUSION_DIR = "fusion"
 FUSION_COLLECTION = "fusion"

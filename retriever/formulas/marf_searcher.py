@@ -3,10 +3,14 @@ formula vectors for formula-only queries."""
 
 from __future__ import annotations
 
-from retriever.formulas.marf_encoder import MarfEncoder
+from typing import TYPE_CHECKING
+
 from retriever.formulas.marf_index import MarfIndex
 from retriever.formulas.query_formulas import query_formulas
 from retriever.types import ScoredId
+
+if TYPE_CHECKING:  # torch loads with it: the index builds the encoder when a search first needs it
+    from retriever.formulas.marf_encoder import MarfEncoder
 
 
 class MarfSearcher:

@@ -13,13 +13,7 @@ from chromadb.api.models.Collection import Collection
 
 from ingestion.records import LabelReference, Source, StatementKind, StatementRecord
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
-from retriever.store.hnsw_files import (
-    VECTOR_REPAIR,
-    VectorIndexDamagedError,
-    check_segment,
-    segment_directories,
-    vector_files_stamp,
-)
+from retriever.store.hnsw_files import VectorFilesStamp, check_vector_files
 from retriever.types import ScoredId
 
 COLLECTION = "statements"
@@ -39,7 +33,7 @@ class ChromaStatementStore:
         self.path = path
         self.collection_name = collection
         self.connection = connection
-        self._vector_files_checked: tuple[tuple[str, int, int], ...] | None = None
+        self._vector_files_checked: VectorFilesStamp | None = None
         self._client = connection.client(path)
         self._opened = connection.open_collection(self._client, collection)
 
@@ -53,17 +47,11 @@ class ChromaStatementStore:
         """Before the first query (and again after the files change): Chroma trusts its HNSW files, and a
         damaged one fails every read with an error naming no file, or crashes the process. A damaged
         file raises :class:`VectorIndexDamagedError` naming it. Embedded stores only (a server's files
-        are its own); a stat per query, a full read only when the files changed."""
+        are its own); a stat per query, a full read only when the files changed since a check passed, in
+        this process or in any other (the passed check is remembered beside the files)."""
         if self.connection.is_server:
             return
-        stamp = vector_files_stamp(self.path)
-        if stamp == self._vector_files_checked:
-            return
-        for directory in segment_directories(self.path):
-            state = check_segment(directory)
-            if state.problem:
-                raise VectorIndexDamagedError(f"{state.problem}; {VECTOR_REPAIR}")
-        self._vector_files_checked = stamp
+        self._vector_files_checked = check_vector_files(self.path, self._vector_files_checked)
 
     def reconnect(self) -> None:
         """Open the client and collection again (after the process's Chroma cache was cleared)."""

@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
-from retriever.formulas.marf_encoder import FormulaModelError
+from retriever.formulas.formula_model_error import FormulaModelError
 
 if TYPE_CHECKING:
     from retriever.formulas.marf_encoder import MarfEncoder

@@ -13,11 +13,15 @@ here, by their layout (hnswlib's, as Chroma writes it), before they are trusted:
     link_lists.bin         per element, the byte size of its upper-level neighbour lists, then the lists
     index_metadata.pickle  Chroma's label <-> id maps (parsed opcode by opcode, never unpickled)
 
-The check reads every file once (a few seconds at a million statements); nothing is written.
+The check reads every file once (a few seconds at a million statements). A passed check is remembered
+beside the files (``vector_files_checked.json``: each file's name, modification time and size), so that a
+new process opening files already checked (``rag-app show``, a search) only stats them; any write to a
+file changes its stamp and brings the full check back. `rag-app status` always reads every file.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import pickletools
 import struct
@@ -37,6 +41,8 @@ SEGMENT_FILES = (HEADER, DATA, LENGTHS, LINKS, METADATA)
 # (size_t), mult (double), ef_construction (size_t).
 _HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
 _DELETED = 0x01  # hnswlib marks a deleted element in the third byte of its level-0 list size
+CHECKED = "vector_files_checked.json"
+VectorFilesStamp = tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +78,7 @@ class VectorIndexDamagedError(ValueError):
     """A vector index file is damaged; the message names it."""
 
 
-def vector_files_stamp(chroma_dir: Path) -> tuple[tuple[str, int, int], ...]:
+def vector_files_stamp(chroma_dir: Path) -> VectorFilesStamp:
     """Name, modification time and size of every vector index file: what a check was made of."""
     stamps = []
     for directory in segment_directories(chroma_dir):
@@ -83,6 +89,40 @@ def vector_files_stamp(chroma_dir: Path) -> tuple[tuple[str, int, int], ...]:
                 continue
             stamps.append((str(directory / name), stat.st_mtime_ns, stat.st_size))
     return tuple(stamps)
+
+
+def check_vector_files(chroma_dir: Path, already_checked: VectorFilesStamp | None = None) -> VectorFilesStamp:
+    """Check every segment under ``chroma_dir`` unless its files are as they were when a check passed
+    (``already_checked`` in this process, or the check remembered beside the files); returns the files'
+    stamp. The first damaged file raises :class:`VectorIndexDamagedError` naming it."""
+    stamp = vector_files_stamp(chroma_dir)
+    if stamp == already_checked or stamp == checked_stamp(chroma_dir):
+        return stamp
+    for directory in segment_directories(chroma_dir):
+        state = check_segment(directory)
+        if state.problem:
+            raise VectorIndexDamagedError(f"{state.problem}; {VECTOR_REPAIR}")
+    remember_checked(chroma_dir, stamp)
+    return stamp
+
+
+def checked_stamp(chroma_dir: Path) -> VectorFilesStamp | None:
+    """The stamp of the files as they were when a check last passed (any process), or None."""
+    try:
+        stamps = json.loads((chroma_dir / CHECKED).read_text(encoding="utf-8"))
+        return tuple((str(name), int(mtime), int(size)) for name, mtime, size in stamps)
+    except (OSError, ValueError, TypeError):
+        return None  # never written, unreadable or damaged: the files are checked again
+
+
+def remember_checked(chroma_dir: Path, stamp: VectorFilesStamp) -> None:
+    """Record that the files as ``stamp`` describes them passed the check (a read-only index skips it)."""
+    temporary = chroma_dir / f"{CHECKED}.tmp"
+    try:
+        temporary.write_text(json.dumps([list(entry) for entry in stamp]), encoding="utf-8")
+        temporary.replace(chroma_dir / CHECKED)
+    except OSError:
+        pass
 
 
 def segment_directories(chroma_dir: Path) -> list[Path]:

@@ -20,11 +20,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ingestion.records import StatementRecord
-from retriever.formulas.marf_encoder import FormulaModels, MarfEncoder
 from retriever.formulas.marf_index import MarfIndex, MarfIndexError
 from retriever.models.embedder import Embedder
 from retriever.store.atomic_files import write_text_atomically
@@ -52,6 +52,9 @@ from retriever.store.lexical_indexes import (  # noqa: F401 - FORMULA_LEXICAL, F
 from retriever.store.paper_manifest import PaperManifest
 from retriever.store.statement_graph import StatementGraph
 from retriever.types import VectorUpdate
+
+if TYPE_CHECKING:  # torch loads with it (2.6 s): imported where a formula encoder is built
+    from retriever.formulas.marf_encoder import MarfEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -300,6 +303,8 @@ class StatementIndex:
         if self.formula_models is None:
             raise MarfIndexError(FUSION_OFF)
         if self._marf_encoder is None:
+            from retriever.formulas.marf_encoder import FormulaModels, MarfEncoder
+
             self._marf_encoder = MarfEncoder(self.embedder, FormulaModels.load(self.formula_models))
         return self._marf_encoder
 

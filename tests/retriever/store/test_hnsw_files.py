@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from retriever.store import hnsw_files
 from retriever.store.hnsw_files import SEGMENT_FILES, check_segment, segment_directories
 
 
@@ -63,3 +65,27 @@ def test_a_missing_file_is_named(segment: Path, tmp_path: Path) -> None:
             (copy / file.name).write_bytes(file.read_bytes())
     assert check_segment(copy).problem.startswith(f"{copy / 'data_level0.bin'} is missing")
     assert os.path.exists(copy / "header.bin")
+
+
+def test_a_passed_check_is_remembered_until_a_file_changes(
+    segment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A new process (rag-app show, a search) stats the files a check passed on, and reads them again
+    # only after a write: the full read costs about 0.4 s on the 17,780 Stacks statements.
+    chroma = tmp_path / "chroma"
+    shutil.copytree(segment.parent, chroma)
+    read: list[Path] = []
+    real_check = hnsw_files.check_segment
+    monkeypatch.setattr(hnsw_files, "check_segment", lambda directory: read.append(directory) or real_check(directory))
+    stamp = hnsw_files.check_vector_files(chroma)
+    assert len(read) == 1 and (chroma / hnsw_files.CHECKED).exists()
+    assert hnsw_files.check_vector_files(chroma) == stamp and len(read) == 1  # as a second process would
+    [copy] = hnsw_files.segment_directories(chroma)
+    header = copy / "header.bin"
+    header.write_bytes(bytes(range(100)))  # same size, a new modification time
+    os.utime(header, ns=(header.stat().st_atime_ns, header.stat().st_mtime_ns + 1_000_000))
+    with pytest.raises(hnsw_files.VectorIndexDamagedError, match=r"header\.bin is damaged"):
+        hnsw_files.check_vector_files(chroma, already_checked=stamp)
+    (chroma / hnsw_files.CHECKED).write_text("not json")
+    with pytest.raises(hnsw_files.VectorIndexDamagedError):  # a damaged record of the check is no pass
+        hnsw_files.check_vector_files(chroma)
