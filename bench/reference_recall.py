@@ -7,6 +7,10 @@ reference commands inside them (``\\ref``, ``\\eqref``, ``\\cref``/``\\Cref`` li
 statement's label lists it. Resolution is over every reference the records keep: to a statement or a
 section by its own paper at ingest, or to another paper's statement by the statement graph.
 
+Citations are counted the same way: the keys of ``\\cite``-like commands in each statement and its proof
+by a plain pattern, against the keys the record keeps; then how many the paper's bibliography gives an
+arXiv id (a paper-level edge wherever that paper is in the index).
+
     python bench/reference_recall.py [--corpus ../shared/corpora/stacks-project] [--out bench/results]
 
 Results: ``bench/results/reference_recall.md`` and ``.json``.
@@ -37,6 +41,7 @@ STATEMENT = re.compile(
 )
 REFERENCE = re.compile(r"\\(?:ref|eqref|cref|Cref|autoref)\*?\{([^{}]*)\}|\\hyperref\[([^\]]*)\]")
 LABEL = re.compile(r"\\label\{([^{}]*)\}")
+CITE = re.compile(r"\\[cC]ite[a-z]*\*?(?:\[[^\]]*\])*\{([^{}]*)\}")
 
 
 def papers_as_text(corpus: Path) -> dict[str, str]:
@@ -50,8 +55,9 @@ def papers_as_text(corpus: Path) -> dict[str, str]:
     return papers
 
 
-def independent_references(text: str) -> dict[str, set[str]]:
-    """Statement label -> the labels referenced in it and its proof, read with plain patterns."""
+def independent_references(text: str, pattern: re.Pattern[str] = REFERENCE) -> dict[str, set[str]]:
+    """Statement label -> the labels referenced (``pattern``: or the keys cited) in it and its proof,
+    read with plain patterns."""
     found: dict[str, set[str]] = {}
     for match in STATEMENT.finditer(text):
         body, proof = match.group(2), match.group(4) or ""
@@ -59,8 +65,9 @@ def independent_references(text: str) -> dict[str, set[str]]:
         if label is None:
             continue
         refs = found.setdefault(label.group(1).strip(), set())
-        for ref in REFERENCE.finditer(body + "\n" + proof):
-            refs.update(part.strip() for part in (ref.group(1) or ref.group(2) or "").split(",") if part.strip())
+        for ref in pattern.finditer(body + "\n" + proof):
+            groups = [group for group in ref.groups() if group]
+            refs.update(part.strip() for part in (groups[0] if groups else "").split(",") if part.strip())
     return found
 
 
@@ -76,10 +83,12 @@ def main() -> None:
     parse_s = time.perf_counter() - started
     records = [record for paper in papers for record in paper.records]
     kept: dict[tuple[str, str], set[str]] = {}
+    kept_citations: dict[tuple[str, str], set[str]] = {}
     for record in records:  # a statement split in parts: its first part holds the references
         if record.label:
             kept.setdefault((record.paper_id, record.label), set()).update(ref.label for ref in record.references)
-    expected = found = 0
+            kept_citations.setdefault((record.paper_id, record.label), set()).update(c.key for c in record.citations)
+    expected = found = cites_expected = cites_found = 0
     missed: Counter[str] = Counter()
     for paper_id, text in papers_as_text(args.corpus).items():
         for label, refs in independent_references(text).items():
@@ -89,6 +98,13 @@ def main() -> None:
             expected += len(refs)
             found += len(refs & ours)
             missed.update(f"{paper_id}: {label} -> {ref}" for ref in refs - ours)
+        for label, keys in independent_references(text, CITE).items():
+            ours = kept_citations.get((paper_id, label))
+            if ours is not None:
+                cites_expected += len(keys)
+                cites_found += len(keys & ours)
+    citations = [citation for record in records for citation in record.citations]
+    arxiv_cited = [citation.arxiv_id for citation in citations if citation.arxiv_id]
     with tempfile.TemporaryDirectory() as directory:
         graph = StatementGraph(Path(directory))
         graph.add(records)
@@ -109,6 +125,11 @@ def main() -> None:
         "resolved_to_statement": to_statement,
         "resolved_to_section": to_section,
         "resolution": round((to_statement + to_section) / total, 4) if total else None,
+        "independent_citations": cites_expected,
+        "citations_kept": cites_found,
+        "citations": len(citations),
+        "arxiv_citations": len(arxiv_cited),
+        "arxiv_papers_cited": len(set(arxiv_cited)),
         "unresolved_examples": unresolved.most_common(15),
         "missed_examples": missed.most_common(15),
     }
@@ -122,6 +143,10 @@ def main() -> None:
         f"({100 * found / max(expected, 1):.2f}%)",
         f"- resolution: {to_statement} to a statement, {to_section} to a section, of {total} "
         f"({100 * (to_statement + to_section) / max(total, 1):.2f}%)",
+        f"- citations: {cites_found} of {cites_expected} cited keys kept "
+        f"({100 * cites_found / max(cites_expected, 1):.2f}%);"
+        f" of the {len(citations)} kept, {len(arxiv_cited)} name an arXiv paper by the bibliography"
+        f" ({len(set(arxiv_cited))} distinct papers)",
         "",
         "Unresolved labels (most frequent): "
         + ", ".join(f"`{label}` ({n})" for label, n in unresolved.most_common(10)),

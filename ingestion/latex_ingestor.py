@@ -13,11 +13,12 @@ import functools
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingestion.ingest_limits import IngestLimits
+from ingestion.latex_citations import paper_arxiv_bibliography, statement_citations
 from ingestion.latex_files import LatexFlattener, read_latex_file
 from ingestion.latex_macros import MacroTable, definition_line
 from ingestion.latex_numbering import number_document
@@ -67,6 +68,8 @@ class PaperStatements:
     abstract: str = ""
     references: int = 0  # labels its statements and proofs reference (each once per statement)
     unresolved_references: int = 0  # of those, labels the paper does not define (another paper may)
+    citations: int = 0  # bibliography keys its statements and proofs cite (each once per statement)
+    arxiv_citations: int = 0  # of those, keys its bibliography gives an arXiv id
 
 
 class LatexIngestor:
@@ -223,6 +226,7 @@ class LatexIngestor:
                     )
                 )
         self._add_references(result, targets, first_records, references)
+        self._add_citations(result, first_records, references, lambda: paper_arxiv_bibliography(paper.main, document))
         # Some statements lost (a paper that yields none has its own error, in ``ingest_paper``); those
         # refused were each reported with their reason.
         begun = _begins_counted(document[body_offset:], environments) - refused
@@ -254,6 +258,27 @@ class LatexIngestor:
                 result.records[row] = dataclasses.replace(result.records[row], references=found)
                 result.references += len(found)
                 result.unresolved_references += sum(1 for ref in found if ref.label not in targets)
+
+    @staticmethod
+    def _add_citations(
+        result: PaperStatements,
+        first_records: list[int | None],
+        sources: list[tuple[str, str]],
+        bibliography: Callable[[], Mapping[str, str]],
+    ) -> None:
+        """Give each statement's first record the keys its statement and proof cite, with the arXiv ids
+        the paper's bibliography gives them (read only when a statement cites)."""
+        arxiv_ids: Mapping[str, str] | None = None
+        for row, (statement, proof) in zip(first_records, sources, strict=True):
+            if row is None or ("cite" not in statement and "cite" not in proof):
+                continue
+            if arxiv_ids is None:
+                arxiv_ids = bibliography()
+            found = statement_citations(statement, proof, arxiv_ids)
+            if found:
+                result.records[row] = dataclasses.replace(result.records[row], citations=found)
+                result.citations += len(found)
+                result.arxiv_citations += sum(1 for citation in found if citation.arxiv_id)
 
     def _why_refused(self, latex: str) -> str:
         """Why a statement's (or proof's) source is over the bounds, or "" when it is not."""

@@ -84,6 +84,21 @@ class LabelReference:
 
 
 @dataclass(frozen=True, slots=True)
+class Citation:
+    """One bibliography key a statement cites (``\\cite``, ``\\citep``, ...): where (``statement`` or
+    ``proof``) and, when the paper's bibliography gives one, the arXiv id of the cited paper (without
+    its version: ``2101.01234``, ``math/0601001``); a paper of the index with that id is the edge's end."""
+
+    key: str
+    where: str = "statement"
+    arxiv_id: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Citation:
+        return cls(data["key"], data.get("where", "statement"), data.get("arxiv_id", ""))
+
+
+@dataclass(frozen=True, slots=True)
 class StatementRecord:
     """One statement chunk with its provenance.
 
@@ -108,6 +123,8 @@ class StatementRecord:
     labels: tuple[str, ...] = ()
     # The labels its statement and proof reference, in order, each once (ingestion.latex_references).
     references: tuple[LabelReference, ...] = ()
+    # The bibliography keys its statement and proof cite, in order, each once (ingestion.latex_citations).
+    citations: tuple[Citation, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -159,6 +176,7 @@ class StatementRecord:
         data["formulas"] = list(self.formulas)
         data["labels"] = list(self.labels)
         data["references"] = [asdict(reference) for reference in self.references]
+        data["citations"] = [asdict(citation) for citation in self.citations]
         data["metadata"] = dict(self.metadata)
         return data
 
@@ -180,6 +198,7 @@ class StatementRecord:
             metadata=dict(data.get("metadata", {})),
             labels=tuple(data.get("labels", ())),
             references=tuple(LabelReference.from_dict(item) for item in data.get("references", ())),
+            citations=tuple(Citation.from_dict(item) for item in data.get("citations", ())),
         )
 
     def to_json(self) -> str:

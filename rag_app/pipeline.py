@@ -189,6 +189,8 @@ class MathRAG(GraphQueries):
             report.statements += len(paper.records)
             report.references += paper.references
             report.unresolved_references += paper.unresolved_references
+            report.citations += paper.citations
+            report.arxiv_citations += paper.arxiv_citations
             writer.add(PendingPaper(paper.paper_id, paper.records))
         written = writer.finish()
         report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed

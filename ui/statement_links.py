@@ -70,6 +70,15 @@ def _render_links(view: StatementView, key: str) -> None:
         if len(view.used_by) > MAX_LINKS:  # Nakayama's lemma is used 118 times in the Stacks project
             more = len(view.used_by) - MAX_LINKS
             st.caption(f"... and {more} more: `rag-app show {view.record.id}` lists them all")
+    cited = [citation for citation in view.cites if citation.in_index]
+    if cited:
+        st.markdown("**Cites papers in the index**")
+        for citation in cited:
+            st.caption(f"[{citation.key}] arXiv:{citation.arxiv_id} — {citation.paper_title}")
+    if view.cited_by:
+        st.markdown(f"**Its paper is cited by** {view.cited_by_count} statements of other papers")
+        for position, link in enumerate(view.cited_by[:MAX_LINKS]):
+            _link_button(link, f"{key}-cited-by-{position}")
 
 
 def render_definitions(rag: MathRAG, hit: SearchHit, key: str) -> None:

@@ -42,6 +42,20 @@ def _print_view(view: StatementView, proof: bool) -> None:
     typer.echo(f"\nDefinitions in scope ({len(view.definitions)}):")
     for link in view.definitions:
         typer.echo(f"  {link.display_name}  [{_where(link)}]  id {link.id}")
+    arxiv = [citation for citation in view.cites if citation.arxiv_id]
+    typer.echo(f"\nCites ({len(view.cites)} keys, {len(arxiv)} arXiv papers):")
+    for citation in view.cites:
+        paper = f"arXiv:{citation.arxiv_id}" if citation.arxiv_id else "not an arXiv paper (by its bibliography)"
+        if citation.in_index:
+            count = f"{citation.statements} statement" + ("" if citation.statements == 1 else "s")
+            paper += f" — {citation.paper_title}, in the index ({count})"
+        typer.echo(f"  [{citation.key}]  {paper}  ({citation.where})")
+    if view.cited_by_count:
+        typer.echo(f"\nIts paper is cited by ({view.cited_by_count} statements of other papers):")
+        for link in view.cited_by:
+            typer.echo(f"  {link.display_name}  [{_where(link)}]  id {link.id}")
+        if view.cited_by_count > len(view.cited_by):
+            typer.echo(f"  ... and {view.cited_by_count - len(view.cited_by)} more")
 
 
 @app.command()
@@ -56,7 +70,8 @@ def show(
     config: ConfigOption = None,
 ) -> None:
     """Show a statement: its text and proof, what it uses (statements and sections it references), what
-    uses it, and the definitions it depends on (directly, then through the statements it uses)."""
+    uses it, the definitions it depends on (directly, then through the statements it uses), the papers
+    it cites (with their arXiv ids, and whether they are in the index), and who cites its paper."""
     view = MathRAG(_searched_settings(config, index)).statement(id_or_label, depth)
     if as_json:
         typer.echo(json.dumps(view.to_dict(), ensure_ascii=False))

@@ -54,6 +54,8 @@ class MonthReport:
     problems: list[IngestProblem] = field(default_factory=list)
     references: int = 0  # labels the statements and proofs reference
     unresolved_references: int = 0  # of those, labels their paper does not define (another paper may)
+    citations: int = 0  # bibliography keys the statements and proofs cite
+    arxiv_citations: int = 0  # of those, keys their paper's bibliography gives an arXiv id
 
     @property
     def statements(self) -> int:
@@ -89,6 +91,8 @@ class MonthReport:
             "refused_parts": refused_parts_by_source(self.problems),
             "references": self.references,
             "unresolved_references": self.unresolved_references,
+            "citations": self.citations,
+            "arxiv_citations": self.arxiv_citations,
         }
 
 
@@ -251,6 +255,8 @@ class ArxivMonthIngest:
         report.statements_by_kind.update(record.kind.value for record in records)
         report.references += result.references
         report.unresolved_references += result.unresolved_references
+        report.citations += result.citations
+        report.arxiv_citations += result.arxiv_citations
         return PendingPaper(arxiv_id, records, vectors, entry)
 
     @staticmethod

@@ -19,6 +19,8 @@ class IngestReport:
     problems: list[IngestProblem] = field(default_factory=list)
     references: int = 0  # labels the statements and proofs reference (each once per statement)
     unresolved_references: int = 0  # of those, labels their paper does not define (another paper may)
+    citations: int = 0  # bibliography keys the statements and proofs cite (each once per statement)
+    arxiv_citations: int = 0  # of those, keys their paper's bibliography gives an arXiv id
 
     @property
     def errors(self) -> list[IngestProblem]:
@@ -54,6 +56,7 @@ class IngestReport:
                 if self.references
                 else ""
             )
+            + (f"; {self.citations} citations, {self.arxiv_citations} of arXiv papers" if self.citations else "")
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -70,4 +73,6 @@ class IngestReport:
             "no_statements": len(self.no_statements),
             "references": self.references,
             "unresolved_references": self.unresolved_references,
+            "citations": self.citations,
+            "arxiv_citations": self.arxiv_citations,
         }

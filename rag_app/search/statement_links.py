@@ -71,6 +71,26 @@ class StatementUse:
 
 
 @dataclass(frozen=True, slots=True)
+class PaperCitation:
+    """One key a statement cites, with the arXiv id its bibliography gives and, when that paper is in the
+    index, the paper: its id, title and how many of its statements the index holds."""
+
+    key: str
+    where: str  # "statement" or "proof"
+    arxiv_id: str = ""
+    paper_id: str = ""  # "" when the cited paper is not in the index
+    paper_title: str = ""
+    statements: int = 0
+
+    @property
+    def in_index(self) -> bool:
+        return bool(self.paper_id)
+
+    def to_dict(self) -> dict[str, object]:
+        return {**dataclasses.asdict(self), "in_index": self.in_index}
+
+
+@dataclass(frozen=True, slots=True)
 class StatementView:
     """A statement with what it uses, what uses it, and the definitions in its scope (``rag-app show``)."""
 
@@ -78,6 +98,9 @@ class StatementView:
     uses: list[StatementUse] = field(default_factory=list)
     used_by: list[StatementLink] = field(default_factory=list)
     definitions: list[StatementLink] = field(default_factory=list)  # nearest first
+    cites: list[PaperCitation] = field(default_factory=list)  # the keys it cites, in order
+    cited_by: list[StatementLink] = field(default_factory=list)  # statements of other papers citing its paper
+    cited_by_count: int = 0  # all of them (``cited_by`` holds the first 50)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``rag-app show --json`` (a contract: fields are only ever added)."""
@@ -89,6 +112,9 @@ class StatementView:
             "uses": [use.to_dict() for use in self.uses],
             "used_by": [link.to_dict() for link in self.used_by],
             "definitions": [link.to_dict() for link in self.definitions],
+            "cites": [citation.to_dict() for citation in self.cites],
+            "cited_by": [link.to_dict() for link in self.cited_by],
+            "cited_by_count": self.cited_by_count,
         }
 
 
@@ -126,7 +152,10 @@ class StatementLinks:
         edges = self.graph.uses(statement_id)
         used_by = self.graph.used_by(statement_id)
         definitions = self._definition_ids(statement_id, depth)
-        wanted = [statement_id, *(e.target_id for e in edges if e.target_id), *used_by, *definitions]
+        cited = self.graph.citations(statement_id)
+        citing, citing_count = self.graph.citing(statement_id)
+        wanted = [statement_id, *(e.target_id for e in edges if e.target_id), *used_by, *definitions,
+                  *(c.one_statement_id for c in cited if c.one_statement_id), *citing]  # fmt: skip
         records = {record.id: record for record in self.index.store.get(list(dict.fromkeys(wanted)))}
         if statement_id not in records:
             raise StatementNotFoundError(f"the statement {statement_id!r} is not in {self.index.directory}")
@@ -136,7 +165,15 @@ class StatementLinks:
         # its own paper's first, then by paper and label: the order a reader scans a list of places
         users = sorted((link[i] for i in used_by if i in link),
                        key=lambda user: (user.paper_id != record.paper_id, user.paper_id, user.label))  # fmt: skip
-        return StatementView(record, uses, users, [link[i] for i in definitions if i in link])
+        cites = [
+            PaperCitation(c.key, c.where, c.arxiv_id, c.paper_id, link[c.one_statement_id].paper_title, c.statements)
+            if c.one_statement_id in link
+            else PaperCitation(c.key, c.where, c.arxiv_id)
+            for c in cited
+        ]
+        definitions_found = [link[i] for i in definitions if i in link]
+        citing_links = [link[i] for i in citing if i in link]
+        return StatementView(record, uses, users, definitions_found, cites, citing_links, citing_count)
 
     def definitions_for(self, id_or_label: str, depth: int = 2) -> list[StatementLink]:
         """The definitions a statement depends on, nearest first: those it references (depth 1), then

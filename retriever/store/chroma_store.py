@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from chromadb.api.models.Collection import Collection
 
-from ingestion.records import LabelReference, Source, StatementKind, StatementRecord
+from ingestion.records import Citation, LabelReference, Source, StatementKind, StatementRecord
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
 from retriever.store.hnsw_files import VectorFilesStamp, check_vector_files
 from retriever.types import ScoredId
@@ -233,6 +233,7 @@ def _to_metadata(record: StatementRecord) -> dict[str, str]:
         "formulas_json": json.dumps(list(record.formulas), ensure_ascii=False),
         "labels_json": json.dumps(list(record.labels), ensure_ascii=False),
         "references_json": json.dumps([asdict(reference) for reference in record.references], ensure_ascii=False),
+        "citations_json": json.dumps([asdict(citation) for citation in record.citations], ensure_ascii=False),
         "metadata_json": json.dumps(dict(record.metadata), ensure_ascii=False),
     }
 
@@ -254,4 +255,5 @@ def _from_metadata(doc_id: str, document: str | None, metadata: dict) -> Stateme
         metadata=json.loads(metadata.get("metadata_json", "{}")),
         labels=tuple(json.loads(metadata.get("labels_json", "[]"))),
         references=tuple(LabelReference.from_dict(item) for item in json.loads(metadata.get("references_json", "[]"))),
+        citations=tuple(Citation.from_dict(item) for item in json.loads(metadata.get("citations_json", "[]"))),
     )

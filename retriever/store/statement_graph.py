@@ -1,14 +1,18 @@
 """The statement graph: the labels each statement references, and what they resolve to.
 
-Kept beside Chroma in ``DIRECTORY/graph.sqlite``, derived from the records' ``references`` (read at
-ingest, :mod:`ingestion.latex_references`), so that a repair rebuilds it from Chroma alone. Four tables:
+Kept beside Chroma in ``DIRECTORY/graph.sqlite``, derived from the records' ``references`` and ``citations``
+(read at ingest, :mod:`ingestion.latex_references`, :mod:`ingestion.latex_citations`), so that a repair
+rebuilds it from Chroma alone. Six tables:
 
 - ``statement``: every statement it holds, with its paper, kind and label (its ids, for health checks);
 - ``label``: every label a statement carries, also as ``paper-label`` (the Stacks project's chapters
   are papers of one book, and reference each other as ``algebra-lemma-NAK``); ``section_label``: the
   same for the labels of the sections statements sit in;
 - ``reference``: one row per label a statement references, with the statement (or section) its own
-  paper resolved it to at ingest.
+  paper resolved it to at ingest;
+- ``citation``: one row per bibliography key a statement cites, with the arXiv id its paper's
+  bibliography gives it; ``statement_arxiv``: the arXiv id of each statement's paper (arXiv papers only).
+  A citation whose id is a paper of the index is a paper-level edge.
 
 Edges are read by query, not stored: a reference another paper resolves (a chapter ingested later)
 counts as soon as that paper is in, with nothing rewritten. Every lookup is an indexed read.
@@ -23,11 +27,13 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from ingestion.latex_citations import normalized_arxiv_id
+from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
 from retriever.store.sqlite_file import connect
 
 GRAPH_DB = "graph.sqlite"
-_TABLES = ("statement", "label", "section_label", "reference")
+_TABLES = ("statement", "label", "section_label", "reference", "citation", "statement_arxiv")
 # A label another paper defines resolves only where one statement carries it as PAPER-LABEL.
 _UNIQUE = "(SELECT COUNT(*) FROM label other WHERE other.full_label = l.full_label) = 1"
 # Each (statement, statement it uses) of the statements in {marks}: resolved by its paper, or by another.
@@ -103,6 +109,14 @@ class StatementGraph:
                 CREATE INDEX IF NOT EXISTS reference_id ON reference (id);
                 CREATE INDEX IF NOT EXISTS reference_target ON reference (target_id);
                 CREATE INDEX IF NOT EXISTS reference_label ON reference (label);
+                CREATE TABLE IF NOT EXISTS citation (
+                    id TEXT NOT NULL, position INTEGER NOT NULL, key TEXT NOT NULL, location TEXT NOT NULL,
+                    arxiv_id TEXT NOT NULL, paper_id TEXT NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS citation_id ON citation (id);
+                CREATE INDEX IF NOT EXISTS citation_arxiv ON citation (arxiv_id);
+                CREATE TABLE IF NOT EXISTS statement_arxiv (id TEXT PRIMARY KEY, arxiv_id TEXT NOT NULL);
+                CREATE INDEX IF NOT EXISTS statement_arxiv_id ON statement_arxiv (arxiv_id);
                 """
             )
 
@@ -137,6 +151,15 @@ class StatementGraph:
                     for r in records
                     for position, ref in enumerate(r.references)
                 ],
+            )
+            db.executemany(
+                "INSERT INTO citation VALUES (?, ?, ?, ?, ?, ?)",
+                [(r.id, position, c.key, c.where, c.arxiv_id, r.paper_id) for r in records
+                 for position, c in enumerate(r.citations)],
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO statement_arxiv VALUES (?, ?)",
+                [(r.id, arxiv) for r in records if (arxiv := paper_arxiv_id(r.paper_id))],
             )
 
     def remove(self, ids: Iterable[str]) -> None:
@@ -236,6 +259,42 @@ class StatementGraph:
                 found.update(dict(db.execute(query, batch).fetchall()))
         return found
 
+    def citations(self, statement_id: str) -> list[CitedPaper]:
+        """The keys ``statement_id`` cites, in order, each with its arXiv id and, when that paper is in the
+        index, its paper id, how many statements it has there and one of them (for its title)."""
+        with closing(self._connect()) as db:
+            rows = db.execute(
+                "SELECT key, location, arxiv_id FROM citation WHERE id = ? ORDER BY position", (statement_id,)
+            ).fetchall()
+            cited = []
+            for key, where, arxiv_id in rows:
+                found = (
+                    db.execute(
+                        "SELECT s.paper_id, COUNT(*), MIN(s.id) FROM statement_arxiv a JOIN statement s ON s.id = a.id "
+                        "WHERE a.arxiv_id = ? GROUP BY s.paper_id ORDER BY COUNT(*) DESC LIMIT 1",
+                        (arxiv_id,),
+                    ).fetchone()
+                    if arxiv_id
+                    else None
+                )
+                paper_id, statements, one = found if found else ("", 0, "")
+                cited.append(CitedPaper(key, where, arxiv_id, paper_id, int(statements), one))
+            return cited
+
+    def citing(self, statement_id: str, limit: int = 50) -> tuple[list[str], int]:
+        """Statements of other papers that cite the paper ``statement_id`` is in (by its arXiv id): the
+        first ``limit`` ids (in id order) and how many there are."""
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT arxiv_id FROM statement_arxiv WHERE id = ?", (statement_id,)).fetchone()
+            if row is None:
+                return [], 0
+            query = (
+                "SELECT DISTINCT c.id FROM citation c JOIN statement s ON s.id = ? "
+                "WHERE c.arxiv_id = ? AND c.paper_id != s.paper_id ORDER BY c.id"
+            )
+            ids = [found[0] for found in db.execute(query, (statement_id, row[0]))]
+        return ids[:limit], len(ids)
+
     def by_label(self, label: str, paper_id: str | None = None) -> list[str]:
         """The statements carrying ``label`` (in ``paper_id``, or as ``paper-label`` anywhere, or as a
         bare label in any paper)."""
@@ -245,6 +304,25 @@ class StatementGraph:
             else:
                 rows = db.execute("SELECT id FROM label WHERE full_label = ? OR label = ?", (label, label))
             return list(dict.fromkeys(row[0] for row in rows))
+
+
+@dataclass(frozen=True, slots=True)
+class CitedPaper:
+    """One key a statement cites: where, the arXiv id its paper's bibliography gives it, and the paper of
+    the index with that id (``paper_id`` "" when none), with its statement count and one statement."""
+
+    key: str
+    where: str
+    arxiv_id: str = ""
+    paper_id: str = ""
+    statements: int = 0
+    one_statement_id: str = ""
+
+
+def paper_arxiv_id(paper_id: str) -> str:
+    """The arXiv id (without version) of a paper id that is one (``2501.01947v2``, ``math/0601001``), else ""."""
+    name = parse_arxiv_name(paper_id)
+    return normalized_arxiv_id(name.arxiv_id) if name else ""
 
 
 def _labels(record: StatementRecord) -> tuple[str, ...]:

@@ -84,11 +84,11 @@ class AddResult:
 
 def shown_fields(record: StatementRecord) -> tuple[object, ...]:
     """What a reader sees of a statement beyond the text its id hashes: its name, labels, section, title,
-    link, formulas, proof, metadata and references. A re-ingest that changes any of them replaces the stored record
-    (and its vector: the name and section are embedded with the text)."""
+    link, formulas, proof, metadata, references and citations. A re-ingest that changes any of them replaces the
+    stored record (and its vector: the name and section are embedded with the text)."""
     return (record.name, record.label, record.labels, record.section, record.title, record.url,
             record.formulas, record.proof, sorted((str(k), str(v)) for k, v in record.metadata.items()),
-            record.references)  # fmt: skip
+            record.references, record.citations)  # fmt: skip
 
 
 class StatementIndex:

@@ -82,3 +82,34 @@ def test_the_ingest_report_counts_references(tmp_path: Path) -> None:
     result = runner.invoke(app, ["ingest", galois, "--json", "--index", str(tmp_path / "index")], env=env)
     report = json.loads(result.stdout)
     assert (report["references"], report["unresolved_references"]) == (3, 0)
+
+
+def test_a_cited_arxiv_paper_in_the_index_is_a_paper_level_edge(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    for paper, body in {
+        "2101.00001": r"\begin{theorem}\label{t:main} Every finite group of odd order is solvable.\end{theorem}",
+        "2102.00002": r"\begin{lemma}\label{l} A group of order 15 is cyclic, by \cite[Thm.~1]{fo, book}.\end{lemma}"
+        r"\begin{thebibliography}{9}\bibitem{fo} F. O., Odd order, arXiv:2101.00001v2."
+        r"\bibitem{book} A. Book, Groups, 1990.\end{thebibliography}",
+    }.items():
+        (corpus / paper).mkdir(parents=True)
+        (corpus / paper / "main.tex").write_text(
+            "\\documentclass{article}\\newtheorem{theorem}{Theorem}\\newtheorem{lemma}{Lemma}"
+            f"\\title{{Paper {paper}}}\\begin{{document}}\\maketitle\n{body}\n\\end{{document}}"
+        )
+    rag = MathRAG(make_settings(tmp_path))
+    report = rag.ingest([corpus])
+    assert (report.citations, report.arxiv_citations) == (2, 1)
+    lemma = rag.statement("2102.00002#l")
+    assert [(c.key, c.arxiv_id, c.paper_id, c.statements) for c in lemma.cites] == [
+        ("fo", "2101.00001", "2101.00001", 1),
+        ("book", "", "", 0),
+    ]
+    assert lemma.cites[0].paper_title == "Paper 2101.00001" and lemma.cited_by_count == 0
+    theorem = rag.statement("2101.00001#t:main")
+    assert [link.label for link in theorem.cited_by] == ["l"] and theorem.cited_by_count == 1
+    payload = json.loads(json.dumps(theorem.to_dict()))
+    assert payload["cited_by_count"] == 1 and payload["cites"] == []
+    shown = runner.invoke(app, ["show", "2102.00002#l", "--index", str(rag.settings.resolved_index_dir)])
+    assert shown.exit_code == 0, shown.output
+    assert "[fo]  arXiv:2101.00001 — Paper 2101.00001, in the index (1 statement)  (statement)" in shown.output
