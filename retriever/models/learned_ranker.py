@@ -49,7 +49,7 @@ def graph_features(hits: list[SearchHit], graph: StatementGraph | None) -> np.nd
     if graph is not None:
         ids = [hit.record.id for hit in hits]
         try:
-            return graph_feature_matrix(hits, graph.counts(ids), graph.links_among(ids))
+            return graph_feature_matrix(hits, graph.counts(ids), graph.links_among(ids), graph.paper_pagerank(ids))
         except sqlite3.DatabaseError:
             pass  # a damaged graph: `rag-app status` names it; the ranker scores without it
     return np.full((len(hits), len(GRAPH_FEATURE_NAMES)), np.nan, dtype=np.float32)

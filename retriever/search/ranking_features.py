@@ -63,9 +63,10 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 CATEGORICAL = ("kind", "source")
 # Opt-in (``training.ranker.graph_features``), appended after the list above: the statement graph's
-# in- and out-degree of the candidate, and how many of the first stage's top candidates it uses or is
-# used by. A model's card says whether it was trained with them.
-GRAPH_FEATURE_NAMES: tuple[str, ...] = ("uses_log", "used_by_log", "linked_to_top")
+# in- and out-degree of the candidate, how many of the first stage's top candidates it uses or is
+# used by, and its PageRank within its paper (1.0: an average statement of its paper). A model's card
+# says whether it was trained with them.
+GRAPH_FEATURE_NAMES: tuple[str, ...] = ("uses_log", "used_by_log", "linked_to_top", "paper_pagerank")
 TOP_LINKED = 5
 
 _LABEL_SPLIT = re.compile(r"[-_:./\s]+")
@@ -97,17 +98,20 @@ def feature_matrix(query: str, hits: Sequence[SearchHit]) -> np.ndarray:
 
 
 def graph_feature_matrix(
-    hits: Sequence[SearchHit], counts: Mapping[str, tuple[int, int]], links: set[tuple[str, str]]
+    hits: Sequence[SearchHit],
+    counts: Mapping[str, tuple[int, int]],
+    links: set[tuple[str, str]],
+    pagerank: Mapping[str, float],
 ) -> np.ndarray:
-    """One row of :data:`GRAPH_FEATURE_NAMES` per hit: ``counts`` (uses, used by) and ``links`` (user,
-    used) from the statement graph (:meth:`retriever.store.statement_graph.StatementGraph.counts`)."""
+    """One row of :data:`GRAPH_FEATURE_NAMES` per hit: ``counts`` (uses, used by), ``links`` (user,
+    used) and ``pagerank`` from the statement graph (:class:`retriever.store.statement_graph.StatementGraph`)."""
     top = [hit.record.id for hit in sorted(hits, key=lambda hit: hit.rank)[:TOP_LINKED]]
     rows = []
     for hit in hits:
         uses, used_by = counts.get(hit.record.id, (0, 0))
         linked = sum(1 for other in top if other != hit.record.id and
                      ((hit.record.id, other) in links or (other, hit.record.id) in links))  # fmt: skip
-        rows.append([math.log1p(uses), math.log1p(used_by), float(linked)])
+        rows.append([math.log1p(uses), math.log1p(used_by), float(linked), pagerank.get(hit.record.id, 1.0)])
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(GRAPH_FEATURE_NAMES))
 
 

@@ -21,11 +21,14 @@ counts as soon as that paper is in, with nothing rewritten. Every lookup is an i
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
@@ -248,6 +251,22 @@ class StatementGraph:
         with closing(self._connect()) as db:
             return {(row[0], row[1]) for row in db.execute(query, [*ids, *ids, *ids])}
 
+    def paper_pagerank(self, ids: Sequence[str]) -> dict[str, float]:
+        """For each of ``ids``, its PageRank within its own paper's graph (uses edges resolved at ingest),
+        times the paper's statement count: 1.0 is an average statement of that paper, more is one its
+        paper leans on. Computed once per paper while the graph file is unchanged."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with closing(self._connect()) as db:
+            papers = dict(db.execute(f"SELECT id, paper_id FROM statement WHERE id IN ({marks})", ids).fetchall())
+        stamp = (_stamp(self.path), _stamp(self.path.with_name(self.path.name + "-wal")))
+        found = {}
+        for paper_id in set(papers.values()):
+            found.update(_paper_pagerank(str(self.path), paper_id, stamp))
+        return {i: found.get(i, 1.0) for i in ids}
+
     def kinds(self, ids: Sequence[str]) -> dict[str, str]:
         """The kind of each statement of ``ids`` the graph holds."""
         found: dict[str, str] = {}
@@ -340,6 +359,41 @@ def _section_labels(record: StatementRecord) -> list[tuple[str, str]]:
         if label:
             found.append((label, str(name)))
     return found
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """A file's modification time and size; (0, 0) for none or an empty one (a reader's passing WAL file)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return (0, 0)
+    return (stat.st_mtime_ns, stat.st_size) if stat.st_size else (0, 0)
+
+
+@functools.lru_cache(maxsize=512)
+def _paper_pagerank(path: str, paper_id: str, _stamp: object, damping: float = 0.85) -> dict[str, float]:
+    """PageRank (power iteration, 50 rounds) over one paper's statements and the uses edges among them,
+    scaled by the paper's statement count."""
+    with closing(connect(Path(path))) as db:
+        ids = [row[0] for row in db.execute("SELECT id FROM statement WHERE paper_id = ?", (paper_id,))]
+        edges = db.execute(
+            "SELECT id, target_id FROM reference WHERE paper_id = ? AND target_id != '' AND target_id != id",
+            (paper_id,),
+        ).fetchall()
+    position = {statement_id: n for n, statement_id in enumerate(ids)}
+    pairs = np.asarray([(position[a], position[b]) for a, b in edges if a in position and b in position], np.int64)
+    count = len(ids)
+    if count == 0:
+        return {}
+    out_degree = np.bincount(pairs[:, 0], minlength=count) if len(pairs) else np.zeros(count)
+    rank = np.full(count, 1.0 / count)
+    for _ in range(50):
+        spread = np.zeros(count)
+        if len(pairs):
+            np.add.at(spread, pairs[:, 1], rank[pairs[:, 0]] / out_degree[pairs[:, 0]])
+        dangling = rank[out_degree == 0].sum()  # a statement using nothing spreads its rank evenly
+        rank = (1 - damping) / count + damping * (spread + dangling / count)
+    return {statement_id: float(rank[n] * count) for statement_id, n in position.items()}
 
 
 def _one(rows: sqlite3.Cursor) -> str:
