@@ -36,6 +36,7 @@ from ingestion.records import StatementRecord
 from retriever.store.sqlite_file import connect
 
 GRAPH_DB = "graph.sqlite"
+_SCHEMA_VERSION = 1  # 1: citations and the statements' arXiv ids
 _TABLES = ("statement", "label", "section_label", "reference", "citation", "statement_arxiv")
 # A label another paper defines resolves only where one statement carries it as PAPER-LABEL.
 _UNIQUE = "(SELECT COUNT(*) FROM label other WHERE other.full_label = l.full_label) = 1"
@@ -122,6 +123,16 @@ class StatementGraph:
                 CREATE INDEX IF NOT EXISTS statement_arxiv_id ON statement_arxiv (arxiv_id);
                 """
             )
+            if db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
+                # A graph written before citations were kept: its statements' papers get their arXiv
+                # ids now, so that new papers' citations of them resolve (their own citations come with
+                # a re-ingest, as every record field does).
+                rows = db.execute("SELECT id, paper_id FROM statement").fetchall()
+                db.executemany(
+                    "INSERT OR IGNORE INTO statement_arxiv VALUES (?, ?)",
+                    [(i, arxiv) for i, paper in rows if (arxiv := paper_arxiv_id(paper))],
+                )
+                db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     def _connect(self) -> sqlite3.Connection:
         return connect(self.path)

@@ -92,3 +92,23 @@ def test_ten_thousand_references_in_one_statement(tmp_path: Path) -> None:
     many = [LabelReference(f"eq-{i}", "proof") for i in range(10_000)]
     graph.add([record("big", "p", "lemma-big", *many), NAK])
     assert len(graph.uses("big")) == 10_000 and graph.used_by("nak") == []
+
+
+def test_a_graph_written_before_citations_learns_its_papers_arxiv_ids(tmp_path: Path) -> None:
+    import sqlite3
+
+    from ingestion.records import Citation
+
+    old = StatementRecord("old", Source.ARXIV, StatementKind.THEOREM, "Old.", "2101.00001v3", label="t")
+    graph = StatementGraph(tmp_path)
+    graph.add([old])
+    with sqlite3.connect(graph.path) as db:  # as a graph of the version before citations left it
+        db.execute("DELETE FROM statement_arxiv")
+        db.execute("PRAGMA user_version = 0")
+    cites_old = (Citation("k", "proof", "2101.00001"),)
+    citing = StatementRecord("new", Source.ARXIV, StatementKind.LEMMA, "New.", "2102.00002", citations=cites_old)
+    reopened = StatementGraph(tmp_path)
+    reopened.add([citing])
+    [cited] = reopened.citations("new")
+    assert (cited.paper_id, cited.statements, cited.one_statement_id) == ("2101.00001v3", 1, "old")
+    assert reopened.citing("old") == (["new"], 1)
