@@ -43,7 +43,7 @@ def _print_view(view: StatementView, proof: bool) -> None:
     for link in view.definitions:
         typer.echo(f"  {link.display_name}  [{_where(link)}]  id {link.id}")
     arxiv = [citation for citation in view.cites if citation.arxiv_id]
-    typer.echo(f"\nCites ({len(view.cites)} keys, {len(arxiv)} arXiv papers):")
+    typer.echo(f"\nCites ({len(view.cites)}; of arXiv papers: {len(arxiv)}):")
     for citation in view.cites:
         paper = f"arXiv:{citation.arxiv_id}" if citation.arxiv_id else "not an arXiv paper (by its bibliography)"
         if citation.in_index:
