@@ -7,7 +7,7 @@ flags and JSON fields here are contracts that scripts rely on: add, don't rename
 
 # Each module registers its commands; imported in the order `rag-app --help` lists them.
 # isort: off
-from rag_app.cli import ingest, search, show, index, serve, evaluate, train  # noqa: F401
+from rag_app.cli import ingest, search, show, index, serve, api, evaluate, train  # noqa: F401
 
 # isort: on
 from rag_app.cli.common import EXIT_DAMAGED, EXIT_REFUSED, EXIT_USAGE, app

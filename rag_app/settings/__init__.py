@@ -6,7 +6,8 @@ The TOML file is ``$RAG_APP_CONFIG`` if set, else ``rag_app.toml`` in the workin
 
 One module per stage: ``retrieval`` (embedders, channels, rankers), ``answering`` (what the model reads
 and the checks), ``serving`` (the LLM server), ``store`` (Chroma), ``ingestion``, ``training`` (every
-``train`` command under ``training``), ``evaluation``, ``chat``. Every class is importable from here.
+``train`` command under ``training``), ``evaluation``, ``chat``, ``api`` (the HTTP API and the MCP
+server). Every class is importable from here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pydantic_settings import (
 )
 
 from rag_app.settings.answering import AnswerSettings, QuoteSettings
+from rag_app.settings.api import ApiSettings
 from rag_app.settings.chat import ConversationSettings, UISettings
 from rag_app.settings.evaluation import EvaluationSettings, default_shared_dir
 from rag_app.settings.ingestion import ArxivSettings, DaskSettings, IngestionSettings
@@ -50,7 +52,7 @@ from rag_app.settings.training import (
 )
 
 __all__ = [
-    "AnswerSettings", "ArxivSettings", "ConversationSettings", "DaskSettings", "DuplicateSettings",
+    "AnswerSettings", "ApiSettings", "ArxivSettings", "ConversationSettings", "DaskSettings", "DuplicateSettings",
     "EmbedTrainingSettings", "EmbeddingSettings", "EvaluationSettings", "FormulaSettings", "HNSWSettings",
     "IngestionSettings", "LLMSettings", "LlamaCppSettings", "PaperSettings", "QueryAdapterTrainingSettings",
     "QuoteSettings", "RankerSettings", "RankerTrainingSettings", "RerankSettings", "RerankTrainingSettings",
@@ -100,6 +102,7 @@ class Settings(BaseSettings):
     )
     formula: FormulaSettings = Field(default_factory=FormulaSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
 
     def with_overrides(self, changes: Mapping[str, object]) -> Settings:
         """A copy with ``changes`` applied and validated, keys dotted (``{"training.embed.epochs": 2}``);

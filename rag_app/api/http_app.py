@@ -1,0 +1,291 @@
+"""`rag-app serve`: the HTTP API over one open :class:`MathRAG` (one index, one model load, many clients).
+
+Routes (the JSON shapes are the CLI's contracts: ``search --json``, ``show --json``, ``ask --json``,
+``status --json``):
+
+    GET  /healthz                      {"ok": true}: the process answers (no token needed)
+    GET  /v1/status                    the index's stores and whether they are in step
+    GET|POST /v1/search                statements (``search --json``'s list)
+    GET|POST /v1/papers                papers, each with its best statements (``search --papers --json``)
+    GET|POST /v1/formula               statements holding a formula (``search --formula --json``)
+    GET  /v1/statements/{id_or_label}  one statement with its uses, used-by, definitions (``show --json``)
+    POST /v1/ask                       the quoting answer (``ask --json``); 503 with the sources when the LLM is down
+    POST /v1/ask/stream                the same as server-sent events: sources, text chunks, then the answer
+    /mcp                               the MCP server (streamable HTTP), same tools as `rag-app mcp`
+
+Searches run in worker threads, at most ``api.max_concurrent_searches`` at once (two CPUs gain nothing
+from more); answers wait in :class:`AskQueue`. Every error is JSON, ``{"error": {"status", "reason"}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypeVar
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rag_app.api.errors import STATUS_OF, BadRequestError
+from rag_app.api.guards import AskQueue, BearerTokenGuard, BodySizeLimit, QueueFullError
+from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.pipeline import MathRAG
+from rag_app.settings import ApiSettings
+from retriever.store.index_health import IndexHealth
+
+T = TypeVar("T")
+API_VERSION = "1"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.reason, self.headers = status, reason, headers or {}
+
+
+def error_response(status: int, reason: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "reason": reason}}, status_code=status, headers=headers)
+
+
+def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True) -> FastAPI:
+    """The API over ``rag``; with ``mcp``, the MCP server's tools (:mod:`rag_app.api.mcp_tools`) are served
+    under ``/mcp`` by streamable HTTP, their answers waiting in the same queue."""
+    from rag_app.api.mcp_tools import build_mcp_server
+
+    limits = limits or rag.settings.api
+    token = limits.token.get_secret_value() if limits.token else None
+    asks = AskQueue(limits.max_concurrent_asks, limits.max_queued_asks)
+    searches = asyncio.Semaphore(limits.max_concurrent_searches)
+    mcp_server = build_mcp_server(rag, limits, asks) if mcp else None
+    mcp_app = mcp_server.streamable_http_app(**_mcp_transport(limits)) if mcp_server is not None else None
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if mcp_server is None:
+            yield
+            return
+        async with mcp_server.session_manager.run():
+            yield
+
+    app = FastAPI(
+        title="rag-app",
+        version=API_VERSION,
+        summary="Search and cite theorems, lemmas and definitions from LaTeX papers and Math StackExchange.",
+        lifespan=lifespan,
+    )
+    if mcp_app is not None:
+        app.router.routes.extend(mcp_app.routes)
+    # Outermost first on the way in: the body limit, then the token.
+    app.add_middleware(BearerTokenGuard, token=token)
+    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
+
+    async def in_thread(work: Callable[[], T], timeout: float, gate: asyncio.Semaphore | None = None) -> T:
+        """``work`` in a worker thread within ``timeout`` (504 past it; the thread ends on its own)."""
+        try:
+            if gate is None:
+                return await asyncio.wait_for(run_in_threadpool(work), timeout)
+            async with asyncio.timeout(timeout):
+                async with gate:
+                    return await run_in_threadpool(work)
+        except TimeoutError:
+            raise ApiError(504, f"the request took longer than {timeout:g} s") from None
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, error: ApiError) -> JSONResponse:
+        return error_response(error.status, error.reason, error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
+        return error_response(400, _validation_reason(error))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, error: StarletteHTTPException) -> JSONResponse:
+        reason = "no such route" if error.status_code == 404 else str(error.detail)
+        return error_response(error.status_code, reason, getattr(error, "headers", None))
+
+    async def known_error(_request: Request, error: Exception) -> JSONResponse:
+        status = next(code for kinds, code in STATUS_OF if isinstance(error, kinds))
+        return error_response(status, str(error))
+
+    for kinds, _status in STATUS_OF:
+        for kind in kinds:
+            app.add_exception_handler(kind, known_error)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_request: Request, error: Exception) -> JSONResponse:
+        # The traceback goes to the server's log (Starlette logs what reaches this handler), never to a client.
+        return error_response(500, f"internal error: {type(error).__name__}: {' '.join(str(error).split())[:300]}")
+
+    # ------------------------------------------------------------------ health and status
+    @app.get("/healthz", summary="Whether the server answers (no token needed)")
+    async def healthz() -> dict[str, object]:
+        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting}
+
+    @app.get("/v1/status", summary="The index's stores and whether they are in step (`status --json`)")
+    async def status() -> dict[str, object]:
+        stores = await in_thread(lambda: IndexHealth(rag.index).check(), limits.search_timeout_s)
+        return {
+            "index": str(rag.settings.resolved_index_dir),
+            "stores": [state.to_dict() for state in stores],
+            "in_step": all(state.in_step for state in stores),
+        }
+
+    # ------------------------------------------------------------------ search
+    async def run_search(request: SearchRequest) -> list[dict[str, object]]:
+        request = _checked(request, limits)
+        if request.formula and request.mode is not None:
+            raise BadRequestError("formula searches formulas only; leave out mode")
+
+        def work() -> list[dict[str, object]]:
+            where = request.where()
+            if request.formula:
+                hits = rag.search_formula(request.query, request.k, where)
+            else:
+                hits = rag.search(request.query, request.k, request.mode, where)
+            return [hit.to_dict() for hit in hits]
+
+        return await in_thread(work, limits.search_timeout_s, searches)
+
+    @app.get("/v1/search", summary="Statements that match a query (`search --json`)")
+    async def search_get(request: Annotated[SearchRequest, Query()]) -> list[dict[str, Any]]:
+        return await run_search(request)
+
+    @app.post("/v1/search", summary="Statements that match a query (`search --json`)")
+    async def search_post(request: SearchRequest) -> list[dict[str, Any]]:
+        return await run_search(request)
+
+    async def run_papers(request: SearchRequest) -> list[dict[str, object]]:
+        request = _checked(request, limits)
+
+        def work() -> list[dict[str, object]]:
+            papers = rag.search_papers(request.query, request.k, request.where(), request.mode, request.formula)
+            return [paper.to_dict() for paper in papers]
+
+        return await in_thread(work, limits.search_timeout_s, searches)
+
+    @app.get("/v1/papers", summary="Papers whose statements match a query (`search --papers --json`)")
+    async def papers_get(request: Annotated[SearchRequest, Query()]) -> list[dict[str, Any]]:
+        return await run_papers(request)
+
+    @app.post("/v1/papers", summary="Papers whose statements match a query (`search --papers --json`)")
+    async def papers_post(request: SearchRequest) -> list[dict[str, Any]]:
+        return await run_papers(request)
+
+    async def run_formula(request: FormulaRequest) -> list[dict[str, object]]:
+        request = _checked(request, limits)
+
+        def work() -> list[dict[str, object]]:
+            return [hit.to_dict() for hit in rag.search_formula(request.formula, request.k, request.where())]
+
+        return await in_thread(work, limits.search_timeout_s, searches)
+
+    @app.get("/v1/formula", summary="Statements holding a formula or a similar one (`search --formula --json`)")
+    async def formula_get(request: Annotated[FormulaRequest, Query()]) -> list[dict[str, Any]]:
+        return await run_formula(request)
+
+    @app.post("/v1/formula", summary="Statements holding a formula or a similar one (`search --formula --json`)")
+    async def formula_post(request: FormulaRequest) -> list[dict[str, Any]]:
+        return await run_formula(request)
+
+    @app.get(
+        "/v1/statements/{id_or_label:path}",
+        summary="One statement with what it uses, what uses it and its definitions (`show --json`)",
+    )
+    async def statement(id_or_label: str, depth: Annotated[int, Query(ge=0, le=5)] = 2) -> dict[str, Any]:
+        if len(id_or_label) > limits.max_query_chars:
+            raise BadRequestError(f"the id or label is over {limits.max_query_chars:,} characters")
+        # An id or label is looked up, never opened as a path: "../../etc/passwd" is only an unknown label.
+        view = await in_thread(lambda: rag.statement(id_or_label, depth), limits.search_timeout_s, searches)
+        return view.to_dict()
+
+    # ------------------------------------------------------------------ answers
+    async def ask_turn() -> None:
+        """Wait for the LLM (429 with Retry-After when the queue is full)."""
+        try:
+            await asyncio.wait_for(asks.enter(), limits.ask_timeout_s)
+        except QueueFullError:
+            raise ApiError(
+                429,
+                f"{asks.running} answers are being written and {asks.waiting} wait (api.max_queued_asks); retry later",
+                {"Retry-After": str(limits.retry_after_s)},
+            ) from None
+        except TimeoutError:
+            raise ApiError(504, f"no turn at the LLM within {limits.ask_timeout_s:g} s") from None
+
+    @app.post("/v1/ask", summary="The quoting answer with its sources (`ask --json`)")
+    async def ask(request: AskRequest) -> JSONResponse:
+        request = _checked(request, limits)
+        await ask_turn()
+        # The LLM is held until the answer is written, even by a client that gave up waiting for it.
+        task = asyncio.ensure_future(run_in_threadpool(lambda: rag.ask(request.question, request.k).to_dict()))
+        task.add_done_callback(lambda _task: asks.leave())
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(task), limits.ask_timeout_s)
+        except TimeoutError:
+            raise ApiError(504, f"the answer took longer than {limits.ask_timeout_s:g} s") from None
+        # As `ask` does: when the LLM is down the sources are still returned, with the reason.
+        return JSONResponse(answer, status_code=503 if answer.get("llm_error") else 200)
+
+    @app.post(
+        "/v1/ask/stream",
+        summary="The answer as server-sent events: `sources`, then `text` chunks, then `answer` (`ask --json`)",
+    )
+    async def ask_stream(request: AskRequest) -> StreamingResponse:
+        request = _checked(request, limits)
+        await ask_turn()
+        try:
+            stream = await run_in_threadpool(rag.ask_stream, request.question, request.k)
+        except BaseException:
+            asks.leave()
+            raise
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                yield _event("sources", {"sources": [hit.to_dict() for hit in stream.sources]})
+                async for chunk in iterate_in_threadpool(iter(stream)):
+                    yield _event("text", {"text": chunk})
+                answer = await run_in_threadpool(stream.result)
+                yield _event("answer", answer.to_dict())
+            finally:
+                asks.leave()
+
+        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    return app
+
+
+def _checked(request: T, limits: ApiSettings) -> T:
+    return request.checked(limits)  # type: ignore[attr-defined]
+
+
+def _event(name: str, data: object) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _validation_reason(error: RequestValidationError) -> str:
+    """FastAPI's list of validation errors as one sentence: which field, and what is wrong with it."""
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(part) for part in item.get("loc", ()) if part not in ("body", "query", "path"))
+        message = item.get("msg", "invalid")
+        if item.get("type") == "json_invalid":
+            message = "the body is not valid JSON"
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts) or "invalid request"
+
+
+def _mcp_transport(limits: ApiSettings) -> dict[str, Any]:
+    """The MCP app's transport settings: its DNS-rebinding protection allows loopback host names only,
+    which is right on loopback; beyond it the bearer token guards every request instead."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from rag_app.api.guards import is_loopback
+
+    if is_loopback(limits.host):
+        return {"host": limits.host}
+    return {"host": limits.host, "transport_security": TransportSecuritySettings(enable_dns_rebinding_protection=False)}

@@ -1,0 +1,187 @@
+"""The MCP server (the official ``mcp`` SDK): rag-app's search and answer as tools an LLM agent calls.
+
+Served over stdio by `rag-app mcp` (a desktop agent starts it) and over streamable HTTP under ``/mcp``
+by `rag-app serve`. The tools run in worker threads (a search never blocks the server's event loop) and
+answers wait in the same :class:`AskQueue` as the HTTP API's. The descriptions are written for a model:
+what each tool returns, and how to cite what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from rag_app.api.errors import STATUS_OF
+from rag_app.api.guards import AskQueue, QueueFullError
+from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.pipeline import MathRAG
+from rag_app.settings import ApiSettings
+from retriever import PaperHit, SearchHit
+
+# What a tool reports to the model in words (a bad argument, an unknown statement, a damaged index, a
+# time limit), as the HTTP API gives them a status; anything else is a crash, logged by the server.
+KNOWN_ERRORS = (*(kind for kinds, _status in STATUS_OF for kind in kinds), QueueFullError, TimeoutError)
+
+INSTRUCTIONS = """\
+rag-app searches an index of mathematical statements (theorems, lemmas, definitions, propositions,
+corollaries from LaTeX papers such as arXiv preprints and the Stacks project, and Math StackExchange
+answers). Use search_statements to find the statements that answer a question, find_papers to find the
+papers (or threads) that treat a topic, search_formula when you have a formula, get_statement to read one
+statement whole with what it uses and what uses it, and ask for a short answer that quotes the statement
+that answers. Cite a statement by its `cite_as` string (its kind and name, label, paper title and URL);
+quote its `text` verbatim rather than paraphrasing it: hypotheses matter."""
+
+CITE_HELP = "Each result has `cite_as` (kind, name, label, paper title, URL): cite it that way and quote `text` whole."
+
+
+def compact_hit(hit: SearchHit) -> dict[str, Any]:
+    """A search result as a model reads it: the statement and how to cite it, without the index's internals."""
+    record = hit.record
+    return {
+        "rank": hit.rank,
+        "score": round(hit.score, 4),
+        "id": record.id,
+        "kind": record.kind.value,
+        "name": record.name,
+        "label": record.label,
+        "paper_id": record.paper_id,
+        "paper_title": record.source_title,
+        "section": record.section,
+        "url": record.url,
+        "text": record.text,
+        "cite_as": cite_as(hit),
+        "uses_count": hit.uses_count,
+        "used_by_count": hit.used_by_count,
+    }
+
+
+def cite_as(hit: SearchHit) -> str:
+    record = hit.record
+    parts = [record.display_name]
+    if record.label:
+        parts.append(f"[{record.paper_id}#{record.label}]")
+    parts.append(f"in {record.source_title}")
+    if record.url:
+        parts.append(record.url)
+    return " ".join(parts)
+
+
+def compact_paper(paper: PaperHit) -> dict[str, Any]:
+    return {
+        "rank": paper.rank,
+        "score": round(paper.score, 4),
+        "paper_id": paper.paper_id,
+        "title": paper.title or (paper.hits[0].record.source_title if paper.hits else paper.paper_id),
+        "authors": paper.authors,
+        "url": paper.url,
+        "statements": [compact_hit(hit) for hit in paper.hits],
+    }
+
+
+@contextmanager
+def reported_to_the_model() -> Iterator[None]:
+    try:
+        yield
+    except KNOWN_ERRORS as error:
+        raise ToolError(str(error) or type(error).__name__) from error
+
+
+def build_mcp_server(rag: MathRAG, limits: ApiSettings | None = None, asks: AskQueue | None = None) -> MCPServer:
+    """The MCP server over ``rag``; ``asks``: the queue answers wait in (shared with the HTTP API)."""
+    limits = limits or rag.settings.api
+    asks = asks or AskQueue(limits.max_concurrent_asks, limits.max_queued_asks)
+    server = MCPServer("rag-app", instructions=INSTRUCTIONS)
+
+    async def in_thread(work: Any) -> Any:
+        with anyio.fail_after(limits.search_timeout_s):
+            return await anyio.to_thread.run_sync(work)
+
+    @server.tool(
+        description="Search the indexed statements (theorems, lemmas, definitions, ...) that answer a question or "
+        "match keywords or LaTeX. Returns {'results': [...]}, best first, each with its text. " + CITE_HELP
+    )
+    async def search_statements(
+        query: Annotated[str, Field(description="the question, keywords or LaTeX, as a mathematician would type it")],
+        k: Annotated[int, Field(description="how many results (1-100)")] = 10,
+        kind: Annotated[list[str] | None, Field(description="only these kinds: theorem, lemma, ...")] = None,
+        source: Annotated[list[str] | None, Field(description="only these sources: arxiv, mse, local")] = None,
+    ) -> dict[str, Any]:
+        with reported_to_the_model():
+            request = SearchRequest(query=query, k=k, kind=kind or [], source=source or []).checked(limits)
+            hits = await in_thread(lambda: rag.search(request.query, request.k, where=request.where()))
+            return {"results": [compact_hit(hit) for hit in hits]}
+
+    @server.tool(
+        description="Find the papers (Math StackExchange: threads) whose statements best match a topic. Returns "
+        "{'papers': [...]}, each with its title, URL and best statements. " + CITE_HELP
+    )
+    async def find_papers(
+        query: Annotated[str, Field(description="the topic or question")],
+        k: Annotated[int, Field(description="how many papers (1-100)")] = 5,
+    ) -> dict[str, Any]:
+        with reported_to_the_model():
+            request = SearchRequest(query=query, k=k).checked(limits)
+            papers = await in_thread(lambda: rag.search_papers(request.query, request.k))
+            return {"papers": [compact_paper(paper) for paper in papers]}
+
+    @server.tool(
+        description="Find statements that hold a formula, an equivalent rewrite of it or a similar one. Give one "
+        r"formula in LaTeX, delimiters optional (\int_0^1 x^n dx). Returns {'results': [...]}. " + CITE_HELP
+    )
+    async def search_formula(
+        formula: Annotated[str, Field(description="one formula in LaTeX")],
+        k: Annotated[int, Field(description="how many results (1-100)")] = 10,
+    ) -> dict[str, Any]:
+        with reported_to_the_model():
+            request = FormulaRequest(formula=formula, k=k).checked(limits)
+            hits = await in_thread(lambda: rag.search_formula(request.formula, request.k))
+            return {"results": [compact_hit(hit) for hit in hits]}
+
+    @server.tool(
+        description="Read one statement whole by its id (from a search result) or label (PAPER#LABEL, or a Stacks "
+        "project label such as algebra-lemma-NAK): its text and proof, the statements it uses, those that use "
+        "it, and the definitions it relies on. Returns the statement record with 'uses', 'used_by', "
+        "'definitions' and 'cite_as'."
+    )
+    async def get_statement(
+        id_or_label: Annotated[str, Field(description="a result's id, or PAPER#LABEL")],
+    ) -> dict[str, Any]:
+        with reported_to_the_model():
+            view = await in_thread(lambda: rag.statement(id_or_label))
+            payload = view.to_dict()
+            payload["cite_as"] = cite_as(SearchHit(view.record, 0.0, 0))
+            return payload
+
+    @server.tool(
+        description="Answer a question from the index: the statements that answer it are chosen and quoted "
+        "verbatim, numbered [n]. Returns {'answer', 'status', 'sources': [...], 'cited': [n, ...]}; status "
+        "'answered', 'not_found' (nothing relevant indexed) or another reason; cite the sources as their "
+        "'cite_as' says. Slow on a CPU (tens of seconds): prefer search_statements when you can read."
+    )
+    async def ask(question: Annotated[str, Field(description="the question, LaTeX welcome")]) -> dict[str, Any]:
+        with reported_to_the_model():
+            request = AskRequest(question=question).checked(limits)
+            try:
+                await asks.enter()
+            except QueueFullError:
+                raise ToolError(f"busy: {asks.running} answers are being written and {asks.waiting} wait") from None
+            try:
+                with anyio.fail_after(limits.ask_timeout_s):
+                    answer = await anyio.to_thread.run_sync(lambda: rag.ask(request.question))
+            finally:
+                asks.leave()
+            return {
+                "answer": answer.text,
+                "status": answer.status.value,
+                "llm_error": answer.llm_error,
+                "cited": answer.cited,
+                "sources": [compact_hit(hit) for hit in answer.sources],
+            }
+
+    return server

@@ -1,0 +1,89 @@
+"""What a client sends to the HTTP API, checked before any work: each request a typed record whose
+fields are the CLI's flags (``search --json``'s ``k``, ``mode``, ``--source``, ``--kind``, ...)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_app.api.errors import BadRequestError
+from rag_app.settings import ApiSettings
+from retriever import SearchFilter, SearchMode
+
+
+class SearchRequest(BaseModel):
+    """``GET /v1/search?query=...`` or the same fields as a JSON body to ``POST /v1/search``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="the question, keywords or formula (LaTeX welcome)")
+    k: int | None = Field(None, description="results wanted (default: retrieval.top_k; at most api.max_k)")
+    mode: SearchMode | None = Field(None, description="retriever (default: retrieval.mode)")
+    formula: bool = Field(False, description="the query is one formula: statements holding it or a similar one")
+    source: list[str] = Field(default_factory=list, description="only these sources: arxiv, mse, local")
+    kind: list[str] = Field(default_factory=list, description="only these kinds: theorem, lemma, definition, ...")
+    category: list[str] = Field(default_factory=list, description="only arXiv papers in these categories (math.AG)")
+    date_from: date | None = Field(None, description="only papers from this date on (YYYY-MM-DD)")
+    date_to: date | None = Field(None, description="only papers up to this date (YYYY-MM-DD)")
+
+    def checked(self, limits: ApiSettings) -> SearchRequest:
+        check_text(self.query, "query", limits)
+        check_k(self.k, limits)
+        return self
+
+    def where(self) -> SearchFilter:
+        return SearchFilter(
+            sources=frozenset(self.source),
+            kinds=frozenset(self.kind),
+            categories=frozenset(self.category),
+            date_from=self.date_from,
+            date_to=self.date_to,
+        )
+
+
+class FormulaRequest(BaseModel):
+    """``GET /v1/formula?formula=...`` or ``POST /v1/formula``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    formula: str = Field(description=r"one formula, delimiters optional (\int \frac{dx}{(x^2+1)^n})")
+    k: int | None = Field(None, description="results wanted (at most api.max_k)")
+    source: list[str] = Field(default_factory=list)
+    kind: list[str] = Field(default_factory=list)
+
+    def checked(self, limits: ApiSettings) -> FormulaRequest:
+        check_text(self.formula, "formula", limits)
+        check_k(self.k, limits)
+        return self
+
+    def where(self) -> SearchFilter:
+        return SearchFilter(sources=frozenset(self.source), kinds=frozenset(self.kind))
+
+
+class AskRequest(BaseModel):
+    """``POST /v1/ask`` and ``POST /v1/ask/stream``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="a question, LaTeX welcome")
+    k: int | None = Field(None, description="sources retrieved (default: retrieval.top_k; at most api.max_k)")
+
+    def checked(self, limits: ApiSettings) -> AskRequest:
+        check_text(self.question, "question", limits)
+        check_k(self.k, limits)
+        return self
+
+
+def check_text(text: str, name: str, limits: ApiSettings) -> None:
+    if not text.strip():
+        raise BadRequestError(f"{name} is empty")
+    if len(text) > limits.max_query_chars:
+        raise BadRequestError(
+            f"{name} is {len(text):,} characters, over the limit of {limits.max_query_chars:,} (api.max_query_chars)"
+        )
+
+
+def check_k(k: int | None, limits: ApiSettings) -> None:
+    if k is not None and not 1 <= k <= limits.max_k:
+        raise BadRequestError(f"k must be between 1 and {limits.max_k} (api.max_k); got {k}")

@@ -1,0 +1,29 @@
+"""Settings of `rag-app serve` (the HTTP API) and `rag-app mcp` (the MCP server): where it listens, the
+token, and the limits that keep one client from taking the server from the others."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, SecretStr
+
+
+class ApiSettings(BaseModel):
+    """The HTTP API and the MCP server for other programs (``RAG_APP_API__TOKEN`` sets the token)."""
+
+    host: str = Field("127.0.0.1", description="address to bind; any other than loopback requires a token")
+    port: int = Field(8765, ge=1, le=65535)
+    token: SecretStr | None = Field(
+        None, description="the bearer token every request must carry (Authorization: Bearer TOKEN); unset: none"
+    )
+    max_query_chars: int = Field(2000, ge=1, description="longest query or question accepted")
+    max_k: int = Field(100, ge=1, description="most results one request may ask for")
+    max_body_bytes: int = Field(65_536, ge=1024, description="largest request body accepted")
+    max_concurrent_searches: int = Field(
+        2, ge=1, description="searches run at once (more wait their turn): about one per CPU core"
+    )
+    max_concurrent_asks: int = Field(1, ge=1, description="answers generated at once (each holds the LLM)")
+    max_queued_asks: int = Field(
+        8, ge=0, description="answers waiting for the LLM; past this a request gets 429 with Retry-After"
+    )
+    ask_timeout_s: float = Field(300.0, gt=0, description="an answer's time limit, its wait in the queue included")
+    search_timeout_s: float = Field(30.0, gt=0, description="a search's time limit")
+    retry_after_s: int = Field(10, ge=1, description="what a 429 tells the client to wait")

@@ -1,0 +1,199 @@
+"""`rag-app serve`: the HTTP API on a real uvicorn server on loopback, over the demo index.
+
+Answers use the real LLM server (llama.cpp with the smallest packaged model), or a server that accepts
+connections and never answers (the queue, and the LLM down); everything else reads the demo index.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from rag_app import MathRAG
+from rag_app.api.guards import UnsafeBindError, check_bind, is_loopback
+from rag_app.api.http_app import create_app
+from rag_app.cli import app
+from rag_app.settings import ApiSettings
+from tests.conftest import make_settings
+from tests.llm_servers import HangingServer
+
+GALOIS = "galois-theory#cor:finitely-many-intermediate"
+
+
+@contextmanager
+def serving(rag: MathRAG, **limits: object) -> Iterator[str]:
+    """``rag`` served by uvicorn on 127.0.0.1 (a free port) in a thread; yields the base URL."""
+    settings = ApiSettings.model_validate(rag.settings.api.model_dump() | limits)
+    config = uvicorn.Config(create_app(rag, settings), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def demo_api(demo_index_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MathRAG, str]]:
+    rag = MathRAG(make_settings(tmp_path_factory.mktemp("api"), index_dir=demo_index_dir))
+    with serving(rag) as url:
+        yield rag, url
+
+
+def test_search_papers_formula_and_statements_answer_in_the_clis_shapes(demo_api: tuple[MathRAG, str]) -> None:
+    rag, url = demo_api
+    with httpx.Client(base_url=url, timeout=60) as client:
+        found = client.get("/v1/search", params={"query": "bounded entire function", "k": 3})
+        assert found.status_code == 200, found.text
+        expected = [hit.to_dict() for hit in rag.search("bounded entire function", 3)]
+        assert [hit["id"] for hit in found.json()] == [hit["id"] for hit in expected]
+        assert set(found.json()[0]) == set(expected[0])  # the fields of `search --json`, all of them
+        posted = client.post("/v1/search", json={"query": "bounded entire function", "k": 3, "kind": ["theorem"]})
+        assert posted.status_code == 200 and {hit["kind"] for hit in posted.json()} == {"theorem"}
+        papers = client.post("/v1/papers", json={"query": "Galois extension", "k": 2}).json()
+        assert papers[0]["paper_id"] == "galois-theory" and papers[0]["hits"]
+        formula = client.get("/v1/formula", params={"formula": r"\sum_{n} a_n z^n", "k": 3})
+        assert formula.status_code == 200 and len(formula.json()) <= 3
+        # a label holds '#' and ':' (sent percent-encoded), as `rag-app show` takes it
+        shown = client.get("/v1/statements/" + GALOIS.replace("#", "%23"))
+        assert shown.status_code == 200, shown.text
+        assert shown.json() == json.loads(json.dumps(rag.statement(GALOIS).to_dict()))
+        assert client.get("/v1/status").json()["in_step"] is True
+        assert client.get("/healthz").json()["ok"] is True
+        openapi = client.get("/openapi.json").json()
+        assert {"/v1/search", "/v1/ask", "/v1/ask/stream", "/v1/statements/{id_or_label}"} <= set(openapi["paths"])
+
+
+BAD_REQUESTS = {
+    "a 2 MB query in a body": ("POST", "/v1/search", {"json": {"query": "x" * 2_000_000}}, 413, "over the limit"),
+    "a query over the length limit": ("GET", "/v1/search", {"params": {"query": "x" * 3000}}, 400, "over the limit"),
+    "k=-1": ("GET", "/v1/search", {"params": {"query": "ring", "k": -1}}, 400, "k must be between 1 and"),
+    "k=10^9": ("POST", "/v1/search", {"json": {"query": "ring", "k": 10**9}}, 400, "k must be between 1 and"),
+    "an unknown mode": ("GET", "/v1/search", {"params": {"query": "ring", "mode": "telepathy"}}, 400, "mode"),
+    "malformed JSON": (
+        "POST", "/v1/search", {"content": b'{"query": ', "headers": {"content-type": "application/json"}},
+        400, "not valid JSON",
+    ),
+    "an unknown field": ("POST", "/v1/search", {"json": {"query": "ring", "kk": 3}}, 400, "kk"),
+    "an empty question": ("POST", "/v1/ask", {"json": {"question": "  "}}, 400, "question is empty"),
+    "an unknown statement": ("GET", "/v1/statements/lem:nowhere", {}, 404, "no statement has the id or label"),
+    "a path traversal": ("GET", "/v1/statements/..%2F..%2F..%2Fetc%2Fpasswd", {}, 404, "no statement has"),
+    "an unknown route": ("GET", "/v1/nothing", {}, 404, "no such route"),
+}  # fmt: skip
+
+
+def test_bad_requests_get_a_4xx_with_a_reason_and_the_server_stays_up(demo_api: tuple[MathRAG, str]) -> None:
+    _, url = demo_api
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for name, (method, path, kwargs, status, reason) in BAD_REQUESTS.items():
+            response = client.request(method, path, **kwargs)
+            assert response.status_code == status, (name, response.text[:300])
+            error = response.json()["error"]
+            assert error["status"] == status and reason in error["reason"], (name, error)
+            assert "Traceback" not in response.text
+        assert client.get("/healthz").status_code == 200
+
+
+def test_a_token_guards_every_route_but_the_health_check(demo_index_dir: Path, tmp_path: Path) -> None:
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
+    with serving(rag, token="s3cret-token") as url, httpx.Client(base_url=url, timeout=60) as client:
+        missing = client.get("/v1/search", params={"query": "ring"})
+        assert missing.status_code == 401 and "bearer token is required" in missing.json()["error"]["reason"]
+        assert missing.headers["www-authenticate"] == "Bearer"
+        wrong = client.get("/v1/search", params={"query": "ring"}, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.json()["error"]["reason"] == "wrong token"
+        assert client.post("/mcp", json={}).status_code == 401  # the MCP server too
+        right = client.get("/v1/search", params={"query": "ring"}, headers={"Authorization": "Bearer s3cret-token"})
+        assert right.status_code == 200
+        assert client.get("/healthz").status_code == 200
+
+
+def test_binding_beyond_loopback_needs_a_token(demo_index_dir: Path) -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+    check_bind("127.0.0.1", None)
+    check_bind("0.0.0.0", "a-token")
+    with pytest.raises(UnsafeBindError, match=r"refusing to listen on 0\.0\.0\.0 without a token"):
+        check_bind("0.0.0.0", None)
+    refused = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--index", str(demo_index_dir)])
+    assert refused.exit_code == 2 and "RAG_APP_API__TOKEN" in refused.output
+
+
+def test_answers_wait_their_turn_and_the_sources_come_back_when_the_llm_is_down(
+    demo_index_dir: Path, tmp_path: Path
+) -> None:
+    hanging = HangingServer()
+    settings = make_settings(tmp_path, index_dir=demo_index_dir)
+    settings.llm.base_url, settings.llm.timeout_s, settings.llm.retries = hanging.url, 4.0, 0
+    rag = MathRAG(settings)
+    try:
+        with serving(rag, max_concurrent_asks=1, max_queued_asks=0, retry_after_s=7) as url:
+            first: dict[str, httpx.Response] = {}
+            question = {"question": "Is every bounded entire function constant?"}
+            asking = threading.Thread(target=lambda: first.update(answer=httpx.post(f"{url}/v1/ask", json=question,
+                                                                                    timeout=120)))  # fmt: skip
+            asking.start()
+            with httpx.Client(base_url=url, timeout=10) as client:
+                deadline = time.monotonic() + 60
+                while client.get("/healthz").json()["asks_running"] == 0:
+                    assert time.monotonic() < deadline, "the first answer never started"
+                    time.sleep(0.05)
+                started = time.perf_counter()
+                assert client.get("/healthz").status_code == 200
+                assert time.perf_counter() - started < 1.0, "the health check waits for nothing"
+                busy = client.post("/v1/ask", json=question)
+                assert busy.status_code == 429 and busy.headers["retry-after"] == "7"
+                assert "retry later" in busy.json()["error"]["reason"]
+            asking.join(120)
+        down = first["answer"]
+        assert down.status_code == 503, down.text[:300]
+        assert down.json()["llm_error"] and down.json()["sources"], "the sources come back, as from `ask`"
+    finally:
+        hanging.close()
+
+
+def test_an_answer_and_its_stream_from_the_real_llm(demo_rag: MathRAG) -> None:
+    with serving(demo_rag) as url, httpx.Client(base_url=url, timeout=300) as client:
+        question = {"question": "Which entire functions are bounded?", "k": 4}
+        answer = client.post("/v1/ask", json=question)
+        assert answer.status_code == 200, answer.text[:300]
+        record = answer.json()
+        assert {"answer", "sources", "status", "cited", "timings_ms"} <= set(record) and record["sources"]
+        events = []
+        with client.stream("POST", "/v1/ask/stream", json=question) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            name = None
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    name = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    events.append((name, json.loads(line.removeprefix("data: "))))
+        names = [name for name, _ in events]
+        assert names[0] == "sources" and names[-1] == "answer" and set(names) <= {"sources", "text", "answer"}
+        assert {"answer", "status", "sources"} <= set(events[-1][1])
+        # first what was found, at the end the sources the model read (those within the margin of the best)
+        assert {s["id"] for s in events[-1][1]["sources"]} <= {s["id"] for s in events[0][1]["sources"]}
+
+
+def test_the_openapi_document_in_docs_is_the_one_served(tmp_path: Path) -> None:
+    printed = CliRunner().invoke(app, ["serve", "--openapi", "--index", str(tmp_path / "no-index")])
+    assert printed.exit_code == 0, printed.output
+    checked_in = json.loads((Path(__file__).resolve().parents[3] / "docs" / "openapi.json").read_text())
+    assert json.loads(printed.stdout) == checked_in, "regenerate: rag-app serve --openapi > docs/openapi.json"
+    assert checked_in["paths"]["/v1/ask"]["post"]["summary"].startswith("The quoting answer")
