@@ -271,10 +271,11 @@ def _validation_reason(error: RequestValidationError) -> str:
     """FastAPI's list of validation errors as one sentence: which field, and what is wrong with it."""
     parts = []
     for item in error.errors()[:5]:
+        if item.get("type") == "json_invalid":
+            parts.append("the body is not valid JSON")
+            continue
         where = ".".join(str(part) for part in item.get("loc", ()) if part not in ("body", "query", "path"))
         message = item.get("msg", "invalid")
-        if item.get("type") == "json_invalid":
-            message = "the body is not valid JSON"
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts) or "invalid request"
 

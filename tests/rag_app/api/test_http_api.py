@@ -197,3 +197,19 @@ def test_the_openapi_document_in_docs_is_the_one_served(tmp_path: Path) -> None:
     checked_in = json.loads((Path(__file__).resolve().parents[3] / "docs" / "openapi.json").read_text())
     assert json.loads(printed.stdout) == checked_in, "regenerate: rag-app serve --openapi > docs/openapi.json"
     assert checked_in["paths"]["/v1/ask"]["post"]["summary"].startswith("The quoting answer")
+
+
+def test_the_next_request_sees_what_another_writer_ingested(tmp_path: Path) -> None:
+    from rag_app.pipeline import demo_corpus_path
+
+    index_dir = tmp_path / "index"
+    MathRAG(make_settings(tmp_path / "first", index_dir=index_dir)).ingest([demo_corpus_path() / "galois-theory"])
+    rag = MathRAG(make_settings(tmp_path / "server", index_dir=index_dir))
+    with serving(rag) as url, httpx.Client(base_url=url, timeout=60) as client:
+        before = client.get("/v1/search", params={"query": "bounded entire function constant", "k": 3}).json()
+        assert all(hit["paper_id"] == "galois-theory" for hit in before)
+        # another writer (its own MathRAG, as another process would be) adds a paper meanwhile
+        writer = MathRAG(make_settings(tmp_path / "writer", index_dir=index_dir))
+        writer.ingest([demo_corpus_path() / "complex-analysis"])
+        after = client.get("/v1/search", params={"query": "bounded entire function constant", "k": 3}).json()
+        assert after[0]["paper_id"] == "complex-analysis", [hit["paper_id"] for hit in after]
