@@ -10,7 +10,7 @@ Routes (the JSON shapes are the CLI's contracts: ``search --json``, ``show --jso
     GET|POST /v1/formula               statements holding a formula (``search --formula --json``)
     GET  /v1/statements/{id_or_label}  one statement with its uses, used-by, definitions (``show --json``)
     POST /v1/ask                       the quoting answer (``ask --json``); 503 with the sources when the LLM is down
-    POST /v1/ask/stream                the same as server-sent events: sources, text chunks, then the answer
+    POST /v1/ask/stream                the same as server-sent events: sources, text chunks, the answer, its checks
     /mcp                               the MCP server (streamable HTTP), same tools as `rag-app mcp`
 
 Searches run in worker threads, at most ``api.max_concurrent_searches`` at once (two CPUs gain nothing
@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_app.api.errors import STATUS_OF, BadRequestError
 from rag_app.api.guards import AskQueue, BearerTokenGuard, BodySizeLimit, QueueFullError
+from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
 from rag_app.pipeline import MathRAG
 from rag_app.settings import ApiSettings
@@ -40,6 +41,9 @@ from retriever.store.index_health import IndexHealth
 
 T = TypeVar("T")
 API_VERSION = "1"
+# The stream's last event: what was checked of the answer (the same fields as in its `answer` event).
+CHECKS = ("status", "supported", "citations_valid", "invalid_citations", "attributed", "unsupported_sentences",
+          "llm_error", "timings_ms")  # fmt: skip
 
 
 class ApiError(Exception):
@@ -55,8 +59,6 @@ def error_response(status: int, reason: str, headers: dict[str, str] | None = No
 def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True) -> FastAPI:
     """The API over ``rag``; with ``mcp``, the MCP server's tools (:mod:`rag_app.api.mcp_tools`) are served
     under ``/mcp`` by streamable HTTP, their answers waiting in the same queue."""
-    from rag_app.api.mcp_tools import build_mcp_server
-
     limits = limits or rag.settings.api
     token = limits.token.get_secret_value() if limits.token else None
     asks = AskQueue(limits.max_concurrent_asks, limits.max_queued_asks)
@@ -80,7 +82,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     )
     if mcp_app is not None:
         app.router.routes.extend(mcp_app.routes)
-    # Outermost first on the way in: the body limit, then the token.
+    # The middleware added last runs first: a body over the limit is refused before the token is read.
     app.add_middleware(BearerTokenGuard, token=token)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
 
@@ -233,7 +235,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     @app.post(
         "/v1/ask/stream",
-        summary="The answer as server-sent events: `sources`, then `text` chunks, then `answer` (`ask --json`)",
+        summary="The answer as server-sent events: `sources`, `text` chunks, `answer` (`ask --json`), then `checks`",
     )
     async def ask_stream(request: AskRequest) -> StreamingResponse:
         request = _checked(request, limits)
@@ -249,8 +251,9 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
                 yield _event("sources", {"sources": [hit.to_dict() for hit in stream.sources]})
                 async for chunk in iterate_in_threadpool(iter(stream)):
                     yield _event("text", {"text": chunk})
-                answer = await run_in_threadpool(stream.result)
-                yield _event("answer", answer.to_dict())
+                record = (await run_in_threadpool(stream.result)).to_dict()
+                yield _event("answer", record)
+                yield _event("checks", {key: record[key] for key in CHECKS})
             finally:
                 asks.leave()
 

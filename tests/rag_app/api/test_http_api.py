@@ -185,10 +185,13 @@ def test_an_answer_and_its_stream_from_the_real_llm(demo_rag: MathRAG) -> None:
                 elif line.startswith("data: "):
                     events.append((name, json.loads(line.removeprefix("data: "))))
         names = [name for name, _ in events]
-        assert names[0] == "sources" and names[-1] == "answer" and set(names) <= {"sources", "text", "answer"}
-        assert {"answer", "status", "sources"} <= set(events[-1][1])
+        assert names[0] == "sources" and names[-2:] == ["answer", "checks"]
+        assert set(names) <= {"sources", "text", "answer", "checks"}
+        answered, checks = events[-2][1], events[-1][1]
+        assert {"answer", "status", "sources"} <= set(answered)
+        assert checks["status"] == answered["status"] and "supported" in checks and "timings_ms" in checks
         # first what was found, at the end the sources the model read (those within the margin of the best)
-        assert {s["id"] for s in events[-1][1]["sources"]} <= {s["id"] for s in events[0][1]["sources"]}
+        assert {s["id"] for s in answered["sources"]} <= {s["id"] for s in events[0][1]["sources"]}
 
 
 def test_the_openapi_document_in_docs_is_the_one_served(tmp_path: Path) -> None:
