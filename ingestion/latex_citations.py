@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ingestion.latex_references import first_places
 from ingestion.latex_text import read_group
 from ingestion.records import Citation
 
@@ -64,10 +65,7 @@ def cited_keys(latex: str) -> list[str]:
 def statement_citations(statement: str, proof: str, arxiv_ids: Mapping[str, str]) -> tuple[Citation, ...]:
     """The keys cited in ``statement`` then in ``proof``, each once, where first cited, with the arXiv id
     the paper's bibliography gives each (``arxiv_ids``: :func:`arxiv_bibliography`)."""
-    first_place: dict[str, str] = {}
-    for where, latex in (("statement", statement), ("proof", proof)):
-        for key in cited_keys(latex):
-            first_place.setdefault(key, where)
+    first_place = first_places(statement, proof, cited_keys)
     return tuple(Citation(key, where, arxiv_ids.get(key, "")) for key, where in first_place.items())
 
 

@@ -57,13 +57,20 @@ def statement_references(
 ) -> tuple[LabelReference, ...]:
     """The labels referenced in ``statement`` then in ``proof``, each once, where first referenced;
     ``resolve`` gives each label's (statement id, section) in its paper (:meth:`LabelTargets.resolve`)."""
-    first_place: dict[str, str] = {}
-    for where, latex in (("statement", statement), ("proof", proof)):
-        for label in referenced_labels(latex):
-            first_place.setdefault(label, where)
+    first_place = first_places(statement, proof, referenced_labels)
     return tuple(
         LabelReference(label, where, *(resolve(label) if resolve else ("", ""))) for label, where in first_place.items()
     )
+
+
+def first_places(statement: str, proof: str, read: Callable[[str], list[str]]) -> dict[str, str]:
+    """What ``read`` finds in ``statement`` then in ``proof`` (labels, cite keys), each once, in order,
+    with where it was first found (``statement`` or ``proof``)."""
+    found: dict[str, str] = {}
+    for where, latex in (("statement", statement), ("proof", proof)):
+        for name in read(latex):
+            found.setdefault(name, where)
+    return found
 
 
 class LabelTargets:
