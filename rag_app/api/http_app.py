@@ -86,14 +86,12 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     app.add_middleware(BearerTokenGuard, token=token)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
 
-    async def in_thread(work: Callable[[], T], timeout: float, gate: asyncio.Semaphore | None = None) -> T:
-        """``work`` in a worker thread within ``timeout`` (504 past it; the thread ends on its own)."""
+    async def in_thread(work: Callable[[], T], timeout: float) -> T:
+        """``work`` in a worker thread, in its turn among the searches, within ``timeout`` (504 past it;
+        the thread ends on its own)."""
         try:
-            if gate is None:
-                return await asyncio.wait_for(run_in_threadpool(work), timeout)
-            async with asyncio.timeout(timeout):
-                async with gate:
-                    return await run_in_threadpool(work)
+            async with asyncio.timeout(timeout), searches:
+                return await run_in_threadpool(work)
         except TimeoutError:
             raise ApiError(504, f"the request took longer than {timeout:g} s") from None
 
@@ -139,7 +137,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     # ------------------------------------------------------------------ search
     async def run_search(request: SearchRequest) -> list[dict[str, object]]:
-        request = _checked(request, limits)
+        request = request.checked(limits)
         if request.formula and request.mode is not None:
             raise BadRequestError("formula searches formulas only; leave out mode")
 
@@ -151,7 +149,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
                 hits = rag.search(request.query, request.k, request.mode, where)
             return [hit.to_dict() for hit in hits]
 
-        return await in_thread(work, limits.search_timeout_s, searches)
+        return await in_thread(work, limits.search_timeout_s)
 
     @app.get("/v1/search", summary="Statements that match a query (`search --json`)")
     async def search_get(request: Annotated[SearchRequest, Query()]) -> list[dict[str, Any]]:
@@ -162,13 +160,13 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         return await run_search(request)
 
     async def run_papers(request: SearchRequest) -> list[dict[str, object]]:
-        request = _checked(request, limits)
+        request = request.checked(limits)
 
         def work() -> list[dict[str, object]]:
             papers = rag.search_papers(request.query, request.k, request.where(), request.mode, request.formula)
             return [paper.to_dict() for paper in papers]
 
-        return await in_thread(work, limits.search_timeout_s, searches)
+        return await in_thread(work, limits.search_timeout_s)
 
     @app.get("/v1/papers", summary="Papers whose statements match a query (`search --papers --json`)")
     async def papers_get(request: Annotated[SearchRequest, Query()]) -> list[dict[str, Any]]:
@@ -179,12 +177,12 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         return await run_papers(request)
 
     async def run_formula(request: FormulaRequest) -> list[dict[str, object]]:
-        request = _checked(request, limits)
+        request = request.checked(limits)
 
         def work() -> list[dict[str, object]]:
             return [hit.to_dict() for hit in rag.search_formula(request.formula, request.k, request.where())]
 
-        return await in_thread(work, limits.search_timeout_s, searches)
+        return await in_thread(work, limits.search_timeout_s)
 
     @app.get("/v1/formula", summary="Statements holding a formula or a similar one (`search --formula --json`)")
     async def formula_get(request: Annotated[FormulaRequest, Query()]) -> list[dict[str, Any]]:
@@ -202,7 +200,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         if len(id_or_label) > limits.max_query_chars:
             raise BadRequestError(f"the id or label is over {limits.max_query_chars:,} characters")
         # An id or label is looked up, never opened as a path: "../../etc/passwd" is only an unknown label.
-        view = await in_thread(lambda: rag.statement(id_or_label, depth), limits.search_timeout_s, searches)
+        view = await in_thread(lambda: rag.statement(id_or_label, depth), limits.search_timeout_s)
         return view.to_dict()
 
     # ------------------------------------------------------------------ answers
@@ -221,7 +219,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     @app.post("/v1/ask", summary="The quoting answer with its sources (`ask --json`)")
     async def ask(request: AskRequest) -> JSONResponse:
-        request = _checked(request, limits)
+        request = request.checked(limits)
         await ask_turn()
         # The LLM is held until the answer is written, even by a client that gave up waiting for it.
         task = asyncio.ensure_future(run_in_threadpool(lambda: rag.ask(request.question, request.k).to_dict()))
@@ -238,7 +236,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         summary="The answer as server-sent events: `sources`, `text` chunks, `answer` (`ask --json`), then `checks`",
     )
     async def ask_stream(request: AskRequest) -> StreamingResponse:
-        request = _checked(request, limits)
+        request = request.checked(limits)
         await ask_turn()
         try:
             stream = await run_in_threadpool(rag.ask_stream, request.question, request.k)
@@ -260,10 +258,6 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     return app
-
-
-def _checked(request: T, limits: ApiSettings) -> T:
-    return request.checked(limits)  # type: ignore[attr-defined]
 
 
 def _event(name: str, data: object) -> str:

@@ -89,3 +89,12 @@ def _renameat2():  # a ctypes function, or None
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     function.restype = ctypes.c_int
     return function
+
+
+def file_stamp(path: Path) -> tuple[int, int]:
+    """A file's modification time and size: what changes when another process rewrites it; (0, 0) for none."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return (0, 0)
+    return (stat.st_mtime_ns, stat.st_size)

@@ -33,6 +33,7 @@ import numpy as np
 from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
+from retriever.store.atomic_files import file_stamp
 from retriever.store.sqlite_file import connect
 
 GRAPH_DB = "graph.sqlite"
@@ -272,7 +273,9 @@ class StatementGraph:
         marks = ",".join("?" * len(ids))
         with closing(self._connect()) as db:
             papers = dict(db.execute(f"SELECT id, paper_id FROM statement WHERE id IN ({marks})", ids).fetchall())
-        stamp = (_stamp(self.path), _stamp(self.path.with_name(self.path.name + "-wal")))
+        wal = file_stamp(self.path.with_name(self.path.name + "-wal"))
+        # an empty WAL file comes and goes with every reader's connection: it changes nothing
+        stamp = (file_stamp(self.path), wal if wal[1] else (0, 0))
         found = {}
         for paper_id in set(papers.values()):
             found.update(_paper_pagerank(str(self.path), paper_id, stamp))
@@ -370,15 +373,6 @@ def _section_labels(record: StatementRecord) -> list[tuple[str, str]]:
         if label:
             found.append((label, str(name)))
     return found
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    """A file's modification time and size; (0, 0) for none or an empty one (a reader's passing WAL file)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return (0, 0)
-    return (stat.st_mtime_ns, stat.st_size) if stat.st_size else (0, 0)
 
 
 @functools.lru_cache(maxsize=512)

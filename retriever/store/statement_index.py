@@ -27,7 +27,7 @@ import numpy as np
 from ingestion.records import StatementRecord
 from retriever.formulas.marf_index import MarfIndex, MarfIndexError
 from retriever.models.embedder import Embedder
-from retriever.store.atomic_files import write_text_atomically
+from retriever.store.atomic_files import file_stamp, write_text_atomically
 from retriever.store.bm25_index import BM25Index
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
@@ -143,7 +143,7 @@ class StatementIndex:
             StatementGraphStore(self, self.graph),
         ]
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
-        self._manifest_seen = _stamp(directory / MANIFEST)  # the last write this process knows of
+        self._manifest_seen = file_stamp(directory / MANIFEST)  # the last write this process knows of
 
     @property
     def collection_name(self) -> str:
@@ -350,10 +350,10 @@ class StatementIndex:
             "statements": self.count() if statements is None else statements,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        others_wrote = _stamp(self.directory / MANIFEST) != self._manifest_seen
+        others_wrote = file_stamp(self.directory / MANIFEST) != self._manifest_seen
         save_manifest(self.directory, manifest)
         if not others_wrote:  # this process's own write: nothing to reload for it
-            self._manifest_seen = _stamp(self.directory / MANIFEST)
+            self._manifest_seen = file_stamp(self.directory / MANIFEST)
 
     def follow_other_writers(self) -> bool:
         """See what another process wrote since this one last looked (the chat beside an ingest).
@@ -363,7 +363,7 @@ class StatementIndex:
         process, its Chroma cache is dropped and the store and the companion's vectors are opened again.
         A stat per search; a reload only after another process wrote. Returns whether it reloaded.
         """
-        stamp = _stamp(self.directory / MANIFEST)
+        stamp = file_stamp(self.directory / MANIFEST)
         if stamp == self._manifest_seen:
             return False
         self._manifest_seen = stamp
@@ -385,15 +385,6 @@ def require_index(directory: Path, how_to_build: str) -> None:
     if not (directory / MANIFEST).is_file():
         what = "holds no index" if directory.is_dir() else "does not exist"
         raise IndexNotFoundError(f"{directory} {what}; {how_to_build}")
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    """A file's modification time and size: what changes when another process rewrites it."""
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return (0, 0)
-    return (stat.st_mtime_ns, stat.st_size)
 
 
 def save_manifest(directory: Path, manifest: dict[str, object]) -> None:
