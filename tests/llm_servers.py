@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 
@@ -50,6 +53,33 @@ def make_test_server(data_dir: Path, port: int = 0) -> LLMServerProcess:
         startup_timeout_s=120,
         log_path=data_dir / "server.log",
     )
+
+
+@dataclass
+class ScriptedLLMServer(LLMServerProcess):
+    """A real server process (tests/scripted_llm_server.py) that fails on cue: ``fail`` is ``sigill``,
+    ``hang``, ``exit`` or ``none``, after ``after`` completions (the warm-up is the first). Its safe
+    variant (what a watched server retries with after SIGILL) is the same server with ``safe_fail``."""
+
+    fail: str = "none"
+    after: int = 0
+    safe_fail: str | None = None  # None: no safe variant
+    reply: str = "[1]"
+    kind: ClassVar[str] = "scripted"
+
+    @property
+    def variant(self) -> str:
+        return f"fails: {self.fail} after {self.after}"
+
+    def command(self) -> list[str]:
+        script = Path(__file__).with_name("scripted_llm_server.py")
+        return [sys.executable, str(script), "--port", str(self.port), "--model", self.model_alias,
+                "--fail", self.fail, "--after", str(self.after), "--reply", self.reply]  # fmt: skip
+
+    def safe_variant(self) -> ScriptedLLMServer | None:
+        if self.safe_fail is None or self.fail == self.safe_fail:
+            return None
+        return replace(self, fail=self.safe_fail, safe_fail=None)
 
 
 def forced_output(text: str) -> dict[str, object]:

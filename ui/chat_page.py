@@ -13,6 +13,7 @@ from ui.components import (
     offer_demo_corpus,
     open_rag,
     render_answer,
+    render_llm_health,
     render_paper,
     render_sources,
     sidebar_controls,
@@ -106,7 +107,8 @@ def main() -> None:
     if message := st.session_state.pop("ingest_message", None):
         st.success(message)
     controls = sidebar_controls(rag, current_library_stats(rag))
-    health = rag.llm.health()
+    llm_slot = st.sidebar.empty()
+    health = render_llm_health(rag, llm_slot)
     if health.state == "down":
         st.warning(
             f"The language model is not available ({health.description}). "
@@ -135,6 +137,7 @@ def main() -> None:
         answer = answer_question(question, history, controls)
     if answer is not None:
         history.append(answer)
+    render_llm_health(rag, llm_slot)  # the server may have died (or been restarted) under this question
 
 
 main()

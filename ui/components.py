@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import Answer, AnswerStatus
 from rag_app.answering.attribution import split_sentences
+from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
 from ui.latex_display import link_citations, to_streamlit_markdown
@@ -92,11 +94,17 @@ def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
         top_k = st.slider("Number of sources", 1, 15, rag.settings.retrieval.top_k, key="top_k")
         st.divider()
         st.caption(f"Index: {stats.statements:,} statements from {stats.papers:,} papers and posts")
-        health = rag.llm.health()
-        icon = {"up": "🟢", "down": "🔴"}.get(health.state, "⚪")
-        st.caption(f"{icon} LLM: {health.description}")
     where = SearchFilter(frozenset(sources), frozenset(kinds), frozenset(categories), date_from, date_to)
     return SearchControls(top_k, mode, where)
+
+
+def render_llm_health(rag: MathRAG, slot: DeltaGenerator) -> LLMHealth:
+    """The LLM's state in ``slot`` (a placeholder in the sidebar): drawn before a question and again after
+    it, so that a server that died under the question is shown down at once, with why."""
+    health = rag.llm.health()
+    icon = {"up": "🟢", "down": "🔴"}.get(health.state, "⚪")
+    slot.caption(f"{icon} LLM: {health.description}")
+    return health
 
 
 def render_source(

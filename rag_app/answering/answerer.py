@@ -95,12 +95,12 @@ class Answerer:
                 yield _not_found_notice(relevance.score, checks.min_relevance, bool(hits))
                 return generation
             try:
-                client = self.client()
-                generation = replace(generation, model=client.model, server=client.base_url)
                 if quoting:
-                    text, generation = self._quote(client, prompt, prompt_question, retrieval, relevance, generation)
+                    text, generation = self._quote(prompt, prompt_question, retrieval, relevance, generation)
                     yield text
                     return generation
+                client = self.client()
+                generation = replace(generation, model=client.model, server=client.base_url)
                 candidates = self._source_candidates(hits, similarities, checks.max_sources, checks.source_margin)
                 messages, generation = self._messages(
                     client, prompt, prompt_question, candidates, generation,
@@ -163,7 +163,6 @@ class Answerer:
 
     def _quote(
         self,
-        client: ChatClient,
         prompt: PromptTemplate,
         question: str,
         retrieval: Retrieval,
@@ -172,13 +171,17 @@ class Answerer:
     ) -> tuple[str, Generation]:
         """The quoting answer's text: the model picks among short views of the sources; the answer quotes
         its picks. Where the learned ranker's first result clearly leads (``answers.quote.ranker_sure_margin``),
-        it is quoted without asking the model."""
+        it is quoted without asking the model: that answer needs no model at all (it is given when the
+        server is down too; only the yes/no lead-in, which the model writes, is then left out)."""
         quote = self.settings.answers.quote
         hits, similarities = retrieval.hits, relevance.similarities
         candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
+        client: ChatClient | None = None
         if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
             generation = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="ranker")
         else:
+            client = self.client()
+            generation = replace(generation, model=client.model, server=client.base_url)
             messages, generation = self._messages(
                 client, prompt, question, candidates, generation, quote.sources_budget_tokens,
                 quote.max_source_tokens, proofs=False,
@@ -196,7 +199,11 @@ class Answerer:
         generation = replace(generation, quoted=tuple(sentences))
         if generation.picked and quote.yes_no_lead and is_yes_no_question(question):
             first = generation.picked[0]
-            lead = self._yes_no_lead(client, question, generation.sources[first - 1], first)
+            try:
+                client = client or self.client()
+                lead = self._yes_no_lead(client, question, generation.sources[first - 1], first)
+            except (LLMUnavailableError, LLMServerError, PackagedModelError):
+                lead = YesNoLead(None, None, 0.0)  # the quote stands without the model's lead-in
             generation = replace(generation, yes_no=lead)
             if lead.lead_in:
                 text = f"{lead.lead_in}\n\n{text}"

@@ -3,8 +3,8 @@
 Routes (the JSON shapes are the CLI's contracts: ``search --json``, ``show --json``, ``ask --json``,
 ``status --json``):
 
-    GET  /healthz                      {"ok": true}: the process answers (no token needed)
-    GET  /v1/status                    the index's stores and whether they are in step
+    GET  /healthz                      {"ok": true, "llm": {...}}: the process answers (no token needed)
+    GET  /v1/status                    the index's stores, whether they are in step, the LLM's health
     GET|POST /v1/search                statements (``search --json``'s list)
     GET|POST /v1/papers                papers, each with its best statements (``search --papers --json``)
     GET|POST /v1/formula               statements holding a formula (``search --formula --json``)
@@ -124,7 +124,8 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     # ------------------------------------------------------------------ health and status
     @app.get("/healthz", summary="Whether the server answers (no token needed)")
     async def healthz() -> dict[str, object]:
-        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting}
+        llm = await asyncio.to_thread(rag.llm.health)  # a process check, or one health request of <= 2 s
+        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting, "llm": llm.to_dict()}
 
     @app.get("/v1/status", summary="The index's stores and whether they are in step (`status --json`)")
     async def status() -> dict[str, object]:
@@ -133,6 +134,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
             "index": str(rag.settings.resolved_index_dir),
             "stores": [state.to_dict() for state in stores],
             "in_step": all(state.in_step for state in stores),
+            "llm": (await asyncio.to_thread(rag.llm.health)).to_dict(),
         }
 
     # ------------------------------------------------------------------ search

@@ -27,6 +27,7 @@ from retriever.store.statement_index import IndexDamagedError, IndexNotFoundErro
 EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
 EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there, a model that does not fit
 EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run; nothing was written
+EXIT_NO_LLM = 4  # `ask`: the answer needed the language model and none could be had (sources still printed)
 
 # Known failures, each one sentence naming what to do: the exit code each gets.
 EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = (

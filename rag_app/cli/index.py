@@ -35,7 +35,7 @@ def status(index: IndexOption = None, as_json: JsonOption = False, config: Confi
     stores = IndexHealth(rag.index).check()
     if as_json:
         summary = {"index": str(rag.settings.resolved_index_dir), "stores": [state.to_dict() for state in stores],
-                   "in_step": all(state.in_step for state in stores)}  # fmt: skip
+                   "in_step": all(state.in_step for state in stores), "llm": rag.llm.health().to_dict()}  # fmt: skip
         typer.echo(json.dumps(summary, ensure_ascii=False))
     else:
         _print_status(rag, stores)

@@ -13,6 +13,7 @@ from rag_app.answering.answer import AnswerStatus
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.
 from rag_app.cli.common import (
+    EXIT_NO_LLM,
     ConfigOption,
     IndexOption,
     JsonOption,
@@ -149,7 +150,10 @@ def ask(
             _err(f"error: {error}")
             raise typer.Exit(2) from error
         if as_json:
-            typer.echo(json.dumps(stream.result().to_dict(), ensure_ascii=False))
+            answer = stream.result()
+            typer.echo(json.dumps({**answer.to_dict(), "llm": rag.llm.health().to_dict()}, ensure_ascii=False))
+            if answer.llm_error:
+                raise typer.Exit(EXIT_NO_LLM)
             return
         for chunk in stream:
             typer.echo(chunk, nl=False)
@@ -177,3 +181,5 @@ def ask(
             cited = "*" if number in answer.cited else " "
             link = f"  {record.url}" if record.url else ""
             typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")
+        if answer.llm_error:
+            raise typer.Exit(EXIT_NO_LLM)  # the sources are printed; the answer needed the model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -25,8 +26,16 @@ from rag_app.cli.common import (
 # Exit codes (README, "Exit codes"): scripts tell these apart.
 from rag_app.cli.index import catch_up_second_embedding, reembed_if_the_default_changed
 from rag_app.pipeline import MathRAG
-from rag_app.serving.llm_server import STATE_FILE, LLMServerError, running_server_url, server_from_settings
+from rag_app.serving import cpu_features
+from rag_app.serving.llm_server import (
+    LLMServerError,
+    installed_llama_build,
+    llama_build_dir,
+    running_server_url,
+    server_from_settings,
+)
 from rag_app.serving.packaged_models import PACKAGED_GGUFS, PackagedModelError
+from rag_app.serving.server_watch import WatchedServer
 
 
 @app.command()
@@ -51,14 +60,17 @@ def ui(
     env["RAG_APP_INDEX_DIR"] = str(settings.resolved_index_dir)
     if config is not None:
         env["RAG_APP_CONFIG"] = str(config)
-    server = None
+    watched = None
     if not settings.llm.base_url and not running_server_url(settings.data_dir):
         typer.echo(f"Starting the local LLM server ({settings.llm.local_model}) ...")
         try:
-            server = server_from_settings(settings)
-            server.start()
-            server.write_state(settings.data_dir)  # `ask` and `status` reuse it meanwhile
-            env["RAG_APP_LLM__BASE_URL"] = server.base_url
+            # Watched from here: a server that dies is restarted once on its port, and the state file says
+            # why (the chat's sidebar reads it; `ask` and `status` reuse an up server meanwhile).
+            watched = WatchedServer(
+                server_from_settings(settings), settings.llm.restart_cooldown_s, state_dir=settings.data_dir
+            )
+            env["RAG_APP_LLM__BASE_URL"] = watched.base_url
+            watched.start()
         except (PackagedModelError, LLMServerError) as error:
             _err(f"LLM unavailable, the chat will show retrieved statements only: {error}")
     app_file = Path(str(resources.files("ui") / "chat_app.py"))
@@ -73,7 +85,13 @@ def ui(
     _stop_on_signals()
     chat = subprocess.Popen(command, env=env)
     try:
-        chat.wait()
+        while chat.poll() is None:
+            if watched is not None:
+                try:
+                    watched.ensure_running()
+                except LLMServerError as error:
+                    _err(f"the LLM server is down, the chat shows retrieved statements only: {error}")
+            time.sleep(1)
     except KeyboardInterrupt:
         pass
     finally:
@@ -84,9 +102,8 @@ def ui(
                 chat.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 chat.kill()
-        if server is not None:
-            server.stop()
-            (settings.data_dir / STATE_FILE).unlink(missing_ok=True)
+        if watched is not None:
+            watched.stop()  # and its state file
 
 
 def _stop_on_signals() -> None:
@@ -120,22 +137,28 @@ def llm_serve(
         for note in notes:
             _err(note)
         typer.echo(f"Starting the {server.kind} server ({server.model_alias}) ...")
-        server.start()
+        watched = WatchedServer(server, settings.llm.restart_cooldown_s, state_dir=settings.data_dir)
+        watched.start()
     except (PackagedModelError, LLMServerError) as error:
         _err(str(error))
         raise typer.Exit(1) from error
-    state = server.write_state(settings.data_dir)
     typer.echo(f"{server.kind} server ({server.model_alias}) at {server.base_url}  (Ctrl-C to stop)")
 
     _stop_on_signals()
     try:
-        while server.running:
+        while True:  # a server that dies is restarted once; one whose restart fails ends the command
             time.sleep(1)
+            if not watched.server.running:
+                _err(f"{watched.health().description}: restarting it")
+                watched.ensure_running()
+                _err(f"restarted: {watched.health().description}")
     except KeyboardInterrupt:
         pass
+    except LLMServerError as error:
+        _err(str(error))
+        raise typer.Exit(1) from error
     finally:
-        server.stop()
-        state.unlink(missing_ok=True)
+        watched.stop()  # and its state file
 
 
 @llm_app.command("models")
@@ -144,3 +167,35 @@ def llm_models() -> None:
     for spec in PACKAGED_GGUFS.values():
         parts = f", split in {len(spec.parts)} parts" if spec.parts else ""
         typer.echo(f"{spec.name}  ({spec.size / 1e6:,.0f} MB{parts})")
+
+
+@llm_app.command("cpu")
+def llm_cpu(
+    as_json: Annotated[bool, typer.Option("--json", help="the report as JSON")] = False,
+) -> None:
+    """Which instructions this CPU really runs (advertised, enabled by the OS, executed by a probe), the
+    llama.cpp build installed, and whether its libraries hold code this CPU cannot run (exit 1 if so)."""
+    report = cpu_features.check_cpu()
+    libraries = sorted(Path(str(resources.files("llama_cpp") / "lib")).glob("lib*.so"))
+    unrunnable = (
+        cpu_features.unrunnable_instructions(libraries, report) if cpu_features.shutil.which("objdump") else None
+    )
+    build = installed_llama_build()
+    safe = llama_build_dir() / "safe" / "libggml-cpu.so"
+    if as_json:
+        record = {**report.to_dict(), "installed_build": build, "safe_library": str(safe) if safe.is_file() else None,
+                  "unrunnable": unrunnable}  # fmt: skip
+        typer.echo(json.dumps(record, indent=2))
+    else:
+        cpu_features.main([])
+        typer.echo(f"installed llama.cpp build: {build.get('profile', 'not built by scripts/setup.sh')}"
+                   f" ({build.get('cmake_args', 'pip defaults: -march=native')})")  # fmt: skip
+        typer.echo(f"safe CPU library: {safe if safe.is_file() else 'none'}")
+        if unrunnable is None:
+            typer.echo("libraries: not checked (objdump is not installed)")
+        for path, missing in (unrunnable or {}).items():
+            typer.echo(f"CANNOT RUN HERE: {path} holds instructions of {', '.join(sorted(missing))}")
+        if unrunnable == {}:
+            typer.echo(f"libraries: every instruction of {len(libraries)} llama.cpp libraries runs here")
+    if unrunnable:
+        raise typer.Exit(1)

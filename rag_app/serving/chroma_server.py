@@ -14,16 +14,21 @@ from typing import ClassVar
 
 import httpx
 
-from rag_app.serving.server_process import ServerProcess
+from rag_app.serving.server_process import ServerDiedError, ServerProcess
 
 
 class ChromaServerError(RuntimeError):
     pass
 
 
+class ChromaServerDiedError(ServerDiedError, ChromaServerError):
+    """The Chroma server's process ended by itself."""
+
+
 class ChromaServerProcess(ServerProcess):
     kind: ClassVar[str] = "Chroma"
     error: ClassVar[type[RuntimeError]] = ChromaServerError
+    died_error: ClassVar[type[ServerDiedError]] = ChromaServerDiedError
 
     def __init__(
         self,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -12,6 +13,7 @@ from tenacity import (
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
+    stop_after_delay,
     wait_random_exponential,
 )
 
@@ -22,6 +24,34 @@ RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalSe
 
 class LLMUnavailableError(RuntimeError):
     """The LLM server could not be reached or kept failing after retries."""
+
+
+class LLMDeadlineError(LLMUnavailableError):
+    """One call ran past its deadline (``llm.deadline_s``), retries included."""
+
+
+# Tokenizing is quick even on a busy server: a count that takes longer is estimated instead.
+TOKEN_COUNT_TIMEOUT_S = 30.0
+
+
+class Deadline:
+    """The time one call may still take."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.ends = None if seconds is None else time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        return None if self.ends is None else max(0.0, self.ends - time.monotonic())
+
+    @property
+    def passed(self) -> bool:
+        return self.ends is not None and time.monotonic() >= self.ends
+
+    def bound(self, timeout_s: float) -> float:
+        """``timeout_s``, or less where the deadline comes first (never 0: httpx takes that as no wait)."""
+        remaining = self.remaining()
+        return timeout_s if remaining is None else max(0.05, min(timeout_s, remaining))
 
 
 class ChatClient:
@@ -36,6 +66,8 @@ class ChatClient:
         max_tokens: int = 512,
         extra_body: dict[str, Any] | None = None,
         max_concurrency: int = 4,
+        deadline_s: float | None = None,
+        on_deadline: Callable[[str], None] | None = None,
     ) -> None:
         self.base_url = base_url
         # The timeout bounds connecting and each wait for data, so a server that hangs mid-answer fails too.
@@ -46,6 +78,10 @@ class ChatClient:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
+        # No call waits longer than this, retries included; ``on_deadline`` hears of one that would have.
+        self.deadline_s = deadline_s
+        self.on_deadline = on_deadline
+        self._token_counts_paused_until = 0.0
         # Bounded concurrency: threads beyond this many wait for a slot instead of piling onto the server.
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._token_endpoint: str | None = None
@@ -81,12 +117,19 @@ class ChatClient:
             f"{root}/extras/tokenize/count": lambda: {"input": text},
         }
         endpoints = [self._token_endpoint] if self._token_endpoint else list(candidates)
+        if time.monotonic() < self._token_counts_paused_until:
+            return None
         for endpoint in endpoints:
             if endpoint == "":
                 return None
             try:
-                response = httpx.post(endpoint, json=candidates[endpoint](), timeout=self.timeout_s)
+                timeout = min(self.timeout_s, TOKEN_COUNT_TIMEOUT_S)
+                response = httpx.post(endpoint, json=candidates[endpoint](), timeout=timeout)
+            except httpx.ConnectError as error:  # nobody listens: the answer cannot be had either
+                raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error
             except httpx.HTTPError:
+                # Slow or broken: estimate for a minute rather than wait on every source of a prompt.
+                self._token_counts_paused_until = time.monotonic() + 60
                 return None
             try:
                 count = response.json().get("count") if response.status_code == 200 else None
@@ -112,21 +155,28 @@ class ChatClient:
         shown nothing, so it is opened again too (within ``retries``; still empty, the answer is empty).
         """
         extra_body = {**self.extra_body, **(extra_body or {})}
+        deadline = Deadline(self.deadline_s)
         with self._slots:
+            model = self._model_within(deadline)
             for _ in range(self.retries + 1):
                 stream = self._call(
-                    lambda: self._client.chat.completions.create(
-                        model=self.model,
+                    lambda timeout: self._client.chat.completions.create(
+                        model=model,
                         messages=list(messages),
                         temperature=self.temperature if temperature is None else temperature,
                         max_tokens=max_tokens or self.max_tokens,
                         stream=True,
                         extra_body=extra_body or None,
-                    )
+                        timeout=timeout,
+                    ),
+                    deadline,
                 )
                 shown = finished = False
                 try:
                     for chunk in stream:
+                        if deadline.passed:
+                            stream.close()
+                            raise self._past_deadline(deadline, "while it was still answering")
                         if not chunk.choices:
                             continue
                         finished = finished or chunk.choices[0].finish_reason is not None
@@ -134,6 +184,8 @@ class ChatClient:
                             shown = True
                             yield chunk.choices[0].delta.content
                 except openai.APITimeoutError as error:
+                    if deadline.passed:
+                        raise self._past_deadline(deadline, "while it was still answering") from error
                     raise LLMUnavailableError(
                         f"the LLM server at {self.base_url} stopped sending the answer for {self.timeout_s:g} s"
                     ) from error
@@ -171,17 +223,26 @@ class ChatClient:
         then comes with no alternatives."""
         if self._alternatives_refused:
             return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
+        deadline = Deadline(self.deadline_s)
         with self._slots:
+            model = self._model_within(deadline)
             try:
                 response = self._client.chat.completions.create(
-                    model=self.model,
+                    model=model,
                     messages=list(messages),
                     temperature=0.0,
                     max_tokens=max_tokens or self.max_tokens,
                     logprobs=True,
                     top_logprobs=alternatives,
                     extra_body=self.extra_body or None,
+                    timeout=deadline.bound(self.timeout_s),
                 )
+            except openai.APITimeoutError as error:
+                if deadline.passed:
+                    raise self._past_deadline(deadline, "before its answer was complete") from error
+                raise LLMUnavailableError(
+                    f"the LLM server at {self.base_url} did not answer within {self.timeout_s:g} s"
+                ) from error
             except openai.APIStatusError as error:
                 if "logprob" not in str(error).lower():
                     raise LLMUnavailableError(
@@ -207,10 +268,16 @@ class ChatClient:
             tokens.append({top.token: float(top.logprob) for top in tops} or {token.token: float(token.logprob)})
         return text, tokens
 
-    def _models(self) -> list[Any]:
+    def _model_within(self, deadline: Deadline) -> str:
+        if self._model is None:
+            self._models(deadline)
+        return self.model
+
+    def _models(self, deadline: Deadline | None = None) -> list[Any]:
         if self._server_models is None:
+            deadline = deadline or Deadline(self.deadline_s)
             try:
-                models = list(self._call(lambda: self._client.models.list().data))
+                models = list(self._call(lambda timeout: self._client.models.list(timeout=timeout).data, deadline))
                 if not all(isinstance(getattr(entry, "id", None), str) for entry in models):
                     raise TypeError("its entries have no model id")
             except (ValueError, TypeError, AttributeError, KeyError, openai.APIResponseValidationError) as error:
@@ -221,22 +288,35 @@ class ChatClient:
             self._server_models = models
         return self._server_models
 
-    def _call(self, request):
+    def _call(self, request: Callable[[float], Any], deadline: Deadline) -> Any:
+        """``request(timeout)``, retried on the errors worth retrying until ``retries`` or the deadline."""
+        stop = stop_after_attempt(self.retries + 1)
+        remaining = deadline.remaining()
+        if remaining is not None:
+            stop = stop | stop_after_delay(remaining)
         retrying = Retrying(
             retry=retry_if_exception_type(RETRYABLE),
-            stop=stop_after_attempt(self.retries + 1),
+            stop=stop,
             wait=wait_random_exponential(multiplier=0.5, max=8),
             reraise=True,
         )
         try:
-            return retrying(request)
+            return retrying(lambda: request(deadline.bound(self.timeout_s)))
         except openai.APITimeoutError as error:
+            if deadline.passed:
+                raise self._past_deadline(deadline, "before it answered") from error
             raise LLMUnavailableError(
                 f"the LLM server at {self.base_url} did not answer within {self.timeout_s:g} s "
                 f"({self.retries + 1} attempts)"
             ) from error
         except RETRYABLE as error:
             raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error
+
+    def _past_deadline(self, deadline: Deadline, when: str) -> LLMDeadlineError:
+        reason = f"did not finish one request within its deadline of {deadline.seconds:g} s ({when})"
+        if self.on_deadline is not None:
+            self.on_deadline(reason)
+        return LLMDeadlineError(f"the LLM server at {self.base_url} {reason}")
 
 
 def _describe(error: Exception) -> str:

@@ -1,11 +1,12 @@
 """The connection to the answering LLM: the configured OpenAI-compatible server (vLLM in production),
-or a local server this process starts on the first question and stops on close."""
+or a local server this process starts on the first question, watches (a server that died is noticed on
+the next question and restarted once), and stops on close."""
 
 from __future__ import annotations
 
 import atexit
 import logging
-from dataclasses import dataclass
+import threading
 
 from prompts import load_prompt
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
@@ -16,15 +17,10 @@ from rag_app.serving.llm_server import (
     running_server_url,
     server_from_settings,
 )
+from rag_app.serving.server_watch import LLMHealth, WatchedServer, published_state
 from rag_app.settings import LLMSettings, Settings
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class LLMHealth:
-    state: str  # "up", "down" or "not started"
-    description: str
 
 
 def request_slots(llm: LLMSettings) -> int:
@@ -36,32 +32,58 @@ def request_slots(llm: LLMSettings) -> int:
 
 
 class LLMConnection:
-    """One chat client per connection; ``server`` is the local server this connection started, if any."""
+    """One chat client per connection; ``watched`` is the local server this connection started, if any.
+
+    Thread-safe: the HTTP API and the chat ask from several threads; one local server is started.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.server: LLMServerProcess | None = None
+        self.watched: WatchedServer | None = None
         self._client: ChatClient | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def server(self) -> LLMServerProcess | None:
+        """The local server process this connection started (None: a configured or shared server)."""
+        return self.watched.server if self.watched is not None else None
 
     def client(self) -> ChatClient:
-        """A client for the configured server, starting the local one if none is configured."""
-        if self._client is None:
-            llm = self.settings.llm
-            base_url = llm.base_url or running_server_url(self.settings.data_dir) or self._start_local_server()
-            self._client = ChatClient(
-                base_url,
-                api_key=llm.api_key,
-                model=llm.model,
-                timeout_s=llm.timeout_s,
-                retries=llm.retries,
-                temperature=llm.temperature,
-                max_tokens=llm.max_tokens,
-                extra_body=llm.extra_body,
-                max_concurrency=request_slots(llm),
-            )
-            if isinstance(self.server, LlamaCppServer) and llm.llama_cpp.warm_up:
-                self._warm_up(self._client)
-        return self._client
+        """A client for the configured server, starting the local one if none is configured. A local server
+        that died since the last question is restarted once here; raises :class:`LLMServerError` with the
+        reason when no local server can be had."""
+        with self._lock:
+            if self.watched is not None:
+                self.watched.ensure_running()
+            if self._client is None:
+                llm = self.settings.llm
+                base_url = (
+                    llm.base_url
+                    or (self.watched.base_url if self.watched is not None else None)
+                    or running_server_url(self.settings.data_dir)
+                    or self._start_local_server()
+                )
+                self._client = ChatClient(
+                    base_url,
+                    api_key=llm.api_key,
+                    model=llm.model,
+                    timeout_s=llm.timeout_s,
+                    retries=llm.retries,
+                    temperature=llm.temperature,
+                    max_tokens=llm.max_tokens,
+                    extra_body=llm.extra_body,
+                    max_concurrency=request_slots(llm),
+                    deadline_s=llm.deadline_s,
+                    on_deadline=self._past_deadline,
+                )
+                if isinstance(self.server, LlamaCppServer) and llm.llama_cpp.warm_up:
+                    self._warm_up(self._client)
+            return self._client
+
+    def _past_deadline(self, reason: str) -> None:
+        """A call ran past its deadline: a local server of ours is taken for hung (killed, restarted next)."""
+        if self.watched is not None:
+            self.watched.hung(reason)
 
     def _warm_up(self, client: ChatClient) -> None:
         """Have the local server read the answer prompt's instructions once: they open every answer
@@ -77,46 +99,48 @@ class LLMConnection:
             logger.warning("the LLM server's warm-up failed: %s", error)
 
     def status(self) -> str:
-        """A one-line description of where answers come from, for the UI and ``llm status``."""
-        llm = self.settings.llm
-        if llm.base_url:
-            state = "up" if is_healthy(llm.base_url) else "down"
-            return f"{llm.base_url} ({state})"
-        if self.server is not None and self.server.running:
-            return f"local {self.server.kind} server at {self.server.base_url} ({self.server.model_alias})"
-        running = running_server_url(self.settings.data_dir)
-        if running:
-            return f"local server at {running} (started by `llm serve` or `ui`)"
-        if llm.server != "llama.cpp" and llm.vllm.model:
-            return f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
-        return f"local llama.cpp server, started on first question ({llm.local_model})"
+        """A one-line description of where answers come from, for the UI and ``status``."""
+        return self.health().description
 
     def health(self) -> LLMHealth:
         """Whether answers can be generated now: ``up``, ``down`` or ``not started`` (the local server starts
-        on the first question)."""
+        on the first question), with the last failure in words (a death, a hang, a failed start)."""
         llm = self.settings.llm
-        description = self.status()
+        if self.watched is not None:
+            return self.watched.health()
+        shared = published_state(self.settings.data_dir)
         if llm.base_url:
-            return LLMHealth("up" if is_healthy(llm.base_url) else "down", description)
-        if self.server is not None:
-            return LLMHealth("up" if self.server.running else "down", description)
-        if running_server_url(self.settings.data_dir):
-            return LLMHealth("up", description)
-        return LLMHealth("not started", description)
+            up = is_healthy(llm.base_url)
+            # The chat's server belongs to `rag-app ui`, which publishes why it died or restarted.
+            failure = shared.get("failure") if shared.get("base_url") == llm.base_url else None
+            failure = str(failure) if failure else None
+            if up:
+                restarted = f"; restarted after: {failure}" if failure else ""
+                return LLMHealth("up", f"{llm.base_url} (up{restarted})", failure)
+            return LLMHealth("down", f"{llm.base_url} (down{': ' + failure if failure else ''})", failure)
+        running = running_server_url(self.settings.data_dir)
+        if running:
+            return LLMHealth("up", f"local server at {running} (started by `llm serve` or `ui`)")
+        if llm.server != "llama.cpp" and llm.vllm.model:
+            description = f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
+            return LLMHealth("not started", description)
+        return LLMHealth("not started", f"local llama.cpp server, started on first question ({llm.local_model})")
 
     def _start_local_server(self) -> str:
         notes: list[str] = []
         server = server_from_settings(self.settings, notes=notes)
         for note in notes:
             logger.warning(note)
-        server.start()
-        self.server = server
-        atexit.register(server.stop)
-        return server.base_url
+        watched = WatchedServer(server, cooldown_s=self.settings.llm.restart_cooldown_s)
+        self.watched = watched
+        atexit.register(watched.stop)
+        watched.start()
+        return watched.base_url
 
     def close(self) -> None:
         """Stop the LLM server if this connection started it."""
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-        self._client = None
+        with self._lock:
+            if self.watched is not None:
+                self.watched.stop()
+                self.watched = None
+            self._client = None

@@ -12,14 +12,14 @@ import os
 import shutil
 import socket
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
 import httpx
 
 from rag_app.serving.packaged_models import PACKAGED_GGUFS, resolve_gguf
-from rag_app.serving.server_process import ServerProcess
+from rag_app.serving.server_process import ServerDiedError, ServerProcess
 from rag_app.settings import LlamaCppSettings, Settings
 
 STATE_FILE = "llm-server.json"
@@ -28,6 +28,10 @@ VLLM_INSTALL_HINT = "install vLLM on a GPU machine with: pip install -e '.[vllm]
 
 class LLMServerError(RuntimeError):
     """A server could not be started."""
+
+
+class LLMServerDiedError(ServerDiedError, LLMServerError):
+    """The server's process ended by itself (``returncode``: how; ``illegal_instruction``: SIGILL)."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -53,8 +57,10 @@ class LLMServerProcess(ServerProcess):
     port: int = 0
     startup_timeout_s: float = 300.0
     log_path: Path | None = None
+    warm_up_timeout_s: float = 120.0
     kind: ClassVar[str] = "OpenAI-compatible"
     error: ClassVar[type[RuntimeError]] = LLMServerError
+    died_error: ClassVar[type[ServerDiedError]] = LLMServerDiedError
 
     def __post_init__(self) -> None:
         if self.port == 0:
@@ -65,8 +71,40 @@ class LLMServerProcess(ServerProcess):
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    @property
+    def variant(self) -> str:
+        """Which build of the server runs (llama.cpp: its CPU library), for messages."""
+        return ""
+
     def healthy(self) -> bool:
         return is_healthy(self.base_url, timeout_s=1.0)
+
+    def warm_up(self) -> None:
+        """Generate one token: serving ``/v1/models`` proves little (the server that died of SIGILL served
+        it), generating runs the model's kernels. Raises :class:`LLMServerError` when no token comes
+        within ``warm_up_timeout_s`` (a hung server) or the server refuses."""
+        body = {
+            "model": self.model_alias,
+            "messages": [{"role": "user", "content": "1+1="}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+        }
+        try:
+            response = httpx.post(f"{self.base_url}/chat/completions", json=body, timeout=self.warm_up_timeout_s)
+        except httpx.TimeoutException as error:
+            raise LLMServerError(
+                f"the {self.kind} server did not generate a token within {self.warm_up_timeout_s:g} s (hung)"
+            ) from error
+        except httpx.HTTPError as error:
+            raise LLMServerError(f"the {self.kind} server's first generation failed: {error}") from error
+        if response.status_code != 200:
+            raise LLMServerError(
+                f"the {self.kind} server's first generation failed: HTTP {response.status_code} {response.text[:200]}"
+            )
+
+    def safe_variant(self) -> LLMServerProcess | None:
+        """The same server built for any CPU (on the same port), to retry with after SIGILL; None if none."""
+        return None
 
     def write_state(self, data_dir: Path) -> Path:
         """Record this server so that other commands (ask, ui) reuse it instead of starting one."""
@@ -86,6 +124,30 @@ class LlamaCppServer(LLMServerProcess):
     context_window: int = 4096
     threads: int | None = None
     options: LlamaCppSettings = field(default_factory=LlamaCppSettings)
+    cpu_library: Path | None = None  # a libggml-cpu.so to load instead of the installed one (the safe build)
+
+    @property
+    def variant(self) -> str:
+        if self.cpu_library is None:
+            return f"build {installed_llama_build().get('profile', 'as installed')}"
+        return f"CPU library {self.cpu_library}"
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.cpu_library is not None:
+            # libggml.so needs libggml-cpu.so by its soname: a preloaded library of that name is the one
+            # used. Its own needs (libggml-base.so) are found beside the installed libraries.
+            env["LD_PRELOAD"] = " ".join(filter(None, [str(self.cpu_library), env.get("LD_PRELOAD", "")]))
+            libraries = llama_cpp_library_dir()
+            if libraries is not None:
+                env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libraries), env.get("LD_LIBRARY_PATH")]))
+        return env
+
+    def safe_variant(self) -> LlamaCppServer | None:
+        safe = safe_cpu_library()
+        if safe is None or self.cpu_library == safe:
+            return None
+        return replace(self, cpu_library=safe)
 
     def command(self) -> list[str]:
         threads = self.threads or physical_cores()
@@ -121,6 +183,33 @@ class LlamaCppServer(LLMServerProcess):
         if options.state_cache_mb:
             command += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(options.state_cache_mb << 20)]
         return command
+
+
+def llama_build_dir() -> Path:
+    """Where scripts/build_llama_cpp.sh records the llama.cpp build of this environment."""
+    return Path(sys.prefix) / "share" / "rag-app" / "llama-cpp"
+
+
+def installed_llama_build() -> dict[str, str]:
+    """The installed build's record (``profile``, ``cmake_args``, ...); empty when setup did not build it."""
+    try:
+        return dict(json.loads((llama_build_dir() / "build.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def llama_cpp_library_dir() -> Path | None:
+    """The installed llama-cpp-python's shared libraries (``llama_cpp/lib``), if it is installed."""
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "lib"
+
+
+def safe_cpu_library() -> Path | None:
+    """The ggml CPU library built with no instruction-set extension, if setup built one."""
+    path = llama_build_dir() / "safe" / "libggml-cpu.so"
+    return path if path.is_file() else None
 
 
 GGML_TYPES = {"q8_0": 8}  # ggml's type numbers, as llama.cpp's --type_k/--type_v take them
@@ -235,6 +324,7 @@ def vllm_server_from_settings(
         host=llm.host,
         port=llm.port if port is None else port,
         startup_timeout_s=vllm.startup_timeout_s,
+        warm_up_timeout_s=llm.warm_up_timeout_s,
         log_path=settings.data_dir / "llm-server.log",
         executable=executable,
         max_model_len=vllm.max_model_len or llm.context_window,
@@ -264,5 +354,6 @@ def llama_cpp_server_from_settings(
         threads=llm.threads,
         options=llm.llama_cpp,
         startup_timeout_s=llm.startup_timeout_s,
+        warm_up_timeout_s=llm.warm_up_timeout_s,
         log_path=settings.data_dir / "llm-server.log",
     )

@@ -75,6 +75,15 @@ class LLMSettings(BaseModel):
     # llama.cpp's server defaults to 1.1, which penalizes the repeated symbols of mathematics.
     extra_body: dict[str, Any] = Field(default_factory=lambda: {"repeat_penalty": 1.0})
     timeout_s: float = Field(120.0, gt=0, description="per request: connecting, and each wait for more text")
+    deadline_s: float = Field(
+        300.0, gt=0, description="the longest one LLM call may take, retries included; past it, it fails plainly"
+    )
+    warm_up_timeout_s: float = Field(
+        120.0, gt=0, description="a local server that generates no token this long after it starts counts as hung"
+    )
+    restart_cooldown_s: float = Field(
+        60.0, ge=0, description="after a local server died and its restart failed, questions are refused this long"
+    )
     retries: int = Field(3, ge=0, description="retries on connection errors, timeouts, 429 and 5xx")
     max_concurrency: int = Field(4, ge=1, description="requests this process sends at once")
     startup_timeout_s: float = 300.0

@@ -206,7 +206,7 @@ def test_ask_rerank_names_the_reranker_and_its_time(demo_index_dir: Path, tiny_r
     monkeypatch.setenv("RAG_APP_RERANK__MODEL", str(tiny_reranker_dir))
     args = ["ask", "Hilbert basis theorem", "--rerank", "--json", "--k", "3", "--index", str(demo_index_dir)]
     result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # the model was wanted and not had: the sources still come
     answer = json.loads(result.stdout)
     assert answer["reranker"] == "tiny-test-reranker" and answer["timings_ms"]["rerank"] > 0
     assert len(answer["sources"]) == 3 and all("rerank" in s["channel_ranks"] for s in answer["sources"])
@@ -226,10 +226,27 @@ def test_ask_says_when_the_corpus_does_not_hold_the_answer(demo_index_dir: Path,
 def test_ask_plain_output_when_llm_is_down(demo_index_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "none")  # the model always chooses
     result = runner.invoke(app, ["ask", "Hilbert basis theorem", "--index", str(demo_index_dir)])
-    assert result.exit_code == 0
+    assert result.exit_code == 4, "README, exit codes: the answer needed the model and none could be had"
     assert "not available" in result.stdout and "Sources:" in result.stdout
     assert "Hilbert's basis theorem" in result.stdout
+    as_json = runner.invoke(app, ["ask", "Hilbert basis theorem", "--json", "--index", str(demo_index_dir)])
+    assert as_json.exit_code == 4
+    answer = json.loads(as_json.stdout)
+    assert answer["llm_error"] and answer["status"] == "llm_unavailable" and answer["sources"]
+    assert answer["llm"]["state"] == "down" and answer["llm"]["description"].startswith("http://127.0.0.1:9/v1")
+
+
+def test_ask_quotes_the_rankers_clear_choice_with_no_model_and_exits_0(demo_index_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # down, and never asked
+    monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "0")  # any lead is clear enough
+    result = runner.invoke(app, ["ask", "Hilbert basis theorem", "--json", "--index", str(demo_index_dir)])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["chosen_by"] == "ranker" and answer["llm_error"] is None and answer["status"] == "answered"
+    assert answer["answer"].startswith("[1] ")
 
 
 @pytest.mark.slow

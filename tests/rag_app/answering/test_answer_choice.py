@@ -50,3 +50,23 @@ def test_the_margin_is_turned_off_by_none_in_toml_or_the_environment() -> None:
     assert QuoteSettings(ranker_sure_margin="none").ranker_sure_margin is None
     assert QuoteSettings(ranker_sure_margin="1.5").ranker_sure_margin == 1.5
     assert QuoteSettings().ranker_sure_margin == 1.0
+
+
+def test_with_no_model_to_be_had_a_clear_first_result_is_still_quoted(tmp_path: Path) -> None:
+    down = "the llama.cpp server killed by SIGILL: the CPU advertised instructions it cannot run"
+    sure, _ = answer(tmp_path, "flat module over a field", "[2]", "", scores=(3.0, 1.5), down=down)
+    assert sure.chosen_by == "ranker" and sure.status is AnswerStatus.ANSWERED and sure.llm_error is None
+    assert sure.text.startswith("[1] ") and "flat module" in sure.text
+    # a yes/no question: the quote stands, without the lead-in only the model could check
+    yes_no, _ = answer(
+        tmp_path / "yn", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5), down=down
+    )
+    assert yes_no.chosen_by == "ranker" and yes_no.lead_in is None and yes_no.text.startswith("[1] ")
+
+
+def test_with_no_model_to_be_had_a_close_call_lists_the_statements_under_a_plain_notice(tmp_path: Path) -> None:
+    down = "the llama.cpp server killed by SIGILL: the CPU advertised instructions it cannot run"
+    close, _ = answer(tmp_path, "PID implies UFD", "[2]", "", scores=(3.0, 2.5), down=down)
+    assert close.status is AnswerStatus.LLM_UNAVAILABLE and close.llm_error == down
+    assert close.text.startswith("The language model is not available (the llama.cpp server killed by SIGILL")
+    assert "listed below" in close.text and len(close.sources) == 2

@@ -22,6 +22,7 @@ from rag_app.answering.yes_no_lead import (
     topic_overlap,
     verdict_of_claims,
 )
+from rag_app.serving.llm_server import LLMServerError
 from retriever.types import Query, ScoredBy, SearchResult
 from tests.conftest import make_settings
 from tests.rag_app.answering.test_quoted_answer import hit
@@ -104,16 +105,29 @@ class FlatEmbedder:
 
 
 def answer(
-    tmp_path: Path, question: str, choice: str, verdict: str, scores: tuple[float, float] | None = None, **quote: object
+    tmp_path: Path,
+    question: str,
+    choice: str,
+    verdict: str,
+    scores: tuple[float, float] | None = None,
+    down: str | None = None,
+    **quote: object,
 ):
-    """The answer to ``question`` over two sources; with ``scores``, they are the learned ranker's."""
+    """The answer to ``question`` over two sources; with ``scores``, they are the learned ranker's; with
+    ``down``, no model can be had (asking for the client raises that reason)."""
     hits = [hit("A flat module over a field is free."), hit(PID)]
     if scores is not None:
         hits = [replace(h, score=score) for h, score in zip(hits, scores, strict=True)]
     settings = make_settings(tmp_path, answers={"style": "quote", "quote": quote})
     client = VerdictClient(choice, verdict)
     vectors = {h.record.id: np.ones(4, np.float32) / 2 for h in hits}
-    answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, lambda: client)
+
+    def chat_client() -> VerdictClient:
+        if down is not None:
+            raise LLMServerError(down)
+        return client
+
+    answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, chat_client)
     scored_by = ScoredBy.LEARNED_RANKER if scores is not None else ScoredBy.FUSION
     result = SearchResult(hits, Query(question), vectors, scored_by=scored_by)
     retrieval = Retrieval(RewrittenQuery(question, RewriteMethod.AS_ASKED), result, "everything", "hybrid")

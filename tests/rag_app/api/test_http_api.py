@@ -22,9 +22,10 @@ from rag_app import MathRAG
 from rag_app.api.guards import UnsafeBindError, check_bind, is_loopback
 from rag_app.api.http_app import create_app
 from rag_app.cli import app
+from rag_app.serving.server_watch import WatchedServer
 from rag_app.settings import ApiSettings
 from tests.conftest import make_settings
-from tests.llm_servers import HangingServer
+from tests.llm_servers import HangingServer, ScriptedLLMServer
 
 GALOIS = "galois-theory#cor:finitely-many-intermediate"
 
@@ -216,3 +217,30 @@ def test_the_next_request_sees_what_another_writer_ingested(tmp_path: Path) -> N
         writer.ingest([demo_corpus_path() / "complex-analysis"])
         after = client.get("/v1/search", params={"query": "bounded entire function constant", "k": 3}).json()
         assert after[0]["paper_id"] == "complex-analysis", [hit["paper_id"] for hit in after]
+
+
+def test_healthz_and_status_say_when_the_llm_server_died_and_why(demo_index_dir: Path, tmp_path: Path) -> None:
+    """A local server that dies of SIGILL under a question: /healthz and /v1/status say so at once (in ms),
+    and the next ask restarts it (here on its safe build) and is answered."""
+    quote = {"style": "quote", "quote": {"ranker_sure_margin": None}}  # the model always chooses
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, answers=quote))
+    watched = WatchedServer(ScriptedLLMServer(model_alias="scripted", log_path=tmp_path / "llm.log", fail="sigill",
+                                              after=1, safe_fail="none"))  # fmt: skip
+    rag.llm.watched = watched
+    watched.start()
+    try:
+        with serving(rag) as url, httpx.Client(base_url=url, timeout=120) as client:
+            assert client.get("/healthz").json()["llm"]["state"] == "up"
+            question = {"question": "What does the Galois correspondence say?", "k": 3}
+            down = client.post("/v1/ask", json=question)
+            assert down.status_code == 503 and down.json()["sources"], down.text
+            started = time.monotonic()
+            health = client.get("/healthz").json()["llm"]
+            assert time.monotonic() - started < 1
+            assert health["state"] == "down" and "killed by SIGILL" in health["failure"]
+            assert "killed by SIGILL" in client.get("/v1/status").json()["llm"]["failure"]
+            again = client.post("/v1/ask", json=question)
+            assert again.status_code == 200 and again.json()["llm_error"] is None, again.text
+            assert client.get("/healthz").json()["llm"]["state"] == "up"
+    finally:
+        rag.close()

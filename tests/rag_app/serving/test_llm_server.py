@@ -24,7 +24,8 @@ from tests.conftest import make_settings
 FAKE_VLLM = textwrap.dedent(
     """\
     #!{python}
-    # Stands in for `vllm serve MODEL ...`: records its arguments, spawns a child, serves /v1/models.
+    # Stands in for `vllm serve MODEL ...`: records its arguments, spawns a child, serves /v1/models and
+    # one-token chat completions (the warm-up).
     import json, subprocess, sys
     from http.server import BaseHTTPRequestHandler, HTTPServer
     args = sys.argv[1:]
@@ -38,6 +39,15 @@ FAKE_VLLM = textwrap.dedent(
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             body = json.dumps({{"data": [{{"id": option("--served-model-name"), "max_model_len": 2048}}]}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def do_POST(self):  # the warm-up's one token
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            message = {{"role": "assistant", "content": "2"}}
+            body = json.dumps({{"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                               "choices": [{{"index": 0, "message": message, "finish_reason": "length"}}]}}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Build llama-cpp-python (the chat model's local server) for what this CPU really runs, and install it
+# into .venv. Called by scripts/setup.sh; safe to run again (a build that is cached is only installed).
+#
+# Why not pip's own build: it compiles ggml with -march=native, i.e. for whatever the CPU *advertises*;
+# a cloud VM that lists AMX and AVX-512 but traps on them kills the server with SIGILL at its first
+# answer. And pip caches the wheel under a key that ignores CMAKE_ARGS, so changing the flags changed
+# nothing. Here:
+#   - rag_app/serving/cpu_features.py checks which instructions run (CPUID, XCR0, a probe in a child)
+#     and names the build: "haswell" (AVX2, FMA, F16C, BMI2: every x86-64 CPU since 2013) or "x64";
+#   - the wheel is built without pip's cache and kept under a key of its version, flags and Python;
+#   - a second libggml-cpu.so without any extension (the "x64" variant) is built beside it: the app
+#     retries with it when the server dies of SIGILL anyway (a venv moved to another machine).
+# Environment: PYTHON (the interpreter for the probe), RAG_APP_BUILD_CACHE (default ~/.cache/rag-app/builds),
+# RAG_APP_LLAMA_PROFILE (force "haswell" or "x64").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV_PY=.venv/bin/python
+version="$(sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*/\1/p' pyproject.toml)"
+[ -n "$version" ] || { echo "pyproject.toml pins no llama-cpp-python[server]==VERSION" >&2; exit 1; }
+profile="${RAG_APP_LLAMA_PROFILE:-$("$PYTHON" rag_app/serving/cpu_features.py --profile)}"
+cmake_args="$("$PYTHON" rag_app/serving/cpu_features.py --cmake-args "$profile")"
+safe_args="$("$PYTHON" rag_app/serving/cpu_features.py --cmake-args x64)"
+pytag="$("$VENV_PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+key="$(printf '%s\n' "llama-cpp-python==$version" "$cmake_args" "$safe_args" "$(uname -m)" "$pytag" \
+    | sha256sum | cut -c1-16)"
+cache="${RAG_APP_BUILD_CACHE:-$HOME/.cache/rag-app/builds}/llama-cpp-python-$version-$profile-$key"
+installed=.venv/share/rag-app/llama-cpp
+[ "$(cat "$installed/key" 2>/dev/null)" = "$key" ] && exit 0
+
+if ! ls "$cache"/*.whl >/dev/null 2>&1; then
+    echo "Building llama.cpp for this CPU (profile $profile; several minutes, once) ..."
+    work="$(mktemp -d "${TMPDIR:-/tmp}/rag-app-llama-build.XXXXXX")"
+    trap 'rm -rf "$work"' EXIT
+    "$VENV_PY" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work/src"
+    sdist="$(ls "$work"/src/llama_cpp_python-*.tar.gz)"
+    CMAKE_ARGS="$cmake_args" "$VENV_PY" -m pip wheel --quiet --no-deps --no-cache-dir "$sdist" -w "$work/wheel"
+    mkdir -p "$work/wheel/safe"
+    if [ "$safe_args" != "$cmake_args" ] && [ "$(uname -m)" = "x86_64" ]; then
+        # Only ggml's CPU library holds instruction-set-specific code (ggml adds its -m flags to that
+        # target alone), so the safe variant is that one library, built from the same sources.
+        command -v cmake >/dev/null || "$VENV_PY" -m pip install --quiet cmake
+        cmake_bin="$(command -v cmake || echo .venv/bin/cmake)"
+        tar -xzf "$sdist" -C "$work"
+        # shellcheck disable=SC2086  # the flags are words
+        "$cmake_bin" -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/safe-build" -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_SKIP_BUILD_RPATH=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+            -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF $safe_args >"$work/safe-build.log" 2>&1 \
+            && "$cmake_bin" --build "$work/safe-build" --target ggml-cpu -j "$(nproc)" >>"$work/safe-build.log" 2>&1 \
+            || { tail -20 "$work/safe-build.log" >&2; echo "building the safe CPU library failed" >&2; exit 1; }
+        cp "$(find "$work/safe-build" -name 'libggml-cpu.so' | head -1)" "$work/wheel/safe/libggml-cpu.so"
+    fi
+    printf '{"version": "%s", "profile": "%s", "cmake_args": "%s", "safe_cmake_args": "%s", "key": "%s"}\n' \
+        "$version" "$profile" "$cmake_args" "$safe_args" "$key" >"$work/wheel/build.json"
+    mkdir -p "$(dirname "$cache")"
+    rm -rf "$cache.partial" && mv "$work/wheel" "$cache.partial" && mv "$cache.partial" "$cache"
+fi
+
+"$VENV_PY" -m pip install --quiet --no-deps --force-reinstall "$cache"/llama_cpp_python-*.whl
+rm -rf "$installed" && mkdir -p "$installed"
+cp "$cache/build.json" "$installed/build.json"
+[ -f "$cache/safe/libggml-cpu.so" ] && mkdir -p "$installed/safe" && cp "$cache/safe/libggml-cpu.so" "$installed/safe/"
+echo "$key" >"$installed/key"
+echo "llama.cpp: build profile $profile installed ($cache)"

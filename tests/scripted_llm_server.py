@@ -1,0 +1,95 @@
+"""An OpenAI-compatible server process that fails on cue, for the tests of a watched LLM server.
+
+    python tests/scripted_llm_server.py --port PORT --fail sigill --after 0
+
+answers ``GET /v1/models`` and chat completions (streamed or not) with ``--reply``; after ``--after``
+completions, the next one makes it fail as ``--fail`` says: ``sigill`` (the process kills itself with
+SIGILL, as a CPU trap does), ``hang`` (the request is never answered), ``exit`` (answers it, then exits
+with code 7: a server that dies between two questions), or ``none``. Standard library only: it starts in
+a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--model", default="scripted-model")
+    parser.add_argument("--reply", default="[1]")
+    parser.add_argument("--fail", choices=("none", "sigill", "hang", "exit"), default="none")
+    parser.add_argument("--after", type=int, default=0, help="completions answered before the failure")
+    args = parser.parse_args()
+    answered = 0
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+        def _json(self, payload: object) -> None:
+            body = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+
+        def do_GET(self) -> None:
+            self._json({"object": "list", "data": [{"id": args.model, "object": "model", "owned_by": "tests"}]})
+
+        def do_POST(self) -> None:
+            nonlocal answered
+            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            if not self.path.endswith("/chat/completions"):
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            with lock:
+                failing = args.fail != "none" and answered >= args.after
+                answered += 1
+            if failing and args.fail == "sigill":
+                # To this thread, as a trapping instruction is: it ends here, no reply goes out.
+                signal.pthread_kill(threading.get_ident(), signal.SIGILL)
+            if failing and args.fail == "hang":
+                time.sleep(3600)
+            self._complete(request)
+            if failing and args.fail == "exit":
+                os._exit(7)
+
+        def _complete(self, request: dict) -> None:
+            if not request.get("stream"):
+                message = {"role": "assistant", "content": args.reply}
+                choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
+                self._json({"id": "x", "object": "chat.completion", "created": 0, "model": args.model,
+                            "choices": [choice]})  # fmt: skip
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for content, finish in ((args.reply, None), ("", "stop")):
+                chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": args.model,
+                         "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]}  # fmt: skip
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()
