@@ -102,7 +102,7 @@ def render_llm_health(rag: MathRAG, slot: DeltaGenerator) -> LLMHealth:
     """The LLM's state in ``slot`` (a placeholder in the sidebar): drawn before a question and again after
     it, so that a server that died under the question is shown down at once, with why."""
     health = rag.llm.health()
-    icon = {"up": "🟢", "down": "🔴"}.get(health.state, "⚪")
+    icon = {"up": "🟢", "down": "🔴", "restarting": "🟠"}.get(health.state, "⚪")
     slot.caption(f"{icon} LLM: {health.description}")
     return health
 

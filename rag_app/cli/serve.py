@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -71,6 +72,8 @@ def ui(
             )
             env["RAG_APP_LLM__BASE_URL"] = watched.base_url
             watched.start()
+            if watched.failure:  # started, after a first try that died (SIGILL: now on the safe build)
+                _err(f"note: {watched.health().description}")
         except (PackagedModelError, LLMServerError) as error:
             _err(f"LLM unavailable, the chat will show retrieved statements only: {error}")
     app_file = Path(str(resources.files("ui") / "chat_app.py"))
@@ -84,13 +87,11 @@ def ui(
     typer.echo(f"Chat running at http://{host}:{port}  (Ctrl-C to stop)")
     _stop_on_signals()
     chat = subprocess.Popen(command, env=env)
+    reported = watched.failure if watched is not None else None
     try:
         while chat.poll() is None:
             if watched is not None:
-                try:
-                    watched.ensure_running()
-                except LLMServerError as error:
-                    _err(f"the LLM server is down, the chat shows retrieved statements only: {error}")
+                reported = _keep_running(watched, reported)
             time.sleep(1)
     except KeyboardInterrupt:
         pass
@@ -104,6 +105,16 @@ def ui(
                 chat.kill()
         if watched is not None:
             watched.stop()  # and its state file
+
+
+def _keep_running(watched: WatchedServer, reported: str | None) -> str | None:
+    """Restart a server that died (once per death); say each new failure once. Returns the last said."""
+    restarts = watched.restarts
+    with contextlib.suppress(LLMServerError):  # down: the state file and the message below say why
+        watched.ensure_running()
+    if watched.failure != reported or watched.restarts != restarts:
+        _err(f"LLM server: {watched.health().description}")
+    return watched.failure
 
 
 def _stop_on_signals() -> None:

@@ -221,6 +221,10 @@ def cmake_args(profile: str, machine: str | None = None) -> str:
     wanted = PROFILE_FEATURES[profile]
     flags = [f"-DGGML_{flag}={'ON' if feature in wanted else 'OFF'}" for feature, flag in GGML_FLAG_OF.items()]
     flags += [f"-DGGML_{flag}=OFF" for flag in GGML_OFF_ALWAYS]
+    if wanted:
+        # Scheduled for this CPU, never more instructions: -mtune changes no instruction set. Measured in
+        # one run of 4 alternating rounds, prompt tokens/s: untuned 35.7, tuned 44.1, -march=native 42.8.
+        flags += ["-DCMAKE_C_FLAGS=-mtune=native", "-DCMAKE_CXX_FLAGS=-mtune=native"]
     return " ".join(["-DGGML_NATIVE=OFF", *flags])
 
 

@@ -155,8 +155,8 @@ class ChatClient:
         shown nothing, so it is opened again too (within ``retries``; still empty, the answer is empty).
         """
         extra_body = {**self.extra_body, **(extra_body or {})}
-        deadline = Deadline(self.deadline_s)
-        with self._slots:
+        with self._slots:  # the deadline counts from here: waiting for a slot is not the server's time
+            deadline = Deadline(self.deadline_s)
             model = self._model_within(deadline)
             for _ in range(self.retries + 1):
                 stream = self._call(
@@ -223,8 +223,8 @@ class ChatClient:
         then comes with no alternatives."""
         if self._alternatives_refused:
             return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
-        deadline = Deadline(self.deadline_s)
         with self._slots:
+            deadline = Deadline(self.deadline_s)
             model = self._model_within(deadline)
             try:
                 response = self._client.chat.completions.create(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 
 from prompts import load_prompt
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
@@ -17,7 +18,7 @@ from rag_app.serving.llm_server import (
     running_server_url,
     server_from_settings,
 )
-from rag_app.serving.server_watch import LLMHealth, WatchedServer, published_state
+from rag_app.serving.server_watch import LLMHealth, WatchedServer, process_alive, published_state
 from rag_app.settings import LLMSettings, Settings
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class LLMConnection:
         with self._lock:
             if self.watched is not None:
                 self.watched.ensure_running()
+            elif self.settings.llm.base_url:
+                self._wait_while_restarting()
             if self._client is None:
                 llm = self.settings.llm
                 base_url = (
@@ -79,6 +82,22 @@ class LLMConnection:
                 if isinstance(self.server, LlamaCppServer) and llm.llama_cpp.warm_up:
                     self._warm_up(self._client)
             return self._client
+
+    def _wait_while_restarting(self) -> None:
+        """The server at ``llm.base_url`` belongs to `rag-app ui` (the chat's), which says in the state file
+        that it is restarting it: wait for that, at most ``llm.deadline_s``, then ask anyway."""
+        llm = self.settings.llm
+        ends = time.monotonic() + llm.deadline_s
+        while time.monotonic() < ends:
+            state = published_state(self.settings.data_dir)
+            if state.get("base_url") != llm.base_url:
+                return
+            pid = state.get("pid")
+            # "up" with its process gone: it died a moment ago, and `ui` notices within a second.
+            died = state.get("state") == "up" and isinstance(pid, int) and not process_alive(pid)
+            if state.get("state") != "restarting" and not died:
+                return
+            time.sleep(0.25)
 
     def _past_deadline(self, reason: str) -> None:
         """A call ran past its deadline: a local server of ours is taken for hung (killed, restarted next)."""
@@ -114,6 +133,8 @@ class LLMConnection:
             # The chat's server belongs to `rag-app ui`, which publishes why it died or restarted.
             failure = shared.get("failure") if shared.get("base_url") == llm.base_url else None
             failure = str(failure) if failure else None
+            if not up and shared.get("base_url") == llm.base_url and shared.get("state") == "restarting":
+                return LLMHealth("restarting", f"{llm.base_url} (restarting after: {failure})", failure)
             if up:
                 restarted = f"; restarted after: {failure}" if failure else ""
                 return LLMHealth("up", f"{llm.base_url} (up{restarted})", failure)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import threading
 import time
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LLMHealth:
-    state: str  # "up", "down" or "not started"
+    state: str  # "up", "down", "restarting" or "not started"
     description: str
     failure: str | None = None  # the last death, hang or failed start, in words (also after a restart)
 
@@ -65,6 +66,7 @@ class WatchedServer:
                 self.failure = f"the {self.server.kind} server {exit_reason(code)}"
                 logger.warning("%s; restarting it once", self.failure)
                 self.server.stop()  # forgets the dead process
+                self._publish("restarting")  # the chat waits for it rather than fail at once
             elif time.monotonic() < self._refused_until:
                 wait = self._refused_until - time.monotonic()
                 raise LLMServerError(f"{self.failure} (the next restart is tried in {wait:.0f} s)")
@@ -149,6 +151,21 @@ class WatchedServer:
 def without_log(message: str) -> str:
     """A start's error without the server log's tail it ends with (the log stays in its file)."""
     return message.split("; log ")[0]
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead and not yet reaped by its parent, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's: it exists
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True  # no /proc: os.kill said it exists
 
 
 def published_state(data_dir: Path) -> dict[str, object]:
