@@ -41,6 +41,7 @@ from retriever.store.index_health import IndexHealth
 
 T = TypeVar("T")
 API_VERSION = "1"
+HEALTHZ_LLM_WAIT_S = 0.5  # /healthz answers in milliseconds; a hung LLM server is "unknown" after this
 # The stream's last event: what was checked of the answer (the same fields as in its `answer` event).
 CHECKS = ("status", "supported", "citations_valid", "invalid_citations", "attributed", "unsupported_sentences",
           "llm_error", "timings_ms")  # fmt: skip
@@ -124,8 +125,16 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     # ------------------------------------------------------------------ health and status
     @app.get("/healthz", summary="Whether the server answers (no token needed)")
     async def healthz() -> dict[str, object]:
-        llm = await asyncio.to_thread(rag.llm.health)  # a process check, or one health request of <= 2 s
-        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting, "llm": llm.to_dict()}
+        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting, "llm": await llm_health()}
+
+    async def llm_health(wait_s: float = HEALTHZ_LLM_WAIT_S) -> dict[str, str | None]:
+        """The LLM's health: a process check for a server of ours (ms), else one request to the server,
+        answered here within ``wait_s`` whatever it does (its thread ends by its own 2 s timeout)."""
+        try:
+            return (await asyncio.wait_for(asyncio.to_thread(rag.llm.health), wait_s)).to_dict()
+        except TimeoutError:
+            reason = f"the LLM server did not answer a health check within {wait_s:g} s (busy or hung)"
+            return {"state": "unknown", "description": reason, "failure": None}
 
     @app.get("/v1/status", summary="The index's stores and whether they are in step (`status --json`)")
     async def status() -> dict[str, object]:
@@ -134,7 +143,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
             "index": str(rag.settings.resolved_index_dir),
             "stores": [state.to_dict() for state in stores],
             "in_step": all(state.in_step for state in stores),
-            "llm": (await asyncio.to_thread(rag.llm.health)).to_dict(),
+            "llm": await llm_health(wait_s=3.0),
         }
 
     # ------------------------------------------------------------------ search

@@ -125,8 +125,8 @@ class ChatClient:
             try:
                 timeout = min(self.timeout_s, TOKEN_COUNT_TIMEOUT_S)
                 response = httpx.post(endpoint, json=candidates[endpoint](), timeout=timeout)
-            except httpx.ConnectError as error:  # nobody listens: the answer cannot be had either
-                raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error
+            except httpx.ConnectError:  # nobody listens (yet: a restarting server): the chat call retries
+                return None
             except httpx.HTTPError:
                 # Slow or broken: estimate for a minute rather than wait on every source of a prompt.
                 self._token_counts_paused_until = time.monotonic() + 60
