@@ -184,11 +184,8 @@ class ChatClient:
                             shown = True
                             yield chunk.choices[0].delta.content
                 except openai.APITimeoutError as error:
-                    if deadline.passed:
-                        raise self._past_deadline(deadline, "while it was still answering") from error
-                    raise LLMUnavailableError(
-                        f"the LLM server at {self.base_url} stopped sending the answer for {self.timeout_s:g} s"
-                    ) from error
+                    waited = f"stopped sending the answer for {self.timeout_s:g} s"
+                    raise self._timed_out(deadline, "while it was still answering", waited) from error
                 except (openai.APIError, httpx.HTTPError) as error:
                     raise LLMUnavailableError(f"the answer stream from {self.base_url} broke off: {error}") from error
                 except (ValueError, TypeError, AttributeError, KeyError) as error:  # `data: {not json`
@@ -238,11 +235,8 @@ class ChatClient:
                     timeout=deadline.bound(self.timeout_s),
                 )
             except openai.APITimeoutError as error:
-                if deadline.passed:
-                    raise self._past_deadline(deadline, "before its answer was complete") from error
-                raise LLMUnavailableError(
-                    f"the LLM server at {self.base_url} did not answer within {self.timeout_s:g} s"
-                ) from error
+                waited = f"did not answer within {self.timeout_s:g} s"
+                raise self._timed_out(deadline, "before its answer was complete", waited) from error
             except openai.APIStatusError as error:
                 if "logprob" not in str(error).lower():
                     raise LLMUnavailableError(
@@ -303,14 +297,17 @@ class ChatClient:
         try:
             return retrying(lambda: request(deadline.bound(self.timeout_s)))
         except openai.APITimeoutError as error:
-            if deadline.passed:
-                raise self._past_deadline(deadline, "before it answered") from error
-            raise LLMUnavailableError(
-                f"the LLM server at {self.base_url} did not answer within {self.timeout_s:g} s "
-                f"({self.retries + 1} attempts)"
-            ) from error
+            waited = f"did not answer within {self.timeout_s:g} s ({self.retries + 1} attempts)"
+            raise self._timed_out(deadline, "before it answered", waited) from error
         except RETRYABLE as error:
             raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error
+
+    def _timed_out(self, deadline: Deadline, when: str, waited: str) -> LLMUnavailableError:
+        """A timeout in words: past the call's deadline (a local server is then taken for hung), or one wait
+        of ``timeout_s`` (``waited``: what the server did not do in time)."""
+        if deadline.passed:
+            return self._past_deadline(deadline, when)
+        return LLMUnavailableError(f"the LLM server at {self.base_url} {waited}")
 
     def _past_deadline(self, deadline: Deadline, when: str) -> LLMDeadlineError:
         reason = f"did not finish one request within its deadline of {deadline.seconds:g} s ({when})"
