@@ -34,21 +34,22 @@ if ! ls "$cache"/*.whl >/dev/null 2>&1; then
     echo "Building llama.cpp for this CPU (profile $profile; several minutes, once) ..."
     work="$(mktemp -d "${TMPDIR:-/tmp}/rag-app-llama-build.XXXXXX")"
     trap 'rm -rf "$work"' EXIT
-    "$VENV_PY" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work/src"
+    # Every step has a deadline (timeout): a stuck download or compiler ends the setup with an error.
+    timeout 1200 "$VENV_PY" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work/src"
     sdist="$(ls "$work"/src/llama_cpp_python-*.tar.gz)"
-    CMAKE_ARGS="$cmake_args" "$VENV_PY" -m pip wheel --quiet --no-deps --no-cache-dir "$sdist" -w "$work/wheel"
+    CMAKE_ARGS="$cmake_args" timeout 5400 "$VENV_PY" -m pip wheel --quiet --no-deps --no-cache-dir "$sdist" -w "$work/wheel"
     mkdir -p "$work/wheel/safe"
     if [ "$safe_args" != "$cmake_args" ] && [ "$(uname -m)" = "x86_64" ]; then
         # Only ggml's CPU library holds instruction-set-specific code (ggml adds its -m flags to that
         # target alone), so the safe variant is that one library, built from the same sources.
-        command -v cmake >/dev/null || "$VENV_PY" -m pip install --quiet cmake
+        command -v cmake >/dev/null || timeout 1200 "$VENV_PY" -m pip install --quiet cmake
         cmake_bin="$(command -v cmake || echo .venv/bin/cmake)"
         tar -xzf "$sdist" -C "$work"
         # shellcheck disable=SC2086  # the flags are words
-        "$cmake_bin" -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/safe-build" -DCMAKE_BUILD_TYPE=Release \
+        timeout 600 "$cmake_bin" -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/safe-build" -DCMAKE_BUILD_TYPE=Release \
             -DCMAKE_SKIP_BUILD_RPATH=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
             -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF $safe_args >"$work/safe-build.log" 2>&1 \
-            && "$cmake_bin" --build "$work/safe-build" --target ggml-cpu -j "$(nproc)" >>"$work/safe-build.log" 2>&1 \
+            && timeout 3600 "$cmake_bin" --build "$work/safe-build" --target ggml-cpu -j "$(nproc)" >>"$work/safe-build.log" 2>&1 \
             || { tail -20 "$work/safe-build.log" >&2; echo "building the safe CPU library failed" >&2; exit 1; }
         cp "$(find "$work/safe-build" -name 'libggml-cpu.so' | head -1)" "$work/wheel/safe/libggml-cpu.so"
     fi
@@ -58,7 +59,7 @@ if ! ls "$cache"/*.whl >/dev/null 2>&1; then
     rm -rf "$cache.partial" && mv "$work/wheel" "$cache.partial" && mv "$cache.partial" "$cache"
 fi
 
-"$VENV_PY" -m pip install --quiet --no-deps --force-reinstall "$cache"/llama_cpp_python-*.whl
+timeout 1200 "$VENV_PY" -m pip install --quiet --no-deps --force-reinstall "$cache"/llama_cpp_python-*.whl
 rm -rf "$installed" && mkdir -p "$installed"
 cp "$cache/build.json" "$installed/build.json"
 [ -f "$cache/safe/libggml-cpu.so" ] && mkdir -p "$installed/safe" && cp "$cache/safe/libggml-cpu.so" "$installed/safe/"

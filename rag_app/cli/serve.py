@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,8 +32,9 @@ from rag_app.serving import cpu_features
 from rag_app.serving.llm_server import (
     LLMServerError,
     installed_llama_build,
-    llama_build_dir,
+    llama_cpp_library_dir,
     running_server_url,
+    safe_cpu_library,
     server_from_settings,
 )
 from rag_app.serving.packaged_models import PACKAGED_GGUFS, PackagedModelError
@@ -187,21 +189,20 @@ def llm_cpu(
     """Which instructions this CPU really runs (advertised, enabled by the OS, executed by a probe), the
     llama.cpp build installed, and whether its libraries hold code this CPU cannot run (exit 1 if so)."""
     report = cpu_features.check_cpu()
-    libraries = sorted(Path(str(resources.files("llama_cpp") / "lib")).glob("lib*.so"))
-    unrunnable = (
-        cpu_features.unrunnable_instructions(libraries, report) if cpu_features.shutil.which("objdump") else None
-    )
+    library_dir = llama_cpp_library_dir()
+    libraries = sorted(library_dir.glob("lib*.so")) if library_dir is not None else []
+    unrunnable = cpu_features.unrunnable_instructions(libraries, report) if shutil.which("objdump") else None
     build = installed_llama_build()
-    safe = llama_build_dir() / "safe" / "libggml-cpu.so"
+    safe = safe_cpu_library()
     if as_json:
-        record = {**report.to_dict(), "installed_build": build, "safe_library": str(safe) if safe.is_file() else None,
+        record = {**report.to_dict(), "installed_build": build, "safe_library": str(safe) if safe else None,
                   "unrunnable": unrunnable}  # fmt: skip
         typer.echo(json.dumps(record, indent=2))
     else:
-        cpu_features.main([])
+        typer.echo("\n".join(cpu_features.describe(report)))
         typer.echo(f"installed llama.cpp build: {build.get('profile', 'not built by scripts/setup.sh')}"
                    f" ({build.get('cmake_args', 'pip defaults: -march=native')})")  # fmt: skip
-        typer.echo(f"safe CPU library: {safe if safe.is_file() else 'none'}")
+        typer.echo(f"safe CPU library: {safe or 'none'}")
         if unrunnable is None:
             typer.echo("libraries: not checked (objdump is not installed)")
         for path, missing in (unrunnable or {}).items():

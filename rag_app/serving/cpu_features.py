@@ -10,7 +10,8 @@ with SIGILL. So a feature counts as usable only when all three agree:
 3. a probe in a child process executes one of its instructions without dying of SIGILL.
 
 ``scripts/setup.sh`` runs this file with the system Python before the virtual environment exists, so it
-uses the standard library only. ``python3 rag_app/serving/cpu_features.py --help`` lists what it prints.
+uses the standard library only. ``python3 rag_app/serving/cpu_features.py --help`` lists what it prints;
+``rag-app llm cpu`` adds the installed build and a check of its libraries.
 """
 
 from __future__ import annotations
@@ -273,16 +274,16 @@ def library_needs(path: Path) -> dict[str, int]:
     objdump = shutil.which("objdump")
     if objdump is None:
         raise FileNotFoundError("objdump is not installed (Debian: binutils)")
+    # A deadline on the disassembly too (libllama's is tens of MB of text: seconds).
+    listing = subprocess.run([objdump, "-d", "-w", str(path)], capture_output=True, text=True, timeout=600, check=True)
     counts: dict[str, int] = {}
-    with subprocess.Popen([objdump, "-d", "-w", str(path)], stdout=subprocess.PIPE, text=True) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            match = INSTRUCTION_LINE.match(line)
-            if not match:
-                continue
-            raw, mnemonic, operands = match.groups()
-            for feature in instruction_needs(raw.split(), mnemonic, operands):
-                counts[feature] = counts.get(feature, 0) + 1
+    for line in listing.stdout.splitlines():
+        match = INSTRUCTION_LINE.match(line)
+        if not match:
+            continue
+        raw, mnemonic, operands = match.groups()
+        for feature in instruction_needs(raw.split(), mnemonic, operands):
+            counts[feature] = counts.get(feature, 0) + 1
     return counts
 
 
@@ -297,6 +298,18 @@ def unrunnable_instructions(paths: list[Path], report: CpuReport) -> dict[str, d
     return found
 
 
+def describe(report: CpuReport) -> list[str]:
+    """The report as lines for a person (``rag-app llm cpu`` and this file's own command line)."""
+    lines = [f"{report.model} ({report.machine}); XCR0 {report.to_dict()['xcr0']}"]
+    for name, check in report.features.items():
+        lines.append(f"  {name:12} advertised {'yes' if check.advertised else 'no ':3}  {check.probe}")
+    lines.append(f"usable: {' '.join(sorted(report.usable)) or '(baseline only)'}")
+    if report.advertised_not_usable:
+        lines.append(f"advertised but not usable here: {' '.join(report.advertised_not_usable)}")
+    lines.append(f"llama.cpp build profile: {build_profile(report)}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -304,7 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="the whole report as JSON")
     parser.add_argument("--profile", action="store_true", help="print the llama.cpp build profile for this machine")
     parser.add_argument("--cmake-args", metavar="PROFILE", help="print llama-cpp-python's CMAKE_ARGS for PROFILE")
-    parser.add_argument("--check", nargs="+", type=Path, metavar="LIB", help="exit 1 if LIB holds unrunnable code")
     args = parser.parse_args(argv)
     if args.child or args.child_code:
         _child(args.child, args.child_code)
@@ -315,22 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     report = check_cpu()
     if args.profile:
         print(build_profile(report))
-        return 0
-    if args.check:
-        found = unrunnable_instructions(args.check, report)
-        for path, missing in found.items():
-            print(f"{path}: instructions this CPU cannot run: {missing}")
-        return 1 if found else 0
-    if args.json:
+    elif args.json:
         print(json.dumps(report.to_dict(), indent=2))
-        return 0
-    print(f"{report.model} ({report.machine}); XCR0 {report.to_dict()['xcr0']}")
-    for name, check in report.features.items():
-        print(f"  {name:12} advertised {'yes' if check.advertised else 'no ':3}  {check.probe}")
-    print(f"usable: {' '.join(sorted(report.usable)) or '(baseline only)'}")
-    if report.advertised_not_usable:
-        print(f"advertised but not usable here: {' '.join(report.advertised_not_usable)}")
-    print(f"llama.cpp build profile: {build_profile(report)}")
+    else:
+        print("\n".join(describe(report)))
     return 0
 
 

@@ -15,10 +15,11 @@ from rag_app.serving.llm_server import (
     LlamaCppServer,
     LLMServerProcess,
     is_healthy,
+    published_state,
     running_server_url,
     server_from_settings,
 )
-from rag_app.serving.server_watch import LLMHealth, WatchedServer, process_alive, published_state
+from rag_app.serving.server_watch import LLMHealth, WatchedServer, process_alive
 from rag_app.settings import LLMSettings, Settings
 
 logger = logging.getLogger(__name__)

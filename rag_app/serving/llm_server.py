@@ -6,6 +6,7 @@ In production answers come from ``vllm serve MODEL`` (often on another machine, 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -106,14 +107,6 @@ class LLMServerProcess(ServerProcess):
         """The same server built for any CPU (on the same port), to retry with after SIGILL; None if none."""
         return None
 
-    def write_state(self, data_dir: Path) -> Path:
-        """Record this server so that other commands (ask, ui) reuse it instead of starting one."""
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path = data_dir / STATE_FILE
-        state = {"base_url": self.base_url, "model": self.model_alias, "pid": self.pid, "server": self.kind}
-        path.write_text(json.dumps(state))
-        return path
-
 
 @dataclass
 class LlamaCppServer(LLMServerProcess):
@@ -190,6 +183,7 @@ def llama_build_dir() -> Path:
     return Path(sys.prefix) / "share" / "rag-app" / "llama-cpp"
 
 
+@functools.cache
 def installed_llama_build() -> dict[str, str]:
     """The installed build's record (``profile``, ``cmake_args``, ...); empty when setup did not build it."""
     try:
@@ -277,16 +271,19 @@ def vllm_executable(configured: str) -> str | None:
     return None if importlib.util.find_spec("vllm") is None else configured
 
 
-def running_server_url(data_dir: Path) -> str | None:
-    """The URL of a server that ``llm serve`` left running, if it still answers."""
-    path = data_dir / STATE_FILE
-    if not path.is_file():
-        return None
+def published_state(data_dir: Path) -> dict[str, object]:
+    """The state file a watched server's owner (``llm serve``, ``ui``) writes; empty when there is none."""
     try:
-        base_url = json.loads(path.read_text())["base_url"]
-    except (ValueError, KeyError):
-        return None
-    return base_url if is_healthy(base_url) else None
+        record = json.loads((data_dir / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def running_server_url(data_dir: Path) -> str | None:
+    """The URL of a server that ``llm serve`` or ``ui`` left running, if it still answers."""
+    base_url = published_state(data_dir).get("base_url")
+    return base_url if isinstance(base_url, str) and is_healthy(base_url) else None
 
 
 def server_from_settings(

@@ -18,7 +18,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_app.serving.llm_server import STATE_FILE, LLMServerDiedError, LLMServerError, LLMServerProcess
+from rag_app.serving.llm_server import (
+    STATE_FILE,
+    LLMServerDiedError,
+    LLMServerError,
+    LLMServerProcess,
+)
 from rag_app.serving.server_process import exit_reason
 
 logger = logging.getLogger(__name__)
@@ -166,12 +171,3 @@ def process_alive(pid: int) -> bool:
         return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except (OSError, IndexError):
         return True  # no /proc: os.kill said it exists
-
-
-def published_state(data_dir: Path) -> dict[str, object]:
-    """The state file's record (empty when there is none or it cannot be read)."""
-    try:
-        record = json.loads((data_dir / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}

@@ -3,18 +3,18 @@ no instruction this machine cannot run (the SIGILL that killed the chat on a VM 
 
 from __future__ import annotations
 
+import json
 import platform
 import shutil
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from rag_app.serving import cpu_features
 from rag_app.serving.cpu_features import CpuReport, FeatureCheck, build_profile, cmake_args, instruction_needs
-from rag_app.serving.llm_server import installed_llama_build, safe_cpu_library
+from rag_app.serving.llm_server import installed_llama_build, llama_cpp_library_dir, safe_cpu_library
 
 x86_only = pytest.mark.skipif(platform.machine() != "x86_64", reason="the probes are x86-64 machine code")
 
@@ -94,7 +94,9 @@ def test_the_installed_llama_cpp_holds_no_instruction_this_cpu_cannot_run() -> N
     assert "-DGGML_NATIVE=OFF" in build["cmake_args"]
     report = cpu_features.check_cpu()
     assert build["profile"] == build_profile(report)
-    libraries = sorted(Path(str(resources.files("llama_cpp") / "lib")).glob("lib*.so"))
+    library_dir = llama_cpp_library_dir()
+    assert library_dir is not None, "llama-cpp-python is installed by setup"
+    libraries = sorted(library_dir.glob("lib*.so"))
     assert any(path.name == "libggml-cpu.so" for path in libraries)
     safe = safe_cpu_library()
     if build["profile"] != "x64":
@@ -103,3 +105,19 @@ def test_the_installed_llama_cpp_holds_no_instruction_this_cpu_cannot_run() -> N
         # the safe library holds no extension at all: it runs on any x86-64 CPU
         assert cpu_features.library_needs(safe) == {}
     assert cpu_features.unrunnable_instructions(libraries, report) == {}
+
+
+@x86_only
+@pytest.mark.slow
+def test_rag_app_llm_cpu_reports_the_probe_the_build_and_the_check() -> None:
+    from typer.testing import CliRunner
+
+    from rag_app.cli import app
+
+    result = CliRunner().invoke(app, ["llm", "cpu", "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert "sse4_2" in record["usable"] and record["build_profile"] in ("haswell", "x64")
+    assert record["unrunnable"] == {} and record["installed_build"]["profile"] == record["build_profile"]
+    text = CliRunner().invoke(app, ["llm", "cpu"])
+    assert text.exit_code == 0 and "llama.cpp libraries runs here" in text.stdout and "XCR0" in text.stdout
