@@ -195,7 +195,7 @@ class Answerer:
                 chosen_by="model",
                 choice=choice_probabilities(alternatives, given),
             )
-        text, sentences = quoted_answer(generation.sources, generation.picked)
+        text, sentences = quoted_answer(generation.sources, generation.picked, quote.unsure_quotes)
         generation = replace(generation, quoted=tuple(sentences))
         if generation.picked and quote.yes_no_lead and is_yes_no_question(question):
             first = generation.picked[0]

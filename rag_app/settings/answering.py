@@ -19,6 +19,9 @@ class QuoteSettings(BaseModel):
     max_source_tokens: int = Field(110, ge=24, description="tokens of one source the model reads (cut at a word)")
     sources_budget_tokens: int = Field(420, ge=48, description="tokens all sources may take together")
     max_quotes: int = Field(2, ge=1, description="statements quoted at most")
+    unsure_quotes: int = Field(
+        3, ge=1, description="when the model picks none, the closest this many are quoted under a notice"
+    )
     max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
     # The learned ranker's clear first result is quoted without asking the model (bench/choice_quality.py:
     # where its score leads the second by this much, the first result answered more often than the model's

@@ -43,8 +43,21 @@ def test_an_untitled_source_is_named_by_what_a_reader_knows_not_an_internal_id()
 def test_no_choice_quotes_the_closest_statement_under_a_notice() -> None:
     text, sentences = quoted_answer([hit("A statement."), hit("Another one.")], [])
     assert text.startswith(NONE_STATED) and "[1] Lemma (Nakayama)" in text and "[2]" not in text
+    assert "The closest one, quoted as it stands" in text
     assert [s.cited for s in sentences] == [[1]]
     assert quoted_answer([], [])[1] == []
+
+
+def test_no_choice_quotes_the_few_closest_when_asked_so_an_answer_at_rank_2_or_3_is_shown() -> None:
+    hits = [hit("A statement."), hit("Another one."), hit("A third."), hit("A fourth.")]
+    text, sentences = quoted_answer(hits, [], unsure_quotes=3)
+    assert text.startswith(NONE_STATED) and "The 3 closest, quoted as they stand" in text
+    assert [s.cited for s in sentences] == [[1], [2], [3]] and "[4]" not in text
+    assert "A third." in text
+    two, _ = quoted_answer(hits[:2], [], unsure_quotes=3)  # never more than were found
+    assert "The 2 closest" in two
+    picked, _ = quoted_answer(hits, [2], unsure_quotes=3)  # a pick is quoted alone, with no notice
+    assert not picked.startswith(NONE_STATED) and "[1]" not in picked
 
 
 def test_choice_probabilities_read_the_first_pick_off_its_token() -> None:

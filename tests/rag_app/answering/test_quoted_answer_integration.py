@@ -60,8 +60,9 @@ def test_no_pick_quotes_the_closest_statement_under_a_notice(
     demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
 ) -> None:
     answer = quoting_rag(demo_index_dir, tmp_path, llm_server, "NONE").ask(QUESTION, k=5)
-    assert answer.text.startswith(NONE_STATED) and answer.sources and answer.cited == [1]
-    assert f"[1] {answer.sources[0].record.display_name}" in answer.text
+    closest = list(range(1, min(3, len(answer.sources)) + 1))  # answers.quote.unsure_quotes = 3
+    assert answer.text.startswith(NONE_STATED) and answer.sources and answer.cited == closest
+    assert all(f"[{n}] {answer.sources[n - 1].record.display_name}" in answer.text for n in closest)
     assert answer.status is AnswerStatus.UNSUPPORTED
 
 
