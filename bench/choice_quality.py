@@ -124,6 +124,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "the ranker's clear first result quoted, model not asked": share(rows, lambda r: r["chosen_by"] == "ranker"),
         "... and it answers": share([r for r in rows if r["chosen_by"] == "ranker"], lambda r: r["first_answers"]),
         **margin_summary(rows),
+        **unsure_summary(rows),
         **yes_no_summary(rows),
         "answer ms p50 / p95": [
             round(float(np.percentile([r["answer_ms"] for r in rows], q))) if rows else None for q in (50, 95)
@@ -154,6 +155,71 @@ def margin_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ]
         summary[f"lead >= {margin}: answer quotes an answering statement"] = _count(chosen)
     return summary
+
+
+UNSURE_QUOTES = (1, 2, 3)
+
+
+def closest_answer(row: dict[str, Any], count: int) -> bool:
+    """Whether an answering statement is among the ``count`` closest sources (what the answer quotes under
+    its notice when the model picks none, ``answers.quote.unsure_quotes``)."""
+    return any(number <= count for number in row["gold_numbers"])
+
+
+def unsure_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """When the model says NONE the answer quotes the closest N sources under a notice: how often an
+    answering statement is then shown, for each N."""
+    abstained = [r for r in rows if not r["picked"]]
+    summary: dict[str, Any] = {}
+    for count in UNSURE_QUOTES:
+        summary[f"NONE, the {count} closest quoted under the notice: one answers"] = share(
+            abstained, lambda r, c=count: closest_answer(r, c)
+        )
+    return summary
+
+
+def policy_row(rows: list[dict[str, Any]], margin: float | None, unsure: int | None) -> dict[str, Any]:
+    """One way of choosing, replayed over answers where the model chose every time (``--model-always``):
+    ``margin`` None: always the model; ``unsure`` None: never the model (the ranker's first result quoted
+    as the answer). Counts the answers that show an answering statement, and the quotes presented as the
+    answer (no notice) that do not answer."""
+    shows = wrong = ranker = notices = 0
+    for r in rows:
+        lead = r["scores"][0] - r["scores"][1] if len(r["scores"]) > 1 else 0.0
+        if unsure is None or (margin is not None and r["chosen_by"] == "model" and lead >= margin):
+            ranker += 1
+            shows += bool(r["first_answers"])
+            wrong += not r["first_answers"]
+        elif r["picked"]:
+            shows += bool(r["picked_answers"])
+            wrong += not r["picked_answers"]
+        else:
+            notices += 1
+            shows += closest_answer(r, unsure)
+    n = len(rows)
+    return {
+        "shows an answering statement": round(shows / n, 3) if n else None,
+        "quoted as the answer, does not answer": wrong,
+        "under the notice": notices,
+        "model not asked": ranker,
+    }
+
+
+POLICIES: tuple[tuple[str, float | None, int | None], ...] = (
+    ("the ranker's first result, always (no model)", None, None),
+    ("the model; NONE: source 1 under the notice (before issue 60)", None, 1),
+    ("the model; NONE: the 3 closest under the notice", None, 3),
+    ("lead >= 1.0 skips the model; NONE: source 1 (before issue 60)", 1.0, 1),
+    ("lead >= 1.0 skips the model; NONE: the 3 closest", 1.0, 3),
+    ("lead >= 1.5 skips the model; NONE: the 3 closest", 1.5, 3),
+    ("lead >= 2.0 skips the model; NONE: the 3 closest", 2.0, 3),
+)
+
+
+def policy_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    if not rows or any(r["chosen_by"] == "ranker" for r in rows):
+        return {}  # needs the model's pick for every question (--model-always)
+    return {name: policy_row(rows, margin, unsure) for name, margin, unsure in POLICIES}
 
 
 def _count(flags: list[bool]) -> dict[str, Any]:
@@ -201,6 +267,22 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {name} | {value[0]:,} / {value[1]:,} | | |")
         else:
             lines.append(f"| {name} | {value} | | |")
+    policies = result.get("policies") or {}
+    if policies:
+        lines += [
+            "",
+            "Ways of choosing, replayed over the same answers (the model asked every time):",
+            "",
+            "| policy | shows an answering statement | quoted as the answer, does not answer | under the notice "
+            "| model not asked |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for name, row in policies.items():
+            wrong = row["quoted as the answer, does not answer"]
+            lines.append(
+                f"| {name} | {row['shows an answering statement']:.3f} | {wrong} "
+                f"| {row['under the notice']} | {row['model not asked']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -223,6 +305,10 @@ def main() -> None:
         "--from-answers", type=Path,
         help="summarize an answers file of an earlier run (choice_quality-answers.jsonl) without asking again",
     )  # fmt: skip
+    parser.add_argument(
+        "--max-sources", type=int, default=None,
+        help="sources the model chooses among (answers.quote.max_sources; the token budget grows with it)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.from_answers:
         rows = [json.loads(line) for line in args.from_answers.read_text().splitlines() if line.strip()]
@@ -238,6 +324,11 @@ def main() -> None:
         settings.llm.llama_cpp = settings.llm.llama_cpp.model_copy(update={"prompt_logits": args.prompt_logits})
     if args.model_always:
         settings.answers.quote.ranker_sure_margin = None
+    if args.max_sources:
+        quote = settings.answers.quote
+        per_source = quote.sources_budget_tokens / quote.max_sources
+        quote.sources_budget_tokens = round(per_source * args.max_sources)
+        quote.max_sources = args.max_sources
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     # Each answer is written as it comes, so a run stopped early still leaves its rows.
@@ -258,6 +349,7 @@ def write_summary(args: argparse.Namespace, rows: list[dict[str, Any]], model: s
         "model": model,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "summary": summarize(rows),
+        "policies": policy_table(rows),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "choice_quality.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -32,6 +32,11 @@ DEV_CORPUS = (STACKS, HOTT, THESIS_SAMPLE)
 BUILT_BY = "scripts/build_dev_sets.py"
 VERSION = 2  # 2: statements cleaned by issue 4 (macros expanded, math normalized, refs resolved)
 MANIFEST = "MANIFEST.json"
+# The label-words set (issue 60): thousands of short author-written keyword queries, none of them in
+# stacks-labels (tuned on since issue 3) and none ever made a training query (reserved_for_evaluation).
+LABEL_WORDS_SAMPLE = 2_000
+# One label-words query in RESERVED_SHARE is kept out of every training job, by its text alone.
+RESERVED_SHARE = 5
 
 _LABEL_KIND_PREFIXES = frozenset(
     {k.value for k in StatementKind} | {"situation", "section", "subsection", "equation", "item", "exercise"}
@@ -56,15 +61,17 @@ def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> lis
     hott = read_corpus(shared_dir, HOTT)
     thesis = read_corpus(shared_dir, THESIS_SAMPLE)
     everything = [*stacks, *hott, *thesis]
+    labels = stacks_labels(stacks, random.Random(seed), sample)
     return [
         stacks_formulas(stacks, everything, random.Random(seed), sample // 2),
         stacks_names(stacks),
         stacks_sections(stacks, random.Random(seed), sample),
-        stacks_labels(stacks, random.Random(seed), sample),
+        labels,
         hott_named(hott),
         hott_defined_terms(hott),
         thesis_sample(thesis, shared_dir / THESIS_SAMPLE),
         stacks_slogans(stacks, shared_dir / STACKS_SLOGANS),
+        stacks_label_words(stacks, random.Random(seed + 1), LABEL_WORDS_SAMPLE, tuned_on=labels),
     ]
 
 
@@ -105,6 +112,14 @@ def label_words(label: str) -> str:
     if len(words) < 2 or not any(len(w) >= 4 and w.isalpha() for w in words):
         return ""
     return " ".join(words)
+
+
+def reserved_for_evaluation(words: str) -> bool:
+    """Whether label words are kept for evaluation: no training job (ranker, query adapter, embedding,
+    reranker) makes a query of them. Decided by a hash of the text alone, so training never reads an
+    evaluation set and the same words are reserved in every corpus and on every machine."""
+    digest = hashlib.sha256(f"label-words:{words}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % RESERVED_SHARE == 0
 
 
 def stacks_names(records: Sequence[StatementRecord]) -> QuerySet:
@@ -160,6 +175,35 @@ def stacks_labels(records: Sequence[StatementRecord], rng: random.Random, sample
         f"The words of Stacks project labels (`lemma-directed-colimit-exact` to `directed colimit exact`; the kind "
         f"prefix and numbers dropped, at least two words left): seeded sample of {len(queries)} of {len(keys)}. "
         "Labels are not indexed, so the words must be matched against the statement itself.",
+    )
+
+
+def stacks_label_words(
+    records: Sequence[StatementRecord], rng: random.Random, sample: int, tuned_on: QuerySet
+) -> QuerySet:
+    """The label-words distribution at scale: reserved label words (never a training query) that
+    ``stacks-labels`` does not hold.
+
+    Author-written keyword queries ("characterize closed immersions") are the closest of our sets to the
+    short queries people type; stacks-labels' 500 have been tuned on and trained on (the learned ranker
+    and the query adapter learned from label words), so these are kept apart to judge a lever with. A
+    lever that reads label words (a headline that spells them out) must be judged on other sets.
+    """
+    seen = {query.text for query in tuned_on.queries}
+    groups = _group(records, lambda r: label_words(r.label))
+    by_words = {key: group for key, group in groups.items() if key not in seen and reserved_for_evaluation(key)}
+    keys = sorted(by_words)
+    chosen = {key: by_words[key] for key in sorted(rng.sample(keys, min(sample, len(keys))))}
+    queries = _known_items("stacks-label-words", chosen, origin="label words")
+    return _set(
+        "stacks-label-words",
+        Protocol.KNOWN_ITEM,
+        queries,
+        f"The words of Stacks project labels as in stacks-labels, at scale: seeded sample of {len(queries)} of the "
+        f"{len(keys)} label-word queries reserved from every training job and not in stacks-labels (short keyword "
+        "queries written by the statements' authors, the closest of these sets to what people type). Labels are "
+        "not indexed. Issue 60's harder distribution: judge every ranking lever on it, except one that reads "
+        "label words.",
     )
 
 

@@ -224,7 +224,11 @@ class SearchStack:
         use_second = second_embedding and self.companion is not None
         if use_second not in self._learned:
             self._learned[use_second] = LearnedRankingSearcher(
-                self.first_stage(use_second), self.learned_ranker, self.settings.ranker.candidates, self.index.graph
+                self.first_stage(use_second),
+                self.learned_ranker,
+                self.settings.ranker.candidates,
+                self.index.graph,
+                tuple(self.settings.ranker.hide_features),
             )
         return self._learned[use_second]
 

@@ -153,6 +153,11 @@ class RankerSettings(BaseModel):
         "directory, or `none`",
     )
     candidates: int = Field(100, ge=1, description="first-stage results the ranker reorders")
+    # A set made of label words (stacks-labels, stacks-label-words) tests nothing where the ranker reads the
+    # gold's label: evaluations of those sets hide it (docs/retrieval-and-evaluation.md, issue 60).
+    hide_features: list[str] = Field(
+        default_factory=list, description='features the ranker reads as missing, e.g. ["query_in_label"]'
+    )
 
 
 class PaperSettings(BaseModel):

@@ -5,7 +5,8 @@ Pairs that need no LLM, each a kind of question a researcher types:
 - ``name``: a statement's name (``Nakayama's lemma``) to the statement;
 - ``defined-term``: a term a definition defines (``\\emph{flat}`` inside it) to the definition;
 - ``section``: a section or subsection title to statements under it (a few per title);
-- ``label``: the words of a label (``lemma-flat-base-change`` to ``flat base change``) to its statement;
+- ``label``: the words of a label (``lemma-flat-base-change`` to ``flat base change``) to its statement,
+  except the one in five reserved for evaluation (``reserved_for_evaluation``);
 - ``mse``: a Math StackExchange question title to its accepted or well-scored answers;
 - ``formula``: one of a statement's formulas (10 to 60 LaTeX tokens, as people paste them) to the
   statement, so that fine-tuning on words does not unlearn formula queries.
@@ -24,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ingestion import Source, StatementKind, StatementRecord
-from rag_app.evaluation.dev_sets import label_words, plain_name
+from rag_app.evaluation.dev_sets import label_words, plain_name, reserved_for_evaluation
 from retriever.formulas.formula_share import formula_tokens
 
 PAIR_KINDS = ("name", "defined-term", "section", "label", "mse", "formula", "question")
@@ -118,8 +119,9 @@ def _section_titles(record: StatementRecord) -> Iterable[str]:
 
 
 def _label_words(record: StatementRecord) -> Iterable[str]:
+    """Label words, except those reserved for the stacks-label-words evaluation set (one in five)."""
     words = label_words(record.label) if record.label else ""
-    return [words] if words else []
+    return [words] if words and not reserved_for_evaluation(words) else []
 
 
 def _formula_query(record: StatementRecord) -> Iterable[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,14 +89,22 @@ class LearnedRanker:
         """Trained with the statement graph's features too (``training.ranker.graph_features``)."""
         return tuple(self.card.get("features", ())) == (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES)
 
-    def scores(self, query: str, hits: list[SearchHit], graph: StatementGraph | None = None) -> np.ndarray:
+    def scores(
+        self, query: str, hits: list[SearchHit], graph: StatementGraph | None = None, hidden: Sequence[str] = ()
+    ) -> np.ndarray:
         """The model's score of each hit for ``query`` (higher is better); ``graph``: the index's
-        statement graph, read when the model uses its features (missing without it)."""
+        statement graph, read when the model uses its features (missing without it); ``hidden``: features
+        read as missing (``query_in_label`` to judge the ranker on a set made of label words)."""
         if not hits:
             return np.zeros(0, dtype=np.float64)
         features = feature_matrix(query, hits)
         if self.graph_features:
             features = np.hstack([features, graph_features(hits, graph)])
+        names = list(self.card.get("features") or FEATURE_NAMES)
+        for name in hidden:
+            if name not in names:
+                raise LearnedRankerError(f"ranker.hide_features: no feature {name!r} (known: {', '.join(names)})")
+            features[:, names.index(name)] = np.nan
         # num_threads=1: 100 rows are scored faster on one thread than the pool takes to wake
         return np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
 

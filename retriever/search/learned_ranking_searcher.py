@@ -29,6 +29,7 @@ class LearnedRankingSearcher(ResultSearcher):
     ranker: LearnedRanker
     candidates: int = 100
     graph: StatementGraph | None = None  # read for a ranker trained with the graph's features
+    hidden_features: tuple[str, ...] = ()  # read as missing (ranker.hide_features)
 
     def run(
         self, query: str, k: int, mode: SearchMode | str = SearchMode.HYBRID, where: SearchFilter | None = None
@@ -40,7 +41,7 @@ class LearnedRankingSearcher(ResultSearcher):
         hits = first.hits
         started = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates :]
-        scores = self.ranker.scores(query, head, self.graph)
+        scores = self.ranker.scores(query, head, self.graph, self.hidden_features)
         order = sorted(range(len(head)), key=lambda i: (-scores[i], head[i].rank))
         ranked = [
             replace(

@@ -34,6 +34,10 @@ def test_built_sets_match_the_committed_manifest(tmp_path: Path) -> None:
     slogans = built["stacks-slogans-dev"]
     assert slogans.size == 131 and all(len(q.relevant) == 1 for q in slogans.queries)
     assert all(next(iter(q.relevant)).startswith(q.paper_ids[0] + "#") for q in slogans.queries)
+    # The label-words set is thousands of queries, none of them one stacks-labels was tuned on.
+    label_words_set = built["stacks-label-words"]
+    assert label_words_set.size == 2_000
+    assert not {q.text for q in label_words_set.queries} & {q.text for q in built["stacks-labels"].queries}
 
 
 def test_a_slogan_whose_statement_is_missing_is_an_error_naming_the_line(tmp_path: Path) -> None:

@@ -131,3 +131,15 @@ def test_the_packaged_ranker_fits_the_default_embedder() -> None:
     assert (packaged_directory(EMBEDDER) / MODEL).is_file()
     ranker = LearnedRanker.configured("auto", EMBEDDER)
     assert ranker is not None and ranker.card["metrics"]["held_out"]["queries"] > 0
+
+
+def test_hidden_features_are_read_as_missing() -> None:
+    # The ranker learned the name match; hiding the name features leaves it nothing to find Schur's lemma by.
+    first = FixedFirstStage(records())
+    ranker = trained_ranker()
+    assert LearnedRankingSearcher(first, ranker, 6).search("Schur", 6, "hybrid-formula")[0].record.id == "id3"  # type: ignore[arg-type]
+    hidden = ("query_in_name", "name_covered")
+    blind = LearnedRankingSearcher(first, ranker, 6, hidden_features=hidden)  # type: ignore[arg-type]
+    assert blind.search("Schur", 6, "hybrid-formula")[0].record.id != "id3"
+    with pytest.raises(LearnedRankerError, match="no feature 'query_in_nme'"):
+        ranker.scores("Schur", hits_for(records()), hidden=("query_in_nme",))
