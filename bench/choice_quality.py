@@ -178,24 +178,33 @@ def unsure_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def policy_row(rows: list[dict[str, Any]], margin: float | None, unsure: int | None) -> dict[str, Any]:
+def policy_row(
+    rows: list[dict[str, Any]], margin: float | None, unsure: int | None, sure_p: float | None = None
+) -> dict[str, Any]:
     """One way of choosing, replayed over answers where the model chose every time (``--model-always``):
     ``margin`` None: always the model; ``unsure`` None: never the model (the ranker's first result quoted
-    as the answer). Counts the answers that show an answering statement, and the quotes presented as the
-    answer (no notice) that do not answer."""
+    as the answer); ``sure_p``: a pick the model gave less probability than this goes under the notice too,
+    with the ``unsure`` closest. Counts the answers that show an answering statement, and the quotes
+    presented as the answer (no notice) that do not answer."""
     shows = wrong = ranker = notices = 0
     for r in rows:
         lead = r["scores"][0] - r["scores"][1] if len(r["scores"]) > 1 else 0.0
+        picked = r["picked"]
+        if picked and sure_p is not None and r["choice"] and r["choice"].get(str(picked[0]), 0.0) < sure_p:
+            picked = []  # the model's pick, not sure enough to be presented as the answer
+            doubtful = bool(r["picked_answers"])
+        else:
+            doubtful = False
         if unsure is None or (margin is not None and r["chosen_by"] == "model" and lead >= margin):
             ranker += 1
             shows += bool(r["first_answers"])
             wrong += not r["first_answers"]
-        elif r["picked"]:
+        elif picked:
             shows += bool(r["picked_answers"])
             wrong += not r["picked_answers"]
         else:
             notices += 1
-            shows += closest_answer(r, unsure)
+            shows += closest_answer(r, unsure) or doubtful
     n = len(rows)
     return {
         "shows an answering statement": round(shows / n, 3) if n else None,
@@ -205,21 +214,39 @@ def policy_row(rows: list[dict[str, Any]], margin: float | None, unsure: int | N
     }
 
 
-POLICIES: tuple[tuple[str, float | None, int | None], ...] = (
-    ("the ranker's first result, always (no model)", None, None),
-    ("the model; NONE: source 1 under the notice (before issue 60)", None, 1),
-    ("the model; NONE: the 3 closest under the notice", None, 3),
-    ("lead >= 1.0 skips the model; NONE: source 1 (before issue 60)", 1.0, 1),
-    ("lead >= 1.0 skips the model; NONE: the 3 closest", 1.0, 3),
-    ("lead >= 1.5 skips the model; NONE: the 3 closest", 1.5, 3),
-    ("lead >= 2.0 skips the model; NONE: the 3 closest", 2.0, 3),
+POLICIES: tuple[tuple[str, float | None, int | None, float | None], ...] = (
+    ("the ranker's first result, always (no model)", None, None, None),
+    ("the model; NONE: source 1 under the notice", None, 1, None),
+    ("the model; NONE: the 3 closest under the notice", None, 3, None),
+    ("lead >= 1.0 skips the model; NONE: source 1 (before issue 60)", 1.0, 1, None),
+    ("lead >= 1.0 skips the model; NONE: the 2 closest", 1.0, 2, None),
+    ("lead >= 1.0 skips the model; NONE: the 3 closest", 1.0, 3, None),
+    ("lead >= 1.5 skips the model; NONE: the 3 closest", 1.5, 3, None),
+    ("lead >= 2.0 skips the model; NONE: the 3 closest", 2.0, 3, None),
+    (
+        "lead >= 1.0 skips the model; a pick with p < 0.5 or NONE: its pick and the 3 closest under the notice",
+        1.0,
+        3,
+        0.5,
+    ),
+    (
+        "lead >= 2.0 skips the model; a pick with p < 0.5 or NONE: its pick and the 3 closest under the notice",
+        2.0,
+        3,
+        0.5,
+    ),
 )
 
 
 def policy_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     if not rows or any(r["chosen_by"] == "ranker" for r in rows):
         return {}  # needs the model's pick for every question (--model-always)
-    return {name: policy_row(rows, margin, unsure) for name, margin, unsure in POLICIES}
+    with_probabilities = any(r["choice"] for r in rows)  # llama.cpp gives them only with prompt_logits on
+    return {
+        name: policy_row(rows, margin, unsure, sure_p)
+        for name, margin, unsure, sure_p in POLICIES
+        if sure_p is None or with_probabilities
+    }
 
 
 def _count(flags: list[bool]) -> dict[str, Any]:

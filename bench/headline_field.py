@@ -101,11 +101,21 @@ def fused_run(base: Run, channel: dict[str, dict[str, float]], weight: float) ->
     return fused
 
 
+def base_run(directories: list[Path], set_name: str, base_name: str) -> Path:
+    for directory in directories:
+        path = directory / f"{set_name}.{base_name}.trec"
+        if path.exists():
+            return path
+    raise SystemExit(f"no base run {set_name}.{base_name}.trec in {', '.join(map(str, directories))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--base-runs", type=Path, required=True, help="runs/ of a `rag-app eval` of the base")
-    parser.add_argument("--base-name", default="hybrid-formula-ltr-notation", help="the base's slug in run names")
+    parser.add_argument(
+        "--base-runs", type=Path, nargs="+", required=True, help="runs/ directories of `rag-app eval`s of the base"
+    )
+    parser.add_argument("--base-name", default="hybrid-formula_ltr_notation", help="the base's name in run files")
     parser.add_argument("--sets", type=Path, nargs="+", required=True)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "headline")
     args = parser.parse_args()
@@ -128,8 +138,7 @@ def main() -> None:
         for query_set in sets:
             if "label" in variant and query_set.name in LABEL_SETS:
                 continue
-            base_path = args.base_runs / f"{query_set.name}.{args.base_name}.trec"
-            base = read_run(base_path)
+            base = read_run(base_run(args.base_runs, query_set.name, args.base_name))
             queries = list(query_set.queries)
             query_vectors = embedder.embed_queries([q.text for q in queries])
             dense_channel, bm25_channel = {}, {}
@@ -146,8 +155,8 @@ def main() -> None:
                     summary[query_set.name][name] = str(path)
     for query_set, path in zip(sets, args.sets, strict=True):
         out = args.out / query_set.name
-        command = ["rag-app", "eval", str(path), "--no-ingest-corpus", "-r", f"run:{args.base_runs}/"
-                   f"{query_set.name}.{args.base_name}.trec"]  # fmt: skip
+        base_path = base_run(args.base_runs, query_set.name, args.base_name)
+        command = ["rag-app", "eval", str(path), "--no-ingest-corpus", "-r", f"run:{base_path}"]
         for run_path in summary[query_set.name].values():
             command += ["-r", f"run:{run_path}"]
         subprocess.run([*command, "--out", str(out)], check=True)

@@ -63,6 +63,7 @@ def read_run(path: str | Path, max_depth: int = MAX_RUN_DEPTH) -> Run:
         if len(fields) != 6:
             raise TrecFormatError(path, number, f"expected 6 fields 'TOPIC Q0 DOCNO RANK SCORE TAG', got {len(fields)}")
         topic, _, docno, rank, score, _ = fields
+        docno = _unescape(docno)
         try:
             rank_value, score_value = int(rank), float(score)
         except ValueError:
@@ -96,7 +97,24 @@ def write_run(run: Mapping[str, Sequence[RunEntry]], path: str | Path, tag: str)
     with path.open("w", encoding="utf-8") as handle:
         for topic, entries in run.items():
             for rank, (docno, score) in enumerate(strictly_decreasing(entries), start=1):
-                handle.write(f"{topic} Q0 {docno} {rank} {score!r} {tag}\n")
+                handle.write(f"{topic} Q0 {_escape(docno)} {rank} {score!r} {tag}\n")
+
+
+# A LaTeX label may hold a space (the HoTT book's `prop:nconnected_tested_by_lv_n_dependent types`), and a
+# docno is `paper#label`; a TREC line is split at whitespace, so whitespace in a docno is written escaped.
+_ESCAPES = {" ": "%20", "\t": "%09", "%": "%25"}
+
+
+def _escape(docno: str) -> str:
+    if not any(c.isspace() for c in docno):
+        return docno  # the common case, and every docno other tools write: unchanged
+    return "".join(_ESCAPES.get(c, "%20" if c.isspace() else c) for c in docno)
+
+
+def _unescape(docno: str) -> str:
+    if "%20" not in docno and "%09" not in docno:
+        return docno
+    return docno.replace("%20", " ").replace("%09", "\t").replace("%25", "%")
 
 
 def strictly_decreasing(entries: Iterable[RunEntry]) -> list[tuple[str, float]]:

@@ -54,3 +54,13 @@ def test_written_runs_read_back_in_our_order_despite_tied_scores(tmp_path: Path)
     assert back["q1"][0].score > back["q1"][1].score > back["q1"][2].score
     with pytest.raises(ValueError):
         write_run(run, path, tag="two words")
+
+
+def test_a_docno_with_a_space_is_written_escaped_and_read_back_whole(tmp_path: Path) -> None:
+    # A LaTeX label may hold a space (the HoTT book has one); a TREC line is split at whitespace.
+    docnos = ["hott-book#prop:tested_by dependent types", "a%20b c", "stacks#lemma-plain"]
+    run = {"q1": [RunEntry(docno, 1.0 - i / 10) for i, docno in enumerate(docnos)]}
+    write_run(run, tmp_path / "run.trec", tag="mine")
+    lines = (tmp_path / "run.trec").read_text().splitlines()
+    assert all(len(line.split()) == 6 for line in lines) and lines[2].split()[2] == "stacks#lemma-plain"
+    assert [entry.docno for entry in read_run(tmp_path / "run.trec")["q1"]] == docnos
