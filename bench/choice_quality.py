@@ -12,10 +12,17 @@ known, each question says:
   that source answers (the model abstained wrongly) and how often nothing answered (abstained rightly);
 - how often nothing answering was read and the model still picked a statement (quoted as the answer).
 
+With ``--model-always`` (the model asked every time) the summary also replays each way of choosing over
+the same answers (``POLICIES``: the ranker's first result alone; the model, with 1 or 3 closest sources
+quoted under the notice when it says NONE; a ranker margin that skips the model): how often the answer
+shows an answering statement, and how many quotes are presented as the answer that do not answer.
+``--max-sources N`` lets the model read N sources (the token budget grows with them).
+
 Answers go to ``choice_quality-answers.jsonl`` under ``--out`` (ignored by git: they quote third-party
 statements); the summary to ``choice_quality.json`` and ``.md``.
 
-    python bench/choice_quality.py [--set FILE] [--index DIR] [--limit N] [--stride N] [--out bench/results]
+    python bench/choice_quality.py [--set FILE] [--index DIR] [--limit N] [--stride N] [--model-always]
+        [--max-sources N] [--from-answers FILE] [--out bench/results]
 """
 
 from __future__ import annotations

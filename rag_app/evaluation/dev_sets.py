@@ -164,9 +164,7 @@ def stacks_sections(records: Sequence[StatementRecord], rng: random.Random, samp
 
 
 def stacks_labels(records: Sequence[StatementRecord], rng: random.Random, sample: int) -> QuerySet:
-    by_words = _group(records, lambda r: label_words(r.label))
-    keys = sorted(by_words)
-    chosen = {key: by_words[key] for key in sorted(rng.sample(keys, min(sample, len(keys))))}
+    keys, chosen = _sampled(_group(records, lambda r: label_words(r.label)), rng, sample)
     queries = _known_items("stacks-label", chosen, origin="label words")
     return _set(
         "stacks-labels",
@@ -192,8 +190,7 @@ def stacks_label_words(
     seen = {query.text for query in tuned_on.queries}
     groups = _group(records, lambda r: label_words(r.label))
     by_words = {key: group for key, group in groups.items() if key not in seen and reserved_for_evaluation(key)}
-    keys = sorted(by_words)
-    chosen = {key: by_words[key] for key in sorted(rng.sample(keys, min(sample, len(keys))))}
+    keys, chosen = _sampled(by_words, rng, sample)
     queries = _known_items("stacks-label-words", chosen, origin="label words")
     return _set(
         "stacks-label-words",
@@ -359,6 +356,14 @@ def _group(
         if key:
             groups[key].append(record)
     return dict(groups)
+
+
+def _sampled(
+    groups: dict[str, list[StatementRecord]], rng: random.Random, sample: int
+) -> tuple[list[str], dict[str, list[StatementRecord]]]:
+    """Every key (sorted), and a seeded sample of ``sample`` groups in key order."""
+    keys = sorted(groups)
+    return keys, {key: groups[key] for key in sorted(rng.sample(keys, min(sample, len(keys))))}
 
 
 def _known_items(prefix: str, groups: dict[str, list[StatementRecord]], origin: str) -> list[EvalQuery]:
