@@ -25,7 +25,10 @@ class QuoteSettings(BaseModel):
     max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
     # The learned ranker's clear first result is quoted without asking the model (bench/choice_quality.py:
     # where its score leads the second by this much, the first result answered more often than the model's
-    # pick, and the answer comes at search speed). Unset: the model always chooses.
+    # pick, and the answer comes at search speed). Calibrated again on two sets in issue 60: 1.5 showed an
+    # answering statement once more in 155 questions and presented 3 fewer wrong quotes as the answer, but
+    # asked the model on 16 more of the 103 user-shaped questions (first token p50 from search speed to
+    # about 13 s on 2 CPUs), so 1.0 stays (docs/answers.md). Unset: the model always chooses.
     ranker_sure_margin: float | None = Field(
         1.0,
         ge=0,
