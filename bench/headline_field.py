@@ -40,8 +40,10 @@ from rag_app.evaluation.trec_files import Run, RunEntry, read_run, write_run
 from rag_app.search.embedder_factory import make_embedder
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
+from retriever.search.rank_fusion import linear_fusion
 from retriever.store.bm25_index import BM25Index
 from retriever.store.statement_graph import StatementGraph
+from retriever.types import ScoredId
 
 ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = (0.1, 0.25, 0.5)
@@ -80,24 +82,16 @@ def definitions_in_scope(
     return terms[:6]
 
 
-def minmax(scores: dict[str, float]) -> dict[str, float]:
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
-    return {doc: (score - low) / span if span > 0 else 1.0 for doc, score in scores.items()}
-
-
 def fused_run(base: Run, channel: dict[str, dict[str, float]], weight: float) -> Run:
-    """Per topic: the base's min-max score plus ``weight`` x the headline channel's (over the union)."""
+    """Per topic: the base run and the headline channel by min-max linear fusion (the search stack's own)."""
     fused: Run = {}
     for topic, entries in base.items():
-        base_scores = minmax({e.docno: e.score for e in entries})
-        head = minmax(channel.get(topic, {}))
-        docs = set(base_scores) | set(head)
-        scored = {d: base_scores.get(d, 0.0) + weight * head.get(d, 0.0) for d in docs}
-        ranked = sorted(scored.items(), key=lambda item: -item[1])[:DEPTH]
-        fused[topic] = [RunEntry(docno, score) for docno, score in ranked]
+        runs = {
+            "base": [ScoredId(e.docno, e.score) for e in entries],
+            "headline": [ScoredId(docno, score) for docno, score in channel.get(topic, {}).items()],
+        }
+        ranked = linear_fusion(runs, {"base": 1.0, "headline": weight})[:DEPTH]
+        fused[topic] = [RunEntry(hit.id, hit.score) for hit in ranked]
     return fused
 
 

@@ -100,11 +100,12 @@ class LearnedRanker:
         features = feature_matrix(query, hits)
         if self.graph_features:
             features = np.hstack([features, graph_features(hits, graph)])
-        names = list(self.card.get("features") or FEATURE_NAMES)
-        for name in hidden:
-            if name not in names:
-                raise LearnedRankerError(f"ranker.hide_features: no feature {name!r} (known: {', '.join(names)})")
-            features[:, names.index(name)] = np.nan
+        if hidden:  # an evaluation's setting; a search hides nothing
+            names = list(self.card.get("features") or FEATURE_NAMES)
+            for name in hidden:
+                if name not in names:
+                    raise LearnedRankerError(f"ranker.hide_features: no feature {name!r} (known: {', '.join(names)})")
+                features[:, names.index(name)] = np.nan
         # num_threads=1: 100 rows are scored faster on one thread than the pool takes to wake
         return np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
 
