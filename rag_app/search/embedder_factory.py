@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag_app.settings import Settings
 from retriever import Embedder
+from retriever.models.embedder_backends import TextEmbedder, embedder_for
 
 
 def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
@@ -20,13 +21,14 @@ def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
     )
 
 
-def make_second_embedder(settings: Settings) -> Embedder | None:
+def make_second_embedder(settings: Settings) -> TextEmbedder | None:
     """The second embedding model (``[second_embedding]``), on the first one's device and text form;
-    None when it is off."""
+    None when it is off. Any backend serves here (a GGUF model through llama.cpp, an embeddings server):
+    the channel reads sentence vectors only."""
     second, embedding = settings.second_embedding, settings.embedding
     if not second.enabled or second.model is None:
         return None
-    return Embedder(
+    return embedder_for(
         second.model,
         resolve_device(embedding.device),
         second.batch_size,

@@ -63,7 +63,9 @@ class SecondEmbeddingSettings(BaseModel):
     # against MiniLM's 19). docs/retrieval-and-evaluation.md.
     model: str | None = Field(
         None,
-        description="embedder spec of the second model, e.g. packaged:all-mpnet-base-v2; unset or `none`: off",
+        description="embedder spec of the second model, e.g. packaged:all-mpnet-base-v2, "
+        "packaged:nomic-embed-text-v1.5 (GGUF, read by llama.cpp), gguf:PATH, or openai:MODEL@BASE_URL "
+        "(an OpenAI-compatible /v1/embeddings server such as vLLM); unset or `none`: off",
     )
     max_seq_length: int = Field(128, ge=16, description="tokens per statement (the cost of ingesting grows with it)")
     batch_size: int = Field(32, ge=1)

