@@ -41,6 +41,10 @@ def train_embed(
     llm_questions: Annotated[
         Optional[bool], typer.Option("--llm-questions/--no-llm-questions", help="add LLM-generated questions")
     ] = None,
+    questions_file: Annotated[
+        Optional[Path],
+        typer.Option("--questions-file", help="train on the LLM questions this file holds (none generated)"),
+    ] = None,
     hard_negatives: Annotated[Optional[bool], typer.Option("--hard-negatives/--no-hard-negatives")] = None,
     max_pairs: Annotated[Optional[int], typer.Option("--max-pairs", min=2, help="seeded sample of the pairs")] = None,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="stop after N steps")] = None,
@@ -61,7 +65,7 @@ def train_embed(
 
     settings = _searched_settings(config, index)
     overrides = {
-        "name": name, "base_model": base, "lora": lora, "llm_questions": llm_questions,
+        "name": name, "base_model": base, "lora": lora, "llm_questions": llm_questions, "questions_file": questions_file,
         "hard_negatives": hard_negatives, "max_pairs": max_pairs, "max_steps": max_steps, "epochs": epochs,
         "learning_rate": learning_rate, "device": device,
     }  # fmt: skip

@@ -29,6 +29,11 @@ class EmbedTrainingSettings(BaseModel):
     mse_min_score: int = Field(1, description="MSE answers paired with their question: accepted or this score")
     max_pairs: int | None = Field(None, ge=2, description="seeded sample of the pairs; unset: all")
     llm_questions: bool = Field(False, description="also generate one question per statement with the LLM")
+    # The generation job fills a file over many sessions (`train questions --background`); a fine-tune
+    # on what it holds so far must not wait for the LLM to ask about every statement.
+    questions_file: Path | None = Field(
+        None, description="train on the LLM questions this file holds as they are (none generated); implies llm_questions"
+    )
     question_concurrency: int = Field(4, ge=1)
     question_attempts: int = Field(3, ge=1, description="requests per statement before giving up on it")
     # A search-box query needs the statement's gist, and on 2 CPUs reading is most of a question's cost

@@ -75,7 +75,7 @@ class TrainEmbedJob:
             # A new corpus or new settings: old checkpoints belong to other data.
             resume = False
             pairs = pairs_without_llm(train_records, training.per_anchor, training.mse_min_score, training.seed)
-            if training.llm_questions:
+            if training.llm_questions or training.questions_file:
                 generated, questions = self._questions(train_records, show_progress)
                 pairs.extend(generated)
             if training.max_pairs and len(pairs) > training.max_pairs:
@@ -131,6 +131,12 @@ class TrainEmbedJob:
         from rag_app.training.question_file import QuestionFile
         from rag_app.training.train_questions import default_questions_file, generate_questions
 
+        if self.training.questions_file is not None:  # read as it is: the generation job extends it elsewhere
+            path = self.training.questions_file
+            if not path.is_file():
+                raise FileNotFoundError(f"no questions file at {path} (write one with `rag-app train questions`)")
+            pairs = QuestionFile.load(path).pairs({record.id for record in records})
+            return pairs, {"file": str(path), "generated": 0, "cached": len(pairs), "failed": 0}
         path = default_questions_file(self.settings)
         report = generate_questions(self.settings, self.index_dir, path, show_progress=show_progress)
         pairs = QuestionFile.load(path).pairs({record.id for record in records})

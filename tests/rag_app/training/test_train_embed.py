@@ -126,3 +126,34 @@ def test_eval_compares_embedders_side_by_side_by_split_group(trained: dict, tmp_
     }
     markdown = (tmp_path / "o" / "report.md").read_text()
     assert "dense [demo-math@v1+unicode-math]" in markdown and "unseen papers" in markdown
+
+
+def test_a_questions_file_is_trained_on_as_it_is_with_no_llm(demo_index_dir: Path, tmp_path: Path) -> None:
+    """`--questions-file`: the generation job's file is read, never extended (no LLM is reachable here)."""
+    from rag_app.training.index_store import open_index_store
+    from rag_app.training.question_file import GeneratedQuestion, QuestionFile
+
+    index = tmp_path / "index"
+    shutil.copytree(demo_index_dir, index)
+    store, _ = open_index_store(index)
+    records = list(store.iter_records())
+    questions = QuestionFile(tmp_path / "generated-questions.jsonl")
+    questions.start({"model": "test", "prompt": "question_generation@v2"})
+    questions.append(
+        [GeneratedQuestion(r.id, r.docno, r.paper_id, f"what does {r.display_name} say", "test", "v2") for r in records]
+    )
+    before = questions.path.read_bytes()
+    env = {**TINY_TRAINING, "RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_LLM__BASE_URL": "http://127.0.0.1:9/v1"}
+    args = ["train", "embed", "--index", str(index), "--json", "--max-steps", "1"]
+    result = runner.invoke(app, [*args, "--questions-file", str(questions.path), "--no-hard-negatives"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    # only the training split's statements are paired: the held-out ones stay unseen
+    assert 0 < summary["pairs"]["question"] < len(records)
+    assert summary["questions"] == {
+        "file": str(questions.path), "generated": 0, "cached": summary["pairs"]["question"], "failed": 0
+    }
+    assert questions.path.read_bytes() == before
+
+    missing = runner.invoke(app, [*args, "--questions-file", str(tmp_path / "none.jsonl")], env=env)
+    assert missing.exit_code == 2 and "no questions file" in missing.output
