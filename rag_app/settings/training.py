@@ -32,7 +32,7 @@ class EmbedTrainingSettings(BaseModel):
     # The generation job fills a file over many sessions (`train questions --background`); a fine-tune
     # on what it holds so far must not wait for the LLM to ask about every statement.
     questions_file: Path | None = Field(
-        None, description="train on the LLM questions this file holds as they are (none generated); implies llm_questions"
+        None, description="train on the LLM questions this file holds (none generated); implies llm_questions"
     )
     question_concurrency: int = Field(4, ge=1)
     question_attempts: int = Field(3, ge=1, description="requests per statement before giving up on it")
