@@ -66,7 +66,8 @@ def train_embed(
     settings = _searched_settings(config, index)
     overrides = {
         "name": name, "base_model": base, "lora": lora, "llm_questions": llm_questions,
-        "questions_file": questions_file, "hard_negatives": hard_negatives, "max_pairs": max_pairs, "max_steps": max_steps, "epochs": epochs,
+        "questions_file": questions_file, "hard_negatives": hard_negatives, "max_pairs": max_pairs,
+        "max_steps": max_steps, "epochs": epochs,
         "learning_rate": learning_rate, "device": device,
     }  # fmt: skip
     settings = _overridden(settings, {f"training.embed.{key}": value for key, value in overrides.items()})
