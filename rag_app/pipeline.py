@@ -129,6 +129,7 @@ class MathRAG(GraphQueries):
                 embedder,
                 self.settings.store.connection(),
                 query_adapter=QueryAdapter.configured(self.settings.second_embedding.query_adapter, embedder.identity),
+                at_ingest=self.settings.second_embedding.at_ingest,
             )
         return self._companion
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from typing import Annotated
 
@@ -22,6 +24,7 @@ from rag_app.cli.common import (
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from retriever import IndexMismatchError
+from retriever.store.companion_index import COMPANION_DIR
 from retriever.store.index_health import IndexHealth, StoreState
 from retriever.store.index_lock import exclusive
 from retriever.store.statement_index import PAPERS
@@ -177,16 +180,45 @@ def build_fusion(
 def build_dense2(
     index: IndexOption = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="drop the second model's vectors and embed all")] = False,
+    background: Annotated[
+        bool, typer.Option("--background", help="run detached and niced; progress goes to INDEX/dense2/build.log")
+    ] = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
     """Build or update the second embedding model's vectors of an index (the `dense2` channel of ask and chat).
 
-    Ingestion keeps them in step once built; this catches up an index ingested before the model was
-    configured (only statements without vectors are embedded: a rerun resumes). The model is
-    `second_embedding.model` (off by default; `packaged:all-mpnet-base-v2` is the one that ships).
+    Ingestion keeps them in step once built (unless `second_embedding.at_ingest` is off: then this
+    embeds what ingest left, `--background` while search reads the vectors built so far); it also catches
+    up an index ingested before the model was configured (only statements without vectors are embedded:
+    a rerun resumes; `rag-app status` shows how many lack them). The model is `second_embedding.model`
+    (off by default; `packaged:all-mpnet-base-v2` and `packaged:nomic-embed-text-v1.5` ship).
     """
-    with MathRAG(_searched_settings(config, index)) as rag:
+    settings = _searched_settings(config, index)
+    directory = settings.resolved_index_dir / COMPANION_DIR
+    if background:
+        directory.mkdir(parents=True, exist_ok=True)
+        log_path = directory / "build.log"
+        # The same command in the foreground, named from its options (not sys.argv: a caller in-process,
+        # a test's CliRunner, has other arguments); the settings' environment goes with it.
+        argv = ["build-dense2", "--index", str(settings.resolved_index_dir)]
+        argv += ["--rebuild"] * rebuild + (["--config", str(config)] if config else [])
+        with log_path.open("a") as log_file:
+            process = subprocess.Popen(
+                ["nice", "-n", "10", sys.executable, "-m", "rag_app.cli", *argv], stdout=log_file,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        if as_json:
+            typer.echo(json.dumps({"background": True, "pid": process.pid, "log": str(log_path)}))
+        else:
+            typer.echo(f"building in the background (pid {process.pid}); progress: {log_path}; `rag-app status` counts")
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def already_building() -> None:
+        _err(f"another build-dense2 is running on {settings.resolved_index_dir}; waiting for it to end")
+
+    with exclusive(directory, on_wait=already_building, lock_file="build.lock"), MathRAG(settings) as rag:
         try:
             update = rag.build_companion(rebuild=rebuild, show_progress=not as_json)
         except ValueError as error:

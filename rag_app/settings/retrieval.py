@@ -69,6 +69,13 @@ class SecondEmbeddingSettings(BaseModel):
     )
     max_seq_length: int = Field(128, ge=16, description="tokens per statement (the cost of ingesting grows with it)")
     batch_size: int = Field(32, ge=1)
+    # A slow model (nomic-embed-text-v1.5 through llama.cpp: about 4 statements/s on 2 CPUs, MiniLM 19)
+    # would hold an arXiv month's ingest back five times over; its vectors can follow instead.
+    at_ingest: bool = Field(
+        True,
+        description="embed new statements with it during ingest; false: ingest leaves them to "
+        "`rag-app build-dense2 --background` (niced, resumable) and search reads the vectors built so far",
+    )
     # 0.5 beat 0.75-2 in a simulation over the development sets; less for formula queries.
     weight: float = Field(
         0.5, ge=0, description="weight of its list beside the first stage's, times 1 - the query's formula share"

@@ -63,8 +63,11 @@ class CompanionIndex:
         connection: ChromaConnection = EMBEDDED,
         batch: int = 256,
         query_adapter: QueryAdapter | None = None,
+        at_ingest: bool = True,
     ) -> None:
         self.directory = index_directory / COMPANION_DIR
+        # False: writes leave new statements to `build-dense2` (``update``), run in the background.
+        self.at_ingest = at_ingest
         self.embedder = embedder
         self.query_adapter = query_adapter
         self.connection = connection
@@ -120,7 +123,10 @@ class CompanionIndex:
         return set(self._vectors().get(include=[])["ids"]) if self.manifest() else set()
 
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> int:
-        """Embed the statements not yet here (ids are content hashes); returns how many."""
+        """Embed the statements not yet here (ids are content hashes); returns how many (none when the
+        vectors follow in the background: ``at_ingest`` off)."""
+        if not self.at_ingest:
+            return 0
         unique = list({record.id: record for record in records}.values())
         present: set[str] = set()
         for start in range(0, len(unique), 1000):

@@ -270,6 +270,11 @@ class CompanionVectorsStore:
     def kept(self) -> bool:
         return self.companion is not None and self.companion.built_by_configured_model()
 
+    @property
+    def in_background(self) -> bool:
+        """Its vectors follow in the background (``build-dense2 --background``), not at each write."""
+        return self.companion is not None and not self.companion.at_ingest
+
     def follows(self, lexical_in_step: bool) -> bool:
         # They follow the store from its first statement, or from `build-dense2`: started on an index
         # that has statements already, they would cover only the new ones.
@@ -296,6 +301,8 @@ class CompanionVectorsStore:
         second = self.companion
         if second is None or not second.built_by_configured_model():
             return
+        if quick and not second.at_ingest:
+            return  # an ingest's catch-up: `build-dense2 --background` embeds them
         if quick and second.statements() == self.index.searchable_count():
             return
         second.update(self.index.store.iter_records(), show_progress=show_progress)

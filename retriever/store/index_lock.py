@@ -16,9 +16,10 @@ LOCK_FILE = "repair.lock"
 
 
 @contextlib.contextmanager
-def exclusive(directory: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold the index's lock; ``on_wait`` is called once if another process holds it first."""
-    with (directory / LOCK_FILE).open("a") as handle:
+def exclusive(directory: Path, on_wait: Callable[[], None] | None = None, lock_file: str = LOCK_FILE) -> Iterator[None]:
+    """Hold the index's lock (``lock_file``: another job's own lock); ``on_wait`` is called once if another
+    process holds it first."""
+    with (directory / lock_file).open("a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

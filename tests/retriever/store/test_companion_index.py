@@ -97,3 +97,23 @@ def test_its_query_adapter_maps_the_query_vector_before_the_search(tmp_path: Pat
     assert list(vectors) == [RECORDS[0].id]
     written = second_embedder.embed_documents([RECORDS[0].search_text()])[0]
     assert np.allclose(vectors[RECORDS[0].id], written, atol=1e-5)
+
+
+def test_vectors_that_follow_in_the_background_are_left_by_writes_and_built_by_update(
+    tmp_path: Path, embedder: Embedder, second_embedder: Embedder
+) -> None:
+    """``at_ingest`` off (a slow second model): a write embeds nothing with it, the ingest's quick catch-up
+    leaves it too, and ``update`` (``build-dense2 --background``) embeds what is missing; a delete still
+    forgets its vectors at once."""
+    second = CompanionIndex(tmp_path / "index", second_embedder, at_ingest=False)
+    index = StatementIndex(tmp_path / "index", embedder, companion=second)
+    index.add(RECORDS[:1])
+    second.update(index.store.iter_records())  # built, then left behind by later writes
+    index.add(RECORDS[1:])
+    index.catch_up(quick=True)
+    assert second.statements() == 1 and second.ids() == {RECORDS[0].id}
+    assert [hit.id for hit in second.search("bounded entire functions", 3)] == [RECORDS[0].id]  # what is ready
+    update = second.update(index.store.iter_records())
+    assert update.added == 2 and second.ids() == {r.id for r in RECORDS}
+    index.remove_papers(["top"])
+    assert second.statements() == 2
