@@ -143,7 +143,11 @@ def test_a_questions_file_is_trained_on_as_it_is_with_no_llm(demo_index_dir: Pat
         [GeneratedQuestion(r.id, r.docno, r.paper_id, f"what does {r.display_name} say", "test", "v2") for r in records]
     )
     before = questions.path.read_bytes()
-    env = {**TINY_TRAINING, "RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_LLM__BASE_URL": "http://127.0.0.1:9/v1"}
+    env = {
+        **TINY_TRAINING,
+        "RAG_APP_DATA_DIR": str(tmp_path / "data"),
+        "RAG_APP_LLM__BASE_URL": "http://127.0.0.1:9/v1",
+    }
     args = ["train", "embed", "--index", str(index), "--json", "--max-steps", "1"]
     result = runner.invoke(app, [*args, "--questions-file", str(questions.path), "--no-hard-negatives"], env=env)
     assert result.exit_code == 0, result.output
@@ -151,7 +155,10 @@ def test_a_questions_file_is_trained_on_as_it_is_with_no_llm(demo_index_dir: Pat
     # only the training split's statements are paired: the held-out ones stay unseen
     assert 0 < summary["pairs"]["question"] < len(records)
     assert summary["questions"] == {
-        "file": str(questions.path), "generated": 0, "cached": summary["pairs"]["question"], "failed": 0
+        "file": str(questions.path),
+        "generated": 0,
+        "cached": summary["pairs"]["question"],
+        "failed": 0,
     }
     assert questions.path.read_bytes() == before
 
