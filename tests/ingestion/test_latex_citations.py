@@ -8,6 +8,7 @@ from ingestion.latex_citations import (
     arxiv_bibliography,
     bibliography_files,
     cited_keys,
+    entry_arxiv_id,
     paper_arxiv_bibliography,
     statement_citations,
 )
@@ -105,3 +106,16 @@ def test_a_paper_ingests_with_its_citations_counted(tmp_path: Path) -> None:
     [record] = result.records
     assert record.citations[:2] == (Citation("ab", "statement", "2101.01234"), Citation("cd", "proof", ""))
     assert len(record.citations) == 10_002 and (result.citations, result.arxiv_citations) == (10_002, 1)
+
+
+def test_a_long_run_of_spaces_after_arxiv_is_read_in_linear_time() -> None:
+    """Issue 61, defect 10: "arXiv" then 400 spaces backtracked for over a minute (a hung ingest where papers
+    are not isolated). The whitespace runs are possessive now; 20,000 spaces would take hours the old way."""
+    import time
+
+    started = time.perf_counter()
+    for text in ("arXiv" + " " * 20_000 + "x", "eprint" + " " * 20_000 + "x", "archiveprefix =" + " " * 20_000):
+        assert entry_arxiv_id(text) == ""
+    assert time.perf_counter() - started < 5  # milliseconds here; a hang, not a speed target, is what fails
+    assert entry_arxiv_id("arXiv preprint arXiv:   2101.01234v2") == "2101.01234"
+    assert entry_arxiv_id("eprint = { arXiv:2101.01234 }") == "2101.01234"
