@@ -19,8 +19,10 @@ identity that built it, so a later ``registry:math`` that now means v4 is caught
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -123,17 +125,27 @@ class EmbeddingRegistry:
         """Copy ``weights`` in as the next version of ``name`` and write its card."""
         if not _NAME.match(name):
             raise EmbedderSpecError(f"model name {name!r}: use letters, digits, '.', '_' and '-'")
-        existing = self.versions(name)
-        version = existing[-1].version + 1 if existing else 1
-        directory = self.root / name / f"v{version}"
-        staging = self.root / name / f".v{version}.partial"
-        shutil.rmtree(staging, ignore_errors=True)
+        # Staged under a name of this process's own: two trainings of one name at once each stage whole,
+        # and the one that renames second takes the next version (a rename onto an existing one fails).
+        staging = self.root / name / f".staging.{os.getpid()}.{uuid.uuid4().hex[:8]}.partial"
         staging.mkdir(parents=True)
-        model = RegisteredEmbedder(name, version, staging, {**card, "name": name, "version": version})
-        shutil.copytree(weights, model.weights_dir)
-        model.write_card()
-        staging.rename(directory)  # a version appears whole or not at all
-        return RegisteredEmbedder.read(directory)
+        try:
+            staged = RegisteredEmbedder(name, 0, staging, dict(card))
+            shutil.copytree(weights, staged.weights_dir)
+            while True:
+                existing = self.versions(name)
+                version = existing[-1].version + 1 if existing else 1
+                RegisteredEmbedder(name, version, staging, {**card, "name": name, "version": version}).write_card()
+                directory = self.root / name / f"v{version}"
+                try:
+                    staging.rename(directory)  # a version appears whole or not at all
+                except OSError:
+                    if directory.exists():
+                        continue  # another process took this version first: stage as the next one
+                    raise
+                return RegisteredEmbedder.read(directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,39 @@ def test_versions_are_numbered_and_the_latest_is_the_default(tmp_path: Path) -> 
         registry.create_version("../escape", {"base_model": BASE}, weights)
 
 
+def test_two_trainings_of_one_name_at_once_each_get_a_version_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 61, defect 14: both staged under one fixed ``.v1.partial`` and clobbered each other. Here the
+    second registers while the first's v1 appears under it (its look at the versions is stale): it takes v2."""
+    registry = EmbeddingRegistry(tmp_path / "models")
+    weights = {}
+    for run in ("first", "second"):
+        weights[run] = tmp_path / run
+        weights[run].mkdir()
+        (weights[run] / "adapter_model.safetensors").write_bytes(run.encode())
+    real_versions = EmbeddingRegistry.versions
+    calls = {"n": 0}
+
+    def stale_then_real(self: EmbeddingRegistry, name: str):
+        calls["n"] += 1
+        if calls["n"] == 1:  # the first training registers between the second's look and its rename
+            monkeypatch.setattr(EmbeddingRegistry, "versions", real_versions)
+            registry.create_version("math", {"base_model": BASE, "kind": "lora"}, weights["first"])
+            monkeypatch.setattr(EmbeddingRegistry, "versions", stale_then_real)
+            return []
+        return real_versions(self, name)
+
+    monkeypatch.setattr(EmbeddingRegistry, "versions", stale_then_real)
+    second = registry.create_version("math", {"base_model": BASE, "kind": "lora"}, weights["second"])
+    monkeypatch.setattr(EmbeddingRegistry, "versions", real_versions)
+    assert second.version == 2
+    first = registry.get("math", 1)
+    assert (first.directory / "adapter" / "adapter_model.safetensors").read_bytes() == b"first"
+    assert (second.directory / "adapter" / "adapter_model.safetensors").read_bytes() == b"second"
+    assert sorted(p.name for p in (tmp_path / "models" / "math").iterdir()) == ["v1", "v2"]  # no staging left
+
+
 def test_specs_resolve_to_packaged_paths_or_pass_through(tmp_path: Path) -> None:
     base = resolve_embedder(BASE)
     assert base.identity == BASE and Path(base.model_path).is_dir() and base.adapter_path is None
