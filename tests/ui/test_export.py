@@ -75,3 +75,25 @@ def test_uploads_are_checked_and_saved_with_safe_names(tmp_path: Path) -> None:
         save_upload("big.tar.gz", b"x" * 2000, tmp_path, 1000)
     with pytest.raises(UploadError, match="empty"):
         save_upload("empty.tex", b"", tmp_path, 1000)
+
+
+def test_two_uploads_named_main_tex_are_two_papers_and_the_same_one_again_is_no_third(tmp_path: Path) -> None:
+    """Issue 61, defect 11: every `main.tex` was saved in `uploads/` and so was paper "uploads": each upload
+    replaced the statements of the one before."""
+    from rag_app import MathRAG
+    from tests.conftest import make_settings
+
+    rag = MathRAG(make_settings(tmp_path))
+    first = (
+        b"\\documentclass{article}\\begin{document}"
+        b"\\begin{theorem}Every group has an identity.\\end{theorem}\\end{document}"
+    )
+    second = first.replace(b"Every group has an identity", b"Every ring has a zero")
+    uploads = tmp_path / "uploads"
+    paths = [save_upload("main.tex", data, uploads, 10_000) for data in (first, second, first)]
+    assert paths[0] == paths[2] != paths[1] and paths[0].name == "main.tex"
+    for path in paths:
+        assert rag.ingest([path]).errors == []
+    papers = {hit.record.paper_id for hit in rag.search("identity of a group zero of a ring", k=5)}
+    assert papers == {paths[0].parent.name, paths[1].parent.name} and rag.index.count() == 2
+    assert save_upload("algebra.tex", first, uploads, 10_000) == uploads / "algebra.tex"  # a real name stays
