@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Annotated, Optional
 
 import typer
 
 from rag_app.cli.common import EXIT_USAGE, ConfigOption, IndexOption, _err, _searched_settings, _settings, app
+from rag_app.cli.serve import _stop_on_signals
 from rag_app.pipeline import MathRAG
 
 
@@ -41,7 +43,11 @@ def serve(
     except UnsafeBindError as error:
         _err(f"error: {error}")
         raise typer.Exit(EXIT_USAGE) from None
-    with MathRAG(settings) as rag:
+    # uvicorn ends on SIGTERM, then raises the signal again under the handler it found: Python's default
+    # would kill the process there, before the LLM server this command started is stopped (an orphan
+    # holding ~1 GB). Ours ends it through the `with` below instead.
+    _stop_on_signals()
+    with contextlib.suppress(KeyboardInterrupt), MathRAG(settings) as rag:
         rag.index.count()  # open the index now: a missing or damaged one fails here, not at the first request
         typer.echo(f"rag-app API on http://{limits.host}:{limits.port} (index {settings.resolved_index_dir})", err=True)
         uvicorn.run(create_app(rag, limits, mcp=not no_mcp), host=limits.host, port=limits.port, log_level="info")
@@ -54,6 +60,7 @@ def mcp(index: IndexOption = None, config: ConfigOption = None) -> None:
     from rag_app.api.mcp_tools import build_mcp_server
 
     settings = _searched_settings(config, index)
-    with MathRAG(settings) as rag:
+    _stop_on_signals()  # SIGTERM from the agent ends it through the `with`: the LLM server it started stops too
+    with contextlib.suppress(KeyboardInterrupt), MathRAG(settings) as rag:
         rag.index.count()
         build_mcp_server(rag).run("stdio")
