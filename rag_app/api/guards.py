@@ -77,6 +77,36 @@ class BearerTokenGuard:
         await self.app(scope, receive, send)
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class LoopbackHostGuard:
+    """On a loopback server with no token, every request but ``/healthz`` names this machine in its
+    ``Host`` header, else 403. Without it a web page could rebind its own name to 127.0.0.1 and read
+    the index through the visitor's browser (DNS rebinding); the MCP app checks the same for its routes.
+    A server bound beyond loopback has a token (:func:`check_bind`), which a rebound page does not send."""
+
+    def __init__(self, app: ASGIApp, host: str, token: str | None) -> None:
+        self.app = app
+        self.active = is_loopback(host) and not token
+        self.allowed = LOOPBACK_NAMES | {host.strip("[]").lower()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.active or scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
+        name = given.rsplit("]", 1)[0].lstrip("[") if given.startswith("[") else given.split(":", 1)[0]
+        if name not in self.allowed:
+            reason = (
+                f"the Host header ({given[:100] or 'none'}) does not name this machine: call the API at "
+                "127.0.0.1 or localhost (a page that rebinds its name is refused)"
+            )
+            await send_json_error(send, 403, reason)
+            return
+        await self.app(scope, receive, send)
+
+
 class RequestTooLargeError(Exception):
     """A body that passed its bound while being read (no Content-Length, or a false one)."""
 
@@ -98,19 +128,27 @@ class BodySizeLimit:
             await send_json_error(send, 413, self._reason())
             return
         seen = 0
-        started = False
+        started = over = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
+                    over = True
                     raise RequestTooLargeError
             return message
 
         async def tracking_send(message: Message) -> None:
+            # Past the limit the app's own answer is dropped: FastAPI turns any error raised while it
+            # reads the body into 400 "error parsing the body", and a chunked body over the limit got that.
             nonlocal started
+            if over:
+                if not started and message["type"] == "http.response.start":
+                    started = True
+                    await send_json_error(send, 413, self._reason())
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 

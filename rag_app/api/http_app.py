@@ -32,7 +32,7 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_app.api.errors import STATUS_OF, BadRequestError
-from rag_app.api.guards import AskQueue, BearerTokenGuard, BodySizeLimit, QueueFullError
+from rag_app.api.guards import AskQueue, BearerTokenGuard, BodySizeLimit, LoopbackHostGuard, QueueFullError
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
 from rag_app.pipeline import MathRAG
@@ -85,6 +85,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         app.router.routes.extend(mcp_app.routes)
     # The middleware added last runs first: a body over the limit is refused before the token is read.
     app.add_middleware(BearerTokenGuard, token=token)
+    app.add_middleware(LoopbackHostGuard, host=limits.host, token=token)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
 
     async def in_thread(work: Callable[[], T], timeout: float) -> T:

@@ -83,6 +83,13 @@ def test_search_papers_formula_and_statements_answer_in_the_clis_shapes(demo_api
 
 BAD_REQUESTS = {
     "a 2 MB query in a body": ("POST", "/v1/search", {"json": {"query": "x" * 2_000_000}}, 413, "over the limit"),
+    # issue 61, defect 15: sent chunked (no Content-Length), it was refused 400 "error parsing the body"
+    "a 2 MB body sent chunked": (
+        "POST", "/v1/search",
+        {"content": [b'{"query": "' + b"x" * 1_000_000, b"x" * 1_000_000 + b'"}'],
+         "headers": {"content-type": "application/json"}},
+        413, "over the limit",
+    ),
     "a query over the length limit": ("GET", "/v1/search", {"params": {"query": "x" * 3000}}, 400, "over the limit"),
     "k=-1": ("GET", "/v1/search", {"params": {"query": "ring", "k": -1}}, 400, "k must be between 1 and"),
     "k=10^9": ("POST", "/v1/search", {"json": {"query": "ring", "k": 10**9}}, 400, "k must be between 1 and"),
@@ -244,3 +251,16 @@ def test_healthz_and_status_say_when_the_llm_server_died_and_why(demo_index_dir:
             assert client.get("/healthz").json()["llm"]["state"] == "up"
     finally:
         rag.close()
+
+
+def test_a_page_that_rebinds_its_name_to_loopback_is_refused(demo_api: tuple[MathRAG, str]) -> None:
+    """Issue 61, defect 6: with no token on loopback, `/v1/*` answered any Host (DNS rebinding)."""
+    _, url = demo_api
+    port = url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=url, timeout=60) as client:
+        rebound = client.get("/v1/search", params={"query": "ring"}, headers={"Host": f"evil.example:{port}"})
+        assert rebound.status_code == 403 and "does not name this machine" in rebound.json()["error"]["reason"]
+        assert client.post("/v1/ask", json={"question": "x"}, headers={"Host": "evil.example"}).status_code == 403
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST"):
+            assert client.get("/v1/search", params={"query": "ring"}, headers={"Host": host}).status_code == 200
+        assert client.get("/healthz", headers={"Host": "evil.example"}).status_code == 200  # probes carry any
