@@ -8,6 +8,7 @@ joined with the previous search instead. The chat shows the result as "searched 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from enum import StrEnum
 
 from prompts import PromptTemplate
 from rag_app.serving.llm_client import ChatClient
+from rag_app.serving.llm_connection import LLM_FAILURES
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 _MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
@@ -31,6 +33,8 @@ _STOPWORD_TEXT = (
 )
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _PREFIX = re.compile(r"^(standalone (search )?query|query|rewritten( question)?)\s*:\s*", re.IGNORECASE)
+
+logger = logging.getLogger(__name__)
 
 
 class RewriteMethod(StrEnum):
@@ -85,7 +89,8 @@ class QueryRewriter:
                     max_tokens=self.max_tokens,
                     temperature=0.0,
                 )
-            except Exception:
+            except LLM_FAILURES as error:  # no rewrite: the question joined to the last query, and why in the log
+                logger.warning("the follow-up question was not rewritten by the LLM: %s", error)
                 reply = ""
             query = usable_rewrite(reply, question, recent)
             if query is not None:

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from prompts import PromptTemplate
 from rag_app.serving.llm_client import ChatClient
+from rag_app.serving.llm_connection import LLM_FAILURES
 
 _MAX_CHARS = 600  # a rewrite longer than this has wandered off the one statement it was asked for
+
+logger = logging.getLogger(__name__)
 
 
 class StatementRewriter:
@@ -41,14 +45,15 @@ class StatementRewriter:
         self._lock = threading.Lock()
 
     def rewrite(self, query: str) -> str:
-        client = self.client()
-        key = self._key(client.model, query)
-        cached = self._cached().get(key)
-        if cached is not None:
-            return cached
-        try:
+        try:  # starting the client may fail too (no packaged model, a server that will not start)
+            client = self.client()
+            key = self._key(client.model, query)
+            cached = self._cached().get(key)
+            if cached is not None:
+                return cached
             reply = client.chat(self.prompt.messages(query=query), max_tokens=self.max_tokens, temperature=0.0)
-        except Exception:  # the LLM down or broken: search the query alone
+        except LLM_FAILURES as error:  # the LLM down or broken: search the query alone, and say why in the log
+            logger.warning("no statement rewrite for %r: %s", query[:80], error)
             return ""
         rewrite = usable_statement(reply, query)
         self._store(key, query, rewrite)

@@ -13,14 +13,21 @@ from prompts import load_prompt
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import (
     LlamaCppServer,
+    LLMServerError,
     LLMServerProcess,
     is_healthy,
     published_state,
     running_server_url,
     server_from_settings,
 )
+from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.serving.server_watch import LLMHealth, WatchedServer, process_alive
 from rag_app.settings import LLMSettings, Settings
+
+# What asking the LLM can fail with, short of a bug: no server, a server that died or hung, a packaged model
+# missing, a reply that is not the API's JSON (ValueError). Optional LLM steps (a rewrite) catch these and
+# go on without it, saying so in the log; anything else is a bug and is raised.
+LLM_FAILURES: tuple[type[Exception], ...] = (LLMUnavailableError, LLMServerError, PackagedModelError, ValueError)
 
 logger = logging.getLogger(__name__)
 

@@ -72,3 +72,12 @@ def test_refers_back_and_rewrite_checks() -> None:
         == "Is $x^2$ convex on the reals"
     )
     assert usable_rewrite("Is it convex on the reals", "Is $x^2$ convex?", HISTORY) is None, "the formula was dropped"
+
+
+def test_an_unexpected_error_in_the_rewrite_is_raised_not_swallowed() -> None:
+    """Issue 61, defect 9: `except Exception` took a bug for an LLM that is down and joined the queries."""
+    import pytest
+
+    rewrite, _ = rewriter(TypeError("a bug"))
+    with pytest.raises(TypeError):
+        rewrite.rewrite("Does its converse hold?", HISTORY)

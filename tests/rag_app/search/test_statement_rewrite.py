@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ingestion.records import Source, StatementKind, StatementRecord
 from prompts import load_prompt
 from rag_app.search.statement_rewrite import StatementRewriter, usable_statement
+from rag_app.serving.llm_client import LLMUnavailableError
+from rag_app.serving.llm_server import LLMServerError
 from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
 from retriever.search.search_filter import SearchFilter
 from retriever.types import SearchHit
@@ -28,9 +32,20 @@ def test_a_rewrite_is_asked_once_then_read_from_the_cache(tmp_path: Path) -> Non
     assert len(client.messages) == 1, "the second rewrite came from the cache"
 
 
-def test_a_broken_llm_or_an_unusable_reply_gives_no_rewrite(tmp_path: Path) -> None:
-    down = StatementRewriter(load_prompt("statement_rewrite"), lambda: NamedClient(RuntimeError("down")))
+def test_a_broken_llm_or_an_unusable_reply_gives_no_rewrite(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    down = StatementRewriter(load_prompt("statement_rewrite"), lambda: NamedClient(LLMUnavailableError("down")))
     assert down.rewrite("Hall marriage thm") == ""
+    assert "no statement rewrite for 'Hall marriage thm': down" in caplog.text  # said, not swallowed
+
+    def no_server() -> NamedClient:
+        raise LLMServerError("the packaged model would not start")
+
+    # Issue 61, defect 9: the client was started outside the `try`, so a server that would not start failed
+    # the whole search.
+    assert StatementRewriter(load_prompt("statement_rewrite"), no_server).rewrite("Hall marriage thm") == ""
+    broken = StatementRewriter(load_prompt("statement_rewrite"), lambda: NamedClient(TypeError("a bug")))
+    with pytest.raises(TypeError):  # a bug is raised, not taken for an LLM that is down
+        broken.rewrite("Hall marriage thm")
     assert usable_statement('"Hall marriage thm"', "Hall marriage thm") == ""
     assert usable_statement("x" * 700, "q") == ""
 
