@@ -6,6 +6,7 @@ from __future__ import annotations
 from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
 from retriever.store.bm25_segment import BM25SegmentError
 from retriever.store.hnsw_files import VectorIndexDamagedError
+from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 from retriever.store.statement_index import IndexDamagedError, IndexNotFoundError
 
 
@@ -16,5 +17,15 @@ class BadRequestError(ValueError):
 STATUS_OF: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
     ((BadRequestError, AmbiguousLabelError), 400),
     ((StatementNotFoundError,), 404),
-    ((IndexNotFoundError, IndexDamagedError, BM25SegmentError, VectorIndexDamagedError), 503),
+    (
+        (
+            IndexNotFoundError,
+            IndexDamagedError,
+            BM25SegmentError,
+            VectorIndexDamagedError,
+            StoreFileDamagedError,
+            StoreFileBusyError,
+        ),
+        503,
+    ),
 )

@@ -12,6 +12,7 @@ import typer
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.
 from rag_app.cli.common import (
+    EXIT_BUSY,
     EXIT_DAMAGED,
     EXIT_REFUSED,
     ConfigOption,
@@ -42,8 +43,10 @@ def status(index: IndexOption = None, as_json: JsonOption = False, config: Confi
         typer.echo(json.dumps(summary, ensure_ascii=False))
     else:
         _print_status(rag, stores)
-    if any(state.problem for state in stores):
+    if any(state.problem and not state.busy for state in stores):
         raise typer.Exit(EXIT_DAMAGED)  # a file is damaged (named above)
+    if any(state.busy for state in stores):
+        raise typer.Exit(EXIT_BUSY)  # a writer holds a file (named above): nothing is wrong with it
     if not all(state.in_step for state in stores):
         raise typer.Exit(EXIT_REFUSED)  # a store is behind: `repair` catches it up
 
@@ -88,8 +91,10 @@ def repair(index: IndexOption = None, as_json: JsonOption = False, config: Confi
             old = found.get(new.name, before[0])  # a store not reached before (Chroma unreadable) was not in step
             change = "repaired" if not old.in_step and new.in_step else "ok" if new.in_step else "STILL BEHIND"
             typer.echo(f"{change:>12}  {new.describe()}")
-    if not all(state.in_step for state in after):
+    if not all(state.in_step or state.busy for state in after):
         raise typer.Exit(EXIT_DAMAGED)
+    if any(state.busy for state in after):
+        raise typer.Exit(EXIT_BUSY)  # left alone while another process holds it: repair again when it is done
 
 
 def reembed_if_the_default_changed(settings: Settings) -> None:

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.formulas.formula_model_error import FormulaModelError
+from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 
 if TYPE_CHECKING:
     from retriever.formulas.marf_encoder import MarfEncoder
@@ -175,8 +176,16 @@ class DuplicateGroupsStore:
         Chroma no longer has are forgotten. ``quick``: only when the counts differ; the store's count is
         BM25's, in step with it at no cost, where Chroma's count() scans the collection (5 s at 1M)."""
         groups, store = self.groups, self.index.store
-        if groups is None or (quick and groups.count() == self.index.searchable_count()):
+        if groups is None:
             return
+        try:
+            if quick and groups.count() == self.index.searchable_count():
+                return
+            known = groups.ids()
+        except StoreFileDamagedError:  # everything in it is derived: it starts again (busy: raised, kept)
+            logger.warning("the duplicate groups %s are damaged: rebuilt from the stored vectors", groups.path)
+            groups.recreate()
+            known = set()
 
         def add(records: list[StatementRecord]) -> None:
             vectors = store.vectors([record.id for record in records])
@@ -184,7 +193,7 @@ class DuplicateGroupsStore:
             if records:
                 groups.add(records, np.stack([vectors[record.id] for record in records]), store)
 
-        _catch_up_from_chroma(store, groups.ids(), groups.remove, add, self.name, show_progress)
+        _catch_up_from_chroma(store, known, groups.remove, add, self.name, show_progress)
 
 
 class StatementGraphStore:
@@ -227,6 +236,8 @@ class StatementGraphStore:
         Chroma no longer has are forgotten; ``quick``: only when the counts differ."""
         try:
             known = self.graph.ids()
+        except StoreFileBusyError:
+            raise  # another process holds it: the file is fine, and deleting it under that process would not be
         except sqlite3.DatabaseError:  # a damaged file: everything in it is derived, so it starts again
             logger.warning("the statement graph %s is damaged: rebuilt from the statements", self.graph.path)
             self.graph.recreate()

@@ -18,6 +18,7 @@ near-duplicate check is one batched vector query per batch of new statements.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sqlite3
@@ -30,7 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
-from retriever.store.sqlite_file import connect
+from retriever.store.sqlite_file import connect, named_errors
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -79,6 +80,18 @@ class DuplicateGroups:
         self.threshold = threshold
         self.max_word_difference = max_word_difference
         self.neighbours = neighbours
+        # A damaged or busy file: opening the index still works; `rag-app status` names it, reads raise
+        # StoreFileDamagedError / StoreFileBusyError, and `repair` rebuilds a damaged one.
+        with contextlib.suppress(sqlite3.DatabaseError):
+            self._create()
+
+    def recreate(self) -> None:
+        """Empty groups in place of a damaged file (a repair joins them again from the stored vectors)."""
+        for suffix in ("", "-wal", "-shm"):
+            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        self._create()
+
+    def _create(self) -> None:
         with closing(self._connect()) as db, db:
             db.executescript(
                 """
@@ -96,6 +109,7 @@ class DuplicateGroups:
         return connect(self.path)
 
     # ----------------------------------------------------------------- writing
+    @named_errors
     def add(self, records: Sequence[StatementRecord], vectors: np.ndarray, index: VectorNeighbours) -> int:
         """Record new statements (already in the vector store) and join them to the groups they duplicate.
 
@@ -162,6 +176,7 @@ class DuplicateGroups:
         target, others = groups[0], groups[1:]
         db.execute(f"UPDATE statement SET grp = ? WHERE grp IN ({','.join('?' * len(others))})", (target, *others))
 
+    @named_errors
     def remove(self, ids: Sequence[str]) -> None:
         """Forget deleted statements (a paper's old version, a deleted post)."""
         with closing(self._connect()) as db, db:
@@ -169,20 +184,24 @@ class DuplicateGroups:
                 batch = list(ids[start : start + 500])
                 db.execute(f"DELETE FROM statement WHERE id IN ({','.join('?' * len(batch))})", batch)
 
+    @named_errors
     def clear(self) -> None:
         with closing(self._connect()) as db, db:
             db.execute("DELETE FROM statement")
 
     # ----------------------------------------------------------------- reading
+    @named_errors
     def ids(self) -> set[str]:
         """Every statement the groups know (each statement is in one group, alone or not)."""
         with closing(self._connect()) as db:
             return {row[0] for row in db.execute("SELECT id FROM statement")}
 
+    @named_errors
     def count(self) -> int:
         with closing(self._connect()) as db:
             return int(db.execute("SELECT COUNT(*) FROM statement").fetchone()[0])
 
+    @named_errors
     def places(self, ids: Sequence[str]) -> dict[str, list[DuplicatePlace]]:
         """For each of ``ids`` in a group, every other member of its group (its own paper's left out)."""
         if not ids:
@@ -210,6 +229,7 @@ class DuplicateGroups:
                 result[statement] = sorted(others, key=lambda place: (place.paper_id, place.id))
         return result
 
+    @named_errors
     def groups_of(self, ids: Sequence[str]) -> dict[str, str]:
         """The group of each of ``ids`` that is known (a statement alone is its own group)."""
         found: dict[str, str] = {}

@@ -22,6 +22,7 @@ from pathlib import Path
 from retriever.store.bm25_segment import BM25SegmentError
 from retriever.store.hnsw_files import VECTOR_REPAIR, check_segment, segment_directories
 from retriever.store.reindex import reindex
+from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 from retriever.store.statement_index import StatementIndex
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class StoreState:
     # Built in the background by design (the second model with `second_embedding.at_ingest` off): the
     # statements it lacks are work in progress, not a store out of step.
     in_background: bool = False
+    busy: bool = False  # another process held its file past the timeout: not damaged, never rebuilt
 
     @property
     def in_step(self) -> bool:
@@ -58,7 +60,8 @@ class StoreState:
 
     def to_dict(self) -> dict[str, object]:
         return {"store": self.name, "statements": self.statements, "missing": self.missing, "extra": self.extra,
-                "problem": self.problem, "in_step": self.in_step, "in_background": self.in_background}  # fmt: skip
+                "problem": self.problem, "in_step": self.in_step, "in_background": self.in_background,
+                "busy": self.busy}  # fmt: skip
 
 
 class IndexHealth:
@@ -106,7 +109,7 @@ class IndexHealth:
             return before
         if before[0].problem:
             return before  # nothing to rebuild from
-        behind = {state.name for state in before if not state.in_step}
+        behind = {state.name for state in before if not state.in_step and not state.busy}
         steps = dict.fromkeys(store.catch_up for store in self.index.derived if store.name in behind)
         for catch_up in steps:  # the lexical pair is rebuilt once
             catch_up(quick=False, show_progress=show_progress)
@@ -151,6 +154,10 @@ class IndexHealth:
         try:
             ids = read()
         except BM25SegmentError as error:  # its message names the file and what to run
+            return StoreState(name, None, problem=str(error))
+        except StoreFileBusyError as error:  # a writer at work, not damage: `repair` leaves it alone
+            return StoreState(name, None, problem=str(error), busy=True)
+        except StoreFileDamagedError as error:  # its message names the file and what to run
             return StoreState(name, None, problem=str(error))
         except (OSError, ValueError, KeyError, EOFError, sqlite3.Error) as error:
             return StoreState(name, None, problem=f"damaged ({_line(error)}); `rag-app repair` rebuilds it from Chroma")

@@ -1,13 +1,66 @@
-"""The one way the index's SQLite stores (duplicate groups, the statement graph) open their file."""
+"""The one way the index's SQLite stores (duplicate groups, the statement graph) open their file, and the
+one place their errors are told apart: a file that is *busy* (another process holds its lock past the
+timeout: wait, never rebuild) from a file that is *damaged* (truncated, zeroed, not a database: named, and
+``rag-app repair`` rebuilds it from Chroma)."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+BUSY_TIMEOUT_S = 60
+
+
+# Both are sqlite3.DatabaseError, so that the code that already goes on past a store's failure (an ingest
+# never fails on the statement graph) still does; what tells them apart is whether to rebuild.
+class StoreFileDamagedError(sqlite3.DatabaseError):
+    """A derived store's SQLite file cannot be read; the message names it and what to run."""
+
+
+class StoreFileBusyError(sqlite3.DatabaseError):
+    """Another process has held a derived store's SQLite file past the timeout: the file is fine."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def connect(path: Path) -> sqlite3.Connection:
     """A connection in WAL mode (readers never block the writer), waiting up to a minute for a lock."""
-    db = sqlite3.connect(path, timeout=60)
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     db.execute("PRAGMA journal_mode=WAL")
     return db
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether a SQLite error says another connection holds the lock (not that the file is damaged)."""
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def described(path: Path, error: sqlite3.Error) -> StoreFileDamagedError | StoreFileBusyError:
+    """``error`` as one of the two things it can mean for a derived store's file, in words."""
+    reason = " ".join(str(error).split())[:200] or type(error).__name__
+    if is_busy(error):
+        return StoreFileBusyError(
+            f"{path} is busy: another process has held it for over {BUSY_TIMEOUT_S} s ({reason}); "
+            "try again when it is done (the file is not damaged)"
+        )
+    return StoreFileDamagedError(f"{path} is damaged ({reason}); `rag-app repair` rebuilds it from Chroma")
+
+
+def named_errors(method: F) -> F:
+    """A store method whose SQLite errors come out as :func:`described` (the store has ``path``)."""
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (StoreFileDamagedError, StoreFileBusyError):
+            raise
+        except sqlite3.DatabaseError as error:
+            raise described(self.path, error) from error
+
+    return guarded  # type: ignore[return-value]

@@ -34,7 +34,7 @@ from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
 from retriever.store.atomic_files import file_stamp
-from retriever.store.sqlite_file import connect
+from retriever.store.sqlite_file import connect, named_errors
 
 GRAPH_DB = "graph.sqlite"
 _SCHEMA_VERSION = 1  # 1: citations and the statements' arXiv ids
@@ -139,6 +139,7 @@ class StatementGraph:
         return connect(self.path)
 
     # ----------------------------------------------------------------- writing
+    @named_errors
     def add(self, records: Sequence[StatementRecord]) -> None:
         """Hold ``records`` (already in Chroma) with their labels and references; adding again replaces."""
         if not records:
@@ -177,10 +178,12 @@ class StatementGraph:
                 [(r.id, arxiv) for r in records if (arxiv := paper_arxiv_id(r.paper_id))],
             )
 
+    @named_errors
     def remove(self, ids: Iterable[str]) -> None:
         with closing(self._connect()) as db, db:
             self._delete(db, list(ids))
 
+    @named_errors
     def clear(self) -> None:
         with closing(self._connect()) as db, db:
             for table in _TABLES:
@@ -195,14 +198,17 @@ class StatementGraph:
                 db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", batch)
 
     # ----------------------------------------------------------------- reading
+    @named_errors
     def ids(self) -> set[str]:
         with closing(self._connect()) as db:
             return {row[0] for row in db.execute("SELECT id FROM statement")}
 
+    @named_errors
     def count(self) -> int:
         with closing(self._connect()) as db:
             return int(db.execute("SELECT COUNT(*) FROM statement").fetchone()[0])
 
+    @named_errors
     def uses(self, statement_id: str, include_self: bool = False) -> list[Edge]:
         """What ``statement_id`` references, in order: each label resolved by its own paper at ingest,
         else by another paper that defines it (``paper-label``), else unresolved. A reference to its
@@ -224,6 +230,7 @@ class StatementGraph:
                 edges.append(Edge(statement_id, label, where, target, section))
             return edges
 
+    @named_errors
     def used_by(self, statement_id: str) -> list[str]:
         """The statements that reference ``statement_id`` (its label, an equation in it, or as
         ``paper-label`` from another paper, where no other statement carries that name), each once, in
@@ -241,6 +248,7 @@ class StatementGraph:
             ).fetchall()
         return sorted({row[0] for row in rows} - {statement_id})
 
+    @named_errors
     def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         """For each of ``ids``: how many statements it uses and how many use it (as :meth:`uses` and
         :meth:`used_by` resolve them), in two queries whatever the number of ids."""
@@ -253,6 +261,7 @@ class StatementGraph:
             used_by = dict(db.execute(_USED_BY_OF.format(marks=marks), [*ids, *ids]).fetchall())
         return {i: (int(uses.get(i, 0)), int(used_by.get(i, 0))) for i in ids}
 
+    @named_errors
     def links_among(self, ids: Sequence[str]) -> set[tuple[str, str]]:
         """The (user, used) pairs of statements both in ``ids``, in one query."""
         ids = list(dict.fromkeys(ids))
@@ -263,6 +272,7 @@ class StatementGraph:
         with closing(self._connect()) as db:
             return {(row[0], row[1]) for row in db.execute(query, [*ids, *ids, *ids])}
 
+    @named_errors
     def paper_pagerank(self, ids: Sequence[str]) -> dict[str, float]:
         """For each of ``ids``, its PageRank within its own paper's graph (uses edges resolved at ingest),
         times the paper's statement count: 1.0 is an average statement of that paper, more is one its
@@ -281,6 +291,7 @@ class StatementGraph:
             found.update(_paper_pagerank(str(self.path), paper_id, stamp))
         return {i: found.get(i, 1.0) for i in ids}
 
+    @named_errors
     def kinds(self, ids: Sequence[str]) -> dict[str, str]:
         """The kind of each statement of ``ids`` the graph holds."""
         found: dict[str, str] = {}
@@ -292,6 +303,7 @@ class StatementGraph:
                 found.update(dict(db.execute(query, batch).fetchall()))
         return found
 
+    @named_errors
     def citations(self, statement_id: str) -> list[CitedPaper]:
         """The keys ``statement_id`` cites, in order, each with its arXiv id and, when that paper is in the
         index, its paper id, how many statements it has there and one of them (for its title)."""
@@ -314,6 +326,7 @@ class StatementGraph:
                 cited.append(CitedPaper(key, where, arxiv_id, paper_id, int(statements), one))
             return cited
 
+    @named_errors
     def citing(self, statement_id: str, limit: int = 50) -> tuple[list[str], int]:
         """Statements of other papers that cite the paper ``statement_id`` is in (by its arXiv id): the
         first ``limit`` ids (in id order) and how many there are."""
@@ -328,6 +341,7 @@ class StatementGraph:
             ids = [found[0] for found in db.execute(query, (statement_id, row[0]))]
         return ids[:limit], len(ids)
 
+    @named_errors
     def by_label(self, label: str, paper_id: str | None = None) -> list[str]:
         """The statements carrying ``label`` (in ``paper_id``, or as ``paper-label`` anywhere, or as a
         bare label in any paper)."""

@@ -194,7 +194,8 @@ def test_the_statement_graph_is_checked_and_repaired_like_every_store(tmp_path: 
     assert {i: graph.uses(i) for i in graph.ids()} == edges
     (index / "graph.sqlite").write_bytes(b"not a database" * 100)  # a damaged file
     status = runner.invoke(app, ["status", "--index", str(index)], env=env)
-    assert status.exit_code == 3 and "statement graph: damaged (DatabaseError: file is not a database)" in status.output
+    damaged = f"statement graph: {index / 'graph.sqlite'} is damaged (file is not a database); `rag-app repair`"
+    assert status.exit_code == 3 and damaged in status.output
     # an ingest beside it goes on (the graph is left behind, and says so)
     other = ["ingest", str(demo_corpus_path() / "graph-theory"), "--index", str(index)]
     assert runner.invoke(app, other, env=env).exit_code == 0
@@ -323,3 +324,59 @@ def test_a_command_that_reads_an_index_never_creates_one_where_none_is(tmp_path:
     result = runner.invoke(app, [*command, "--index", str(mistyped)])
     assert result.exit_code == 2 and "does not exist" in result.output, result.output
     assert not mistyped.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "zeroed"])
+def test_damaged_duplicate_groups_are_named_with_exit_3_and_repaired(tmp_path: Path, damage: str) -> None:
+    """Issue 62, defect 3: `status` and `search` gave tracebacks (`file is not a database` from
+    sqlite_file.connect) where every other damaged store is named with exit 3."""
+    index = tmp_path / "index"
+    env = {"RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}
+    ingest = ["ingest", str(demo_corpus_path() / "complex-analysis"), "--index", str(index)]
+    assert runner.invoke(app, ingest, env=env).exit_code == 0
+    path = index / "duplicates.sqlite"
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes()[: size // 3] if damage == "truncated" else b"\0" * size)
+    for command in (["status"], ["search", "bounded entire function"]):
+        result = runner.invoke(app, [*command, "--index", str(index)], env=env)
+        assert result.exit_code == 3, (command, result.output)
+        assert f"{path} is damaged" in result.output and "rag-app repair" in result.output, result.output
+        assert "Traceback" not in result.output
+    assert runner.invoke(app, ["repair", "--index", str(index)], env=env).exit_code == 0
+    assert runner.invoke(app, ["status", "--index", str(index)], env=env).exit_code == 0
+    found = runner.invoke(app, ["search", "bounded entire function", "--index", str(index)], env=env)
+    assert found.exit_code == 0 and "Liouville" in found.output
+
+
+def test_a_store_file_another_process_holds_is_busy_not_damaged_and_repair_leaves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 61, defect 12: "database is locked" (a writer past the 60 s wait) was taken for damage, and
+    `repair` deleted graph.sqlite with its -wal and -shm under the process writing it."""
+    import sqlite3
+
+    from retriever.store import sqlite_file
+
+    index = tmp_path / "index"
+    env = {"RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}
+    ingest = ["ingest", str(demo_corpus_path() / "complex-analysis"), "--index", str(index)]
+    assert runner.invoke(app, ingest, env=env).exit_code == 0
+    statements = len(StatementGraph(index).ids())
+    monkeypatch.setattr(sqlite_file, "BUSY_TIMEOUT_S", 0.2)
+    writer = sqlite3.connect(index / "graph.sqlite")  # another process's writer, holding the file
+    writer.execute("PRAGMA locking_mode=EXCLUSIVE")
+    writer.execute("BEGIN EXCLUSIVE")
+    writer.execute("DELETE FROM statement WHERE 0")
+    try:
+        status = runner.invoke(app, ["status", "--index", str(index)], env=env)
+        assert status.exit_code == 5, status.output
+        assert f"{index / 'graph.sqlite'} is busy" in status.output and "not damaged" in status.output
+        repair = runner.invoke(app, ["repair", "--index", str(index)], env=env)
+        assert repair.exit_code == 5 and "STILL BEHIND  statement graph" in repair.output, repair.output
+    finally:
+        writer.rollback()
+        writer.close()
+    assert len(StatementGraph(index).ids()) == statements  # kept: nothing was deleted under the writer
+    assert runner.invoke(app, ["status", "--index", str(index)], env=env).exit_code == 0
