@@ -15,10 +15,15 @@ import hashlib
 import os
 import zipfile
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
-from retriever.models.split_model_archive import INSTALL_HINT, JoinedPieces, SplitArchiveError, default_cache_dir
+from retriever.models.split_model_archive import (
+    INSTALL_HINT,
+    JoinedPieces,
+    SplitArchiveError,
+    default_cache_dir,
+    installed_pieces,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,20 +44,7 @@ class PackagedGgufFile:
 
     def pieces(self) -> list[Path]:
         """The installed pieces in order; raises naming the first missing distribution."""
-        found = []
-        for offset, distribution in enumerate(self.distributions):
-            try:
-                files = metadata.distribution(distribution).files or []
-            except metadata.PackageNotFoundError as error:
-                raise SplitArchiveError(
-                    f"the model {self.name!r} needs the package {distribution!r}; {INSTALL_HINT}"
-                ) from error
-            suffix = f".zip.{self.first_piece + offset:03d}"
-            piece = [file for file in files if str(file).endswith(suffix)]
-            if len(piece) != 1:
-                raise SplitArchiveError(f"{distribution}: expected one *{suffix} piece, found {len(piece)}")
-            found.append(Path(str(piece[0].locate())))
-        return found
+        return installed_pieces(f"the model {self.name!r}", self.distributions, self.first_piece)
 
     def path(self, cache_dir: Path | None = None) -> Path:
         """The extracted GGUF file, extracting it first if needed."""

@@ -42,20 +42,7 @@ class SplitModelArchive:
 
     def pieces(self) -> list[Path]:
         """The installed pieces in order; raises naming the first missing distribution."""
-        found = []
-        for number, distribution in enumerate(self.distributions, start=1):
-            try:
-                files = metadata.distribution(distribution).files or []
-            except metadata.PackageNotFoundError as error:
-                raise SplitArchiveError(
-                    f"the embedding model {self.name!r} needs the package {distribution!r}; {INSTALL_HINT}"
-                ) from error
-            suffix = f".zip.{number:03d}"
-            piece = [file for file in files if str(file).endswith(suffix)]
-            if len(piece) != 1:
-                raise SplitArchiveError(f"{distribution}: expected one *{suffix} piece, found {len(piece)}")
-            found.append(Path(str(piece[0].locate())))
-        return found
+        return installed_pieces(f"the embedding model {self.name!r}", self.distributions)
 
     def model_dir(self, cache_dir: Path | None = None) -> Path:
         """The unpacked model directory, unpacking it first if needed."""
@@ -102,6 +89,23 @@ class SplitModelArchive:
     def _complete(self, directory: Path) -> bool:
         weights = directory / self.weights
         return weights.is_file() and (not self.weights_size or weights.stat().st_size == self.weights_size)
+
+
+def installed_pieces(what: str, distributions: Sequence[str], first_number: int = 1) -> list[Path]:
+    """The piece ``*.zip.NNN`` each of ``distributions`` installs, numbered from ``first_number``, in order;
+    raises naming the first distribution missing (``what`` needs it) and the install command."""
+    found = []
+    for number, distribution in enumerate(distributions, start=first_number):
+        try:
+            files = metadata.distribution(distribution).files or []
+        except metadata.PackageNotFoundError as error:
+            raise SplitArchiveError(f"{what} needs the package {distribution!r}; {INSTALL_HINT}") from error
+        suffix = f".zip.{number:03d}"
+        piece = [file for file in files if str(file).endswith(suffix)]
+        if len(piece) != 1:
+            raise SplitArchiveError(f"{distribution}: expected one *{suffix} piece, found {len(piece)}")
+        found.append(Path(str(piece[0].locate())))
+    return found
 
 
 def default_cache_dir() -> Path:

@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
-from retriever.store.sqlite_file import connect, named_errors
+from retriever.store.sqlite_file import connect, named_errors, remove_damaged
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -87,8 +87,7 @@ class DuplicateGroups:
 
     def recreate(self) -> None:
         """Empty groups in place of a damaged file (a repair joins them again from the stored vectors)."""
-        for suffix in ("", "-wal", "-shm"):
-            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        remove_damaged(self.path)
         self._create()
 
     def _create(self) -> None:

@@ -64,3 +64,10 @@ def named_errors(method: F) -> F:
             raise described(self.path, error) from error
 
     return guarded  # type: ignore[return-value]
+
+
+def remove_damaged(path: Path) -> None:
+    """Delete a damaged store file with its ``-wal`` and ``-shm`` (only ever after :func:`described` said
+    damaged: a busy file is another process's, and is never removed)."""
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)

@@ -34,7 +34,7 @@ from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
 from retriever.store.atomic_files import file_stamp
-from retriever.store.sqlite_file import connect, named_errors
+from retriever.store.sqlite_file import connect, named_errors, remove_damaged
 
 GRAPH_DB = "graph.sqlite"
 _SCHEMA_VERSION = 1  # 1: citations and the statements' arXiv ids
@@ -84,8 +84,7 @@ class StatementGraph:
 
     def recreate(self) -> None:
         """An empty graph in place of a damaged file (a repair fills it again from Chroma)."""
-        for suffix in ("", "-wal", "-shm"):
-            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        remove_damaged(self.path)
         self._create()
 
     def _create(self) -> None:
