@@ -9,11 +9,15 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from rag_app.cli import app
 from rag_app.pipeline import demo_corpus_path
 
+# A background process and two ingests (about 30 s): out of the fast tier; tests/retriever/store/
+# test_companion_index.py covers the same rules in a unit test.
+pytestmark = pytest.mark.slow
 runner = CliRunner()
 
 
