@@ -20,6 +20,7 @@ from rag_app.cli.common import (
     KOption,
     RerankOption,
     _err,
+    _read_text_file,
     _searched_settings,
     app,
 )
@@ -92,6 +93,10 @@ def search(
         raise typer.BadParameter("give either QUERY or --queries FILE")
     if formula and mode is not None:
         raise typer.BadParameter("--formula searches formulas only; leave out --mode")
+    # The queries are read before any model loads: a wrong file is a usage error, not a traceback.
+    lines = [] if queries is None else (
+        sys.stdin.read() if str(queries) == "-" else _read_text_file(queries, "--queries")
+    ).splitlines()  # fmt: skip
     rag = MathRAG(_searched_settings(config, index))
     where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
 
@@ -119,7 +124,6 @@ def search(
         else:
             show(results)
         return
-    lines = sys.stdin.read().splitlines() if str(queries) == "-" else queries.read_text(encoding="utf-8").splitlines()
     for line in lines:
         if not line.strip():
             continue

@@ -328,3 +328,18 @@ def test_an_option_the_setting_refuses_is_a_usage_error_before_any_work(
     result = runner.invoke(app, [*command, "--index", str(demo_index_dir)])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_a_queries_file_that_cannot_be_read_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    """Issue 62, defect 6: a directory, a missing file or a Latin-1 file gave tracebacks and exit 1."""
+    latin = tmp_path / "queries-latin1.txt"
+    latin.write_bytes("Poincaré duality\n".encode("latin-1"))
+    for path, reason in (
+        (tmp_path, "is a directory; give a file"),
+        (tmp_path / "missing.txt", "no such file"),
+        (latin, "not UTF-8 text"),
+    ):
+        result = CliRunner().invoke(app, ["search", "--queries", str(path), "--index", str(tmp_path / "none")])
+        assert result.exit_code == 2, result.output
+        assert f"--queries {path}: {reason}" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "none").exists()  # checked before any work: no index was created
