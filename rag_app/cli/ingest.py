@@ -106,8 +106,18 @@ def ingest(
     sources = [*(paths or []), *([demo_corpus_path()] if demo else [])]
     if not sources:
         raise typer.BadParameter("give at least one PATH, or --demo")
+    # A directory holding no file at all (say, an empty one named like a file) yields nothing: said, and
+    # refused (exit 1), rather than an ingest of nothing that exits 0 in silence.
+    empty = [path for path in sources if path.is_dir() and not any(p.is_file() for p in path.rglob("*"))]
+    for path in empty:
+        _err(f"{path}: an empty directory: nothing to ingest")
+    sources = [path for path in sources if path not in empty]
+    if not sources:
+        raise typer.Exit(EXIT_REFUSED)
     if parse_only:
         _parse_only(settings, sources, as_json)
+        if empty:
+            raise typer.Exit(EXIT_REFUSED)
         return
     rag = MathRAG(settings)
     report = rag.ingest(sources, show_progress=not as_json)
@@ -117,7 +127,7 @@ def ingest(
         for problem in report.problems:
             _err(str(problem))
         typer.echo(f"{report.summary()}; index: {rag.settings.resolved_index_dir} ({rag.index.count()} statements)")
-    if report.errors:
+    if report.errors or empty:
         raise typer.Exit(EXIT_REFUSED)
 
 

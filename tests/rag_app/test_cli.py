@@ -343,3 +343,15 @@ def test_a_queries_file_that_cannot_be_read_is_a_usage_error_naming_it(tmp_path:
         assert result.exit_code == 2, result.output
         assert f"--queries {path}: {reason}" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "none").exists()  # checked before any work: no index was created
+
+
+def test_an_empty_directory_named_like_a_file_is_said_and_refused(tmp_path: Path) -> None:
+    """Issue 62, defect 6: `ingest looks_like_a_file.tex` (an empty directory) exited 0, nothing said."""
+    empty = tmp_path / "looks_like_a_file.tex"
+    empty.mkdir()
+    (empty / "sub").mkdir()  # directories only: still nothing to read
+    index = tmp_path / "index"
+    result = CliRunner().invoke(app, ["ingest", str(empty), "--index", str(index)])
+    assert result.exit_code == 1, result.output
+    assert f"{empty}: an empty directory: nothing to ingest" in result.output
+    assert not (index / "manifest.json").exists()  # nothing was written
