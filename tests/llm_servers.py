@@ -180,9 +180,10 @@ class HangingServer:
 
 class MalformedServer:
     """An HTTP server on loopback that answers like a broken LLM server: ``/v1/models`` with an HTML page
-    (``html_models``), or a model list and then a chat stream of ``data: {not json``."""
+    (``html_models``), or a model list and then a chat stream of ``data: {not json`` (``html_reply``: an
+    HTML error page with status 200 for every completion)."""
 
-    def __init__(self, html_models: bool = False) -> None:
+    def __init__(self, html_models: bool = False, html_reply: bool = False) -> None:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
@@ -203,6 +204,9 @@ class MalformedServer:
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if html_reply:  # a proxy's error page, sent with status 200 and labelled JSON
+                    self._send(b"<html><body>502 Bad Gateway</body></html>", "application/json")
+                    return
                 self._send(b"data: {not json\n\ndata: [DONE]\n\n", "text/event-stream")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

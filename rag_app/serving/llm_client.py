@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -171,6 +172,7 @@ class ChatClient:
                     ),
                     deadline,
                 )
+                self._check_is_a_stream(stream)
                 shown = finished = False
                 try:
                     for chunk in stream:
@@ -246,6 +248,11 @@ class ChatClient:
                 response = None
             except (openai.APIError, httpx.HTTPError) as error:
                 raise LLMUnavailableError(f"the LLM server at {self.base_url} failed: {_describe(error)}") from error
+            except json.JSONDecodeError as error:  # a proxy's error page with status 200, a cut body
+                sent = " ".join(str(error.doc)[:160].split())
+                raise LLMUnavailableError(
+                    f"the LLM server at {self.base_url} answered with something other than the API's JSON: {sent!r}"
+                ) from error
         if response is None:
             return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
         try:
@@ -301,6 +308,25 @@ class ChatClient:
             raise self._timed_out(deadline, "before it answered", waited) from error
         except RETRYABLE as error:
             raise LLMUnavailableError(f"the LLM server at {self.base_url} is not reachable: {error}") from error
+
+    def _check_is_a_stream(self, stream: Any) -> None:
+        """Refuse a reply that is not an event stream (a proxy's error page sent with status 200): read as a
+        stream it holds no event, and the answer would look merely empty. Says what the server sent."""
+        response = getattr(stream, "response", None)
+        if response is None:
+            return
+        kind = response.headers.get("content-type", "")
+        if "text/event-stream" in kind:
+            return
+        try:
+            start = response.read()[:160].decode("utf-8", errors="replace")
+        except httpx.HTTPError:
+            start = ""
+        stream.close()
+        raise LLMUnavailableError(
+            f"the LLM server at {self.base_url} answered with {kind or 'no content type'}, not an answer stream: "
+            f"{' '.join(start.split())!r}"
+        )
 
     def _timed_out(self, deadline: Deadline, when: str, waited: str) -> LLMUnavailableError:
         """A timeout in words: past the call's deadline (a local server is then taken for hung), or one wait

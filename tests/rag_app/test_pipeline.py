@@ -75,11 +75,14 @@ def test_ask_searches_once_reads_the_store_once_and_embeds_the_question_once(
     assert sorted(calls) == ["embed_query", "get_with_vectors", "run"]
 
 
-@pytest.mark.parametrize("html_models", [True, False], ids=["models-as-html", "stream-not-json"])
+@pytest.mark.parametrize(
+    ("html_models", "html_reply"), [(True, False), (False, False), (False, True)],
+    ids=["models-as-html", "stream-not-json", "reply-an-html-page"],
+)  # fmt: skip
 def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
-    demo_index_dir: Path, tmp_path: Path, html_models: bool
+    demo_index_dir: Path, tmp_path: Path, html_models: bool, html_reply: bool
 ) -> None:
-    server = MalformedServer(html_models)
+    server = MalformedServer(html_models, html_reply)
     try:
         settings = make_settings(tmp_path, index_dir=demo_index_dir)
         settings.llm.base_url, settings.llm.retries = server.url, 0
@@ -88,6 +91,8 @@ def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
             answer = MathRAG(settings).ask("What is the class equation?")
             assert answer.status is AnswerStatus.LLM_UNAVAILABLE, (style, answer.text)
             expected = "not an OpenAI-compatible" if html_models else "malformed answer"
+            if html_reply:  # issue 62, defect 5: a JSONDecodeError traceback; now what the server sent
+                expected = "502 Bad Gateway"
             assert answer.llm_error and expected in answer.llm_error and server.url in answer.llm_error
             assert answer.sources and answer.sources[0].record.paper_id == "finite-groups"
     finally:
