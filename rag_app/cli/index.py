@@ -220,8 +220,9 @@ def build_dense2(
         return
     directory.mkdir(parents=True, exist_ok=True)
 
-    def already_building() -> None:
-        _err(f"another build-dense2 is running on {settings.resolved_index_dir}; waiting for it to end")
+    def already_building() -> None:  # no wait with no end: the running build embeds the same statements
+        _err(f"another build-dense2 is running on {settings.resolved_index_dir} (progress: {directory / 'build.log'})")
+        raise typer.Exit(EXIT_BUSY)
 
     with exclusive(directory, on_wait=already_building, lock_file="build.lock"), MathRAG(settings) as rag:
         try:

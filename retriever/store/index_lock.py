@@ -24,7 +24,7 @@ def exclusive(directory: Path, on_wait: Callable[[], None] | None = None, lock_f
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if on_wait is not None:
-                on_wait()
+                on_wait()  # may raise instead of waiting (a job that must not wait with no end)
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
