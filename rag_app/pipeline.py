@@ -9,9 +9,11 @@ with MathRAG.open("~/my-index") as rag:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
 
@@ -48,6 +50,8 @@ from retriever.store.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.store.statement_index import require_index
 from retriever.text.query_notation import read_typed_notation
 from retriever.types import Query, VectorUpdate, run_search
+
+logger = logging.getLogger(__name__)
 
 
 def latex_ingestor(ingestion: IngestionSettings) -> LatexIngestor | ParallelLatexIngestor:
@@ -97,8 +101,21 @@ class MathRAG(GraphQueries):
                 connection=self.settings.store.connection(),
                 duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
                 companion=self.companion_index(),
+                writer_wait_s=self.settings.ingestion.writer_wait_s,
             )
         return self._index
+
+    def _writing(self) -> AbstractContextManager[None]:
+        """The index's writer lock for a whole ingest: a second ingest into this index waits for this one."""
+
+        def say_waiting() -> None:
+            logger.warning(
+                "another ingest is writing the index %s; waiting for it to finish (at most %g s) ...",
+                self.settings.resolved_index_dir,
+                self.settings.ingestion.writer_wait_s,
+            )
+
+        return self.index.writing(on_wait=say_waiting)
 
     @property
     def search_stack(self) -> SearchStack:
@@ -180,7 +197,18 @@ class MathRAG(GraphQueries):
         report = IngestReport()
         ingestion = self.settings.ingestion
         latex = latex_ingestor(ingestion)
-        writer = StatementWriter(self.index, ingestion.batch_statements, show_progress=show_progress)
+        with self._writing():
+            return self._ingest_held(paths, report, latex, show_progress, started)
+
+    def _ingest_held(
+        self,
+        paths: Iterable[str | Path],
+        report: IngestReport,
+        latex: LatexIngestor | ParallelLatexIngestor,
+        show_progress: bool,
+        started: float,
+    ) -> IngestReport:
+        writer = StatementWriter(self.index, self.settings.ingestion.batch_statements, show_progress=show_progress)
         papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
         for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
             report.problems.extend(paper.problems)
@@ -220,7 +248,7 @@ class MathRAG(GraphQueries):
             raise NotADirectoryError(f"{source}: not a directory of arXiv e-prints")
         if metadata is not None and not metadata.is_file():
             raise FileNotFoundError(f"{metadata}: no such metadata file")
-        with month_ingest(self.index, self.settings, metadata, on_cluster) as run:
+        with self._writing(), month_ingest(self.index, self.settings, metadata, on_cluster) as run:
             for month in months:
                 yield run.run(month, source, show_progress)
 
@@ -264,7 +292,8 @@ class MathRAG(GraphQueries):
         dump = Path(dump).expanduser()
         if not dump.is_file():
             raise FileNotFoundError(f"{dump}: no such file")
-        return MseIngest(self.index, self.settings.ingestion.batch_statements).run(dump, filters, show_progress)
+        with self._writing():
+            return MseIngest(self.index, self.settings.ingestion.batch_statements).run(dump, filters, show_progress)
 
     def search(
         self,

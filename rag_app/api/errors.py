@@ -6,6 +6,7 @@ from __future__ import annotations
 from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
 from retriever.store.bm25_segment import BM25SegmentError
 from retriever.store.hnsw_files import VectorIndexDamagedError
+from retriever.store.index_lock import IndexWriterBusyError
 from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 from retriever.store.statement_index import IndexDamagedError, IndexNotFoundError
 
@@ -25,6 +26,7 @@ STATUS_OF: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
             VectorIndexDamagedError,
             StoreFileDamagedError,
             StoreFileBusyError,
+            IndexWriterBusyError,
         ),
         503,
     ),

@@ -21,6 +21,7 @@ from retriever.models.learned_ranker import LearnedRankerError
 from retriever.models.query_adapter import QueryAdapterError
 from retriever.store.bm25_segment import BM25SegmentError
 from retriever.store.hnsw_files import VectorIndexDamagedError
+from retriever.store.index_lock import IndexWriterBusyError
 from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 from retriever.store.statement_index import IndexDamagedError, IndexNotFoundError, require_index
 
@@ -30,6 +31,7 @@ EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there, a mo
 EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run; nothing was written
 EXIT_NO_LLM = 4  # `ask`: the answer needed the language model and none could be had (sources still printed)
 EXIT_BUSY = 5  # another process held a file of the index past the wait (a writer at work): try again
+EXIT_WRITER_BUSY = 6  # another ingest was writing the index for longer than ingestion.writer_wait_s: run again
 
 # Known failures, each one sentence naming what to do: the exit code each gets.
 EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
@@ -38,6 +40,7 @@ EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
       AmbiguousLabelError), EXIT_USAGE),
     ((IndexDamagedError, BM25SegmentError, VectorIndexDamagedError, StoreFileDamagedError), EXIT_DAMAGED),
     ((StoreFileBusyError,), EXIT_BUSY),
+    ((IndexWriterBusyError,), EXIT_WRITER_BUSY),
 )  # fmt: skip
 
 

@@ -27,6 +27,12 @@ class IngestionSettings(BaseModel):
         True, description="parse each paper in a worker process under the time limit (off: in this process, no limit)"
     )
     batch_statements: int = Field(512, ge=1, description="statements embedded and committed together")
+    writer_wait_s: float = Field(
+        900.0,
+        ge=0,
+        description="how long an ingest waits for another ingest writing the same index before it gives up "
+        "(exit 6); one writer at a time per index",
+    )
     nice: int = Field(
         10,
         ge=0,

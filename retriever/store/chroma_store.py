@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from chromadb.api.models.Collection import Collection
+from chromadb.errors import InternalError
 
 from ingestion.records import Citation, LabelReference, Source, StatementKind, StatementRecord
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
@@ -159,7 +160,10 @@ class ChromaStatementStore:
         add no measurable time to it: 33.5 ms against 34.5 ms for 100 records of 17,780)."""
         if not ids:
             return [], {}
-        result = self._collection.get(ids=list(ids), include=["documents", "metadatas", "embeddings"])
+        try:
+            result = self._collection.get(ids=list(ids), include=["documents", "metadatas", "embeddings"])
+        except InternalError:
+            return self._get_beside_a_writer(ids)
         by_id: dict[str, StatementRecord] = {}
         vectors: dict[str, np.ndarray] = {}
         rows = zip(result["ids"], result["documents"], result["metadatas"], result["embeddings"], strict=True)
@@ -167,6 +171,21 @@ class ChromaStatementStore:
             by_id[doc_id] = _from_metadata(doc_id, document, metadata)
             vectors[doc_id] = np.asarray(vector, dtype=np.float32)
         return [by_id[i] for i in ids if i in by_id], vectors
+
+    def _get_beside_a_writer(self, ids: Sequence[str]) -> tuple[list[StatementRecord], dict[str, np.ndarray]]:
+        """The read of :meth:`get_with_vectors` while another process writes: Chroma commits a statement's
+        record (SQLite) before this process's copy of the vector index has it, and a read of both fails
+        with "Error finding id". The records are read alone, the vectors one by one, and a statement whose
+        vector this process cannot see yet is left out (found again once the writer's batch is complete)."""
+        vectors: dict[str, np.ndarray] = {}
+        for doc_id in ids:
+            try:
+                found = self._collection.get(ids=[doc_id], include=["embeddings"])
+            except InternalError:
+                continue
+            if found["ids"]:
+                vectors[doc_id] = np.asarray(found["embeddings"][0], dtype=np.float32)
+        return [record for record in self.get(ids) if record.id in vectors], vectors
 
     def iter_records(self, batch_size: int = 2000) -> Iterator[StatementRecord]:
         """Every record in insertion order, read in pages fetched by id (see ``_ordered_ids``)."""

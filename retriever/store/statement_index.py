@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +43,7 @@ from retriever.store.derived_stores import (
     WordIndexStore,
 )
 from retriever.store.duplicate_groups import DuplicateGroups
+from retriever.store.index_lock import IndexWriterBusyError, WriterLock
 from retriever.store.lexical_indexes import (  # noqa: F401 - FORMULA_LEXICAL, FORMULA_STATS, LEXICAL_STALE: their old home
     FORMULA_LEXICAL,
     FORMULA_STATS,
@@ -101,6 +103,7 @@ class StatementIndex:
         connection: ChromaConnection = EMBEDDED,
         duplicates: DuplicateGroups | None = None,
         companion: CompanionIndex | None = None,
+        writer_wait_s: float = 900.0,
     ) -> None:
         self.directory = directory
         self.duplicates = duplicates  # kept in step with the store: found at add, forgotten at delete
@@ -114,6 +117,7 @@ class StatementIndex:
         if directory.exists() and not directory.is_dir():
             raise IndexDamagedError(f"{directory} is a file, not an index directory; give --index a directory")
         directory.mkdir(parents=True, exist_ok=True)
+        self.writer = WriterLock(directory, writer_wait_s)  # one writer at a time, across processes
         built_with = self.manifest().get("embedder")
         if built_with and built_with != embedder.identity:
             raise IndexMismatchError(
@@ -151,19 +155,26 @@ class StatementIndex:
         return str(self.manifest().get("collection", COLLECTION))
 
     # ----------------------------------------------------------------- writing
+    def writing(self, on_wait: Callable[[], None] | None = None) -> AbstractContextManager[None]:
+        """Hold the index's writer lock for a whole job (an ingest): every write inside it is this
+        job's; another process's ingest waits (``on_wait`` is told once) until it ends."""
+        return self.writer.hold(on_wait)
+
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> AddResult:
         """Embed and store the records not yet indexed (ids are content hashes), and replace those stored
         under the same id whose shown fields changed (:func:`shown_fields`: a renamed theorem). A changed
         record whose embedded text is the same (new references, say) keeps its stored vector: a re-ingest
         after an upgrade re-embeds nothing it need not."""
-        rows, changed, kept_vectors = self._to_write(records)
-        to_write = [records[row] for row in rows]
-        if to_write:
-            fresh = [record for record in to_write if record.id not in kept_vectors]
-            embedded = self.embedder.embed_documents([r.search_text() for r in fresh], show_progress) if fresh else []
-            by_id = {**dict(zip([r.id for r in fresh], embedded, strict=True)), **kept_vectors}
-            self._delete(sorted(changed))  # every derived store forgets the old version first
-            self._store(to_write, np.stack([by_id[record.id] for record in to_write]))
+        with self.writer.hold():  # what is stored is read and written by one writer
+            rows, changed, kept_vectors = self._to_write(records)
+            to_write = [records[row] for row in rows]
+            if to_write:
+                fresh = [record for record in to_write if record.id not in kept_vectors]
+                texts = [r.search_text() for r in fresh]
+                embedded = self.embedder.embed_documents(texts, show_progress) if fresh else []
+                by_id = {**dict(zip([r.id for r in fresh], embedded, strict=True)), **kept_vectors}
+                self._delete(sorted(changed))  # every derived store forgets the old version first
+                self._store(to_write, np.stack([by_id[record.id] for record in to_write]))
         return AddResult(len(to_write) - len(changed), len(records) - len(to_write), len(changed))
 
     def add_embedded(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> AddResult:
@@ -173,10 +184,11 @@ class StatementIndex:
         """
         if len(records) != len(vectors):
             raise ValueError(f"{len(records)} records but {len(vectors)} vectors")
-        rows, changed, _ = self._to_write(records)
-        if rows:
-            self._delete(sorted(changed))
-            self._store([records[row] for row in rows], np.asarray(vectors, dtype=np.float32)[rows])
+        with self.writer.hold():
+            rows, changed, _ = self._to_write(records)
+            if rows:
+                self._delete(sorted(changed))
+                self._store([records[row] for row in rows], np.asarray(vectors, dtype=np.float32)[rows])
         return AddResult(len(rows) - len(changed), len(records) - len(rows), len(changed))
 
     def _to_write(self, records: Sequence[StatementRecord]) -> tuple[list[int], set[str], dict[str, np.ndarray]]:
@@ -201,6 +213,10 @@ class StatementIndex:
     def _store(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         """Chroma first, then every derived store that follows this write. The lexical indexes are
         marked stale until they have the new statements too: a kill in between is caught up later."""
+        with self.writer.hold():
+            self._store_held(records, vectors)
+
+    def _store_held(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         in_step = self.lexical.in_step(self.count)
         if not (self.directory / MANIFEST).exists():  # a new index names its embedder before any vector
             self.write_manifest()
@@ -214,6 +230,10 @@ class StatementIndex:
     def _delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
+        with self.writer.hold():
+            self._delete_held(ids)
+
+    def _delete_held(self, ids: Sequence[str]) -> None:
         in_step = self.lexical.in_step(self.count)
         removed = self.store.get(ids) if in_step else []  # their formula counts leave the statistics
         self.lexical.mark_stale()
@@ -251,8 +271,9 @@ class StatementIndex:
         with: a kill between the Chroma write and theirs leaves them behind). ``quick``: only those whose
         counts differ; otherwise each is compared id by id (``rag-app repair``)."""
         steps = dict.fromkeys(store.catch_up for store in self.derived if store.kept())  # the lexical pair once
-        for catch_up in steps:
-            catch_up(quick=quick, show_progress=show_progress)
+        with self.writer.hold():
+            for catch_up in steps:
+                catch_up(quick=quick, show_progress=show_progress)
 
     def sync_lexical(self, show_progress: bool = False, quick: bool = True) -> None:
         """Make sure BM25 and the formula index hold the store's statements.
@@ -262,11 +283,23 @@ class StatementIndex:
         rebuilds them in any case (a repair found their ids differ).
         """
         if not quick or self.lexical.stale or len(self.lexical_index()) != self.count():
-            self.rebuild_lexical(show_progress)
+            if self.writer.held_elsewhere():
+                # An ingest in another process is between its Chroma write and BM25's: it brings them in
+                # step itself. Searching reads what is there now, and looks again next time.
+                return
+            try:
+                with self.writer.hold(wait_s=0):
+                    self.rebuild_lexical(show_progress)
+            except IndexWriterBusyError:
+                return  # a writer started meanwhile: as above
         self._lexical_checked = True  # searches and the catch-ups after it need not check again
 
     def rebuild_lexical(self, show_progress: bool = False) -> None:
         """Rebuild the BM25 index and the lexical formula index from every record in the store."""
+        with self.writer.hold():
+            self._rebuild_lexical_held(show_progress)
+
+    def _rebuild_lexical_held(self, show_progress: bool) -> None:
         self.lexical.rebuild(self.store.iter_records(), self.count(), show_progress)
         if (self.directory / MANIFEST).exists():  # its count too: a crash may have left the old one
             self.write_manifest(statements=len(self.lexical_index()))

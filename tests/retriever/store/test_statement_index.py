@@ -275,3 +275,49 @@ def test_add_embedded_stores_vectors_computed_elsewhere(tmp_path: Path, embedder
     assert first_stage(index).search("bounded entire function", 1, SearchMode.DENSE)[0].record == RECORDS[2]
     with pytest.raises(ValueError, match="3 records but 2 vectors"):
         index.add_embedded(RECORDS, vectors[:2])
+
+
+class _VectorsNotYetSeen:
+    """A Chroma collection as a reader sees it while another process writes (issue 62, defect 1): the
+    records of ``unseen`` are committed, but this process's copy of the vector index lacks them."""
+
+    def __init__(self, collection: object, unseen: set[str]) -> None:
+        self._collection, self._unseen = collection, unseen
+
+    def get(self, ids: list[str] | None = None, include: list[str] | None = None, **kwargs: object) -> object:
+        from chromadb.errors import InternalError
+
+        if "embeddings" in (include or []) and self._unseen & set(ids or []):
+            raise InternalError("Error executing plan: Internal error: Error finding id")
+        return self._collection.get(ids=ids, include=include, **kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._collection, name)
+
+
+def test_a_search_beside_a_writer_leaves_out_what_it_cannot_read_yet(tmp_path: Path, embedder: Embedder) -> None:
+    index = StatementIndex(tmp_path / "index", embedder)
+    index.add(RECORDS)
+    store = index.store
+    unseen = RECORDS[2].id
+    store._opened = _VectorsNotYetSeen(store._opened, {unseen})  # type: ignore[assignment]
+    records, vectors = store.get_with_vectors([r.id for r in RECORDS])
+    assert [r.id for r in records] == [RECORDS[0].id, RECORDS[1].id] and set(vectors) == {r.id for r in records}
+    hits = first_stage(index).run("bounded entire function constant compact Hausdorff", k=3, mode=SearchMode.BM25)
+    assert [hit.record.id for hit in hits.hits] == [RECORDS[1].id]  # the Liouville match left out, no error
+
+
+def test_a_reader_leaves_the_lexical_indexes_to_the_writer_at_work(tmp_path: Path, embedder: Embedder) -> None:
+    # A search's first look at BM25 while another process's ingest is between its Chroma and BM25 writes
+    # used to rebuild BM25 under the writer; now the writer's lock is left alone and the reader reads.
+    directory = tmp_path / "index"
+    StatementIndex(directory, embedder).add(RECORDS)
+    reader, writer = StatementIndex(directory, embedder), StatementIndex(directory, embedder)
+    reader.lexical.mark_stale()  # as a writer leaves it mid-batch
+    rebuilt: list[bool] = []
+    reader.rebuild_lexical = lambda show_progress=False: rebuilt.append(True)  # type: ignore[method-assign]
+    with writer.writing():
+        assert reader.searchable_count() == len(RECORDS)
+        assert rebuilt == [] and not reader._lexical_checked  # looked at again on the next search
+    reader.searchable_count()
+    assert rebuilt == [True]

@@ -1,0 +1,107 @@
+"""Real processes on one index (issue 62, defects 1 and 2): searches in a loop beside an ingest, two
+ingests at once, and an ingest that gives up waiting for another (exit 6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rag_app import MathRAG
+from rag_app.pipeline import demo_corpus_path
+from tests.conftest import make_settings
+from tests.retriever.store.test_index_lock import held_by_another_process
+
+
+def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "RAG_APP_DATA_DIR": str(tmp_path / "data"),
+        "RAG_APP_INGESTION__ISOLATE_PAPERS": "false",
+        **extra,
+    }
+
+
+def _ingest_command(index: Path, *paths: Path) -> list[str]:
+    return [sys.executable, "-m", "rag_app.cli", "ingest", *map(str, paths), "--index", str(index), "--json"]
+
+
+def _status(index: Path, env: dict[str, str]) -> dict[str, object]:
+    command = [sys.executable, "-m", "rag_app.cli", "status", "--index", str(index), "--json"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_an_ingest_that_waits_past_its_deadline_exits_6_and_writes_nothing(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    env = _environment(tmp_path, RAG_APP_INGESTION__WRITER_WAIT_S="1")
+    paper = demo_corpus_path() / "graph-theory"
+    with held_by_another_process(index):
+        done = subprocess.run(_ingest_command(index, paper), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "waiting for it to finish" in done.stderr
+    assert f"another ingest is writing the index {index}" in done.stderr and "Traceback" not in done.stderr
+    assert not (index / "manifest.json").exists()  # nothing written
+
+
+@pytest.mark.slow
+def test_two_ingests_of_different_papers_at_once_both_end_well(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    env = _environment(tmp_path, RAG_APP_INGESTION__BATCH_STATEMENTS="8")  # many small writes to interleave
+    halves = ([], [])  # type: tuple[list[Path], list[Path]]
+    for number, paper in enumerate(sorted(demo_corpus_path().iterdir())):
+        halves[number % 2].append(paper)
+    ingests = [
+        subprocess.Popen(_ingest_command(index, *half), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for half in halves
+    ]
+    outputs = [process.communicate(timeout=900) for process in ingests]
+    assert [process.returncode for process in ingests] == [0, 0], outputs
+    assert all(b"Traceback" not in stderr for _, stderr in outputs), outputs
+    added = sum(json.loads(stdout.decode().strip().splitlines()[-1])["added"] for stdout, _ in outputs)
+    status = _status(index, env)
+    assert status["in_step"], status
+    stores = {store["store"]: store["statements"] for store in status["stores"]}  # type: ignore[union-attr]
+    assert stores["chroma"] == added > 0
+
+
+@pytest.mark.slow
+def test_searches_in_a_loop_beside_a_real_ingest_never_fail(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    reader = MathRAG(settings)
+    reader.ingest([demo_corpus_path() / "complex-analysis"])
+    corpus = tmp_path / "corpus"
+    for paper in sorted(demo_corpus_path().iterdir()):
+        if paper.name != "complex-analysis":
+            shutil.copytree(paper, corpus / paper.name)
+    env = _environment(tmp_path, RAG_APP_INGESTION__BATCH_STATEMENTS="4")
+    ingest = subprocess.Popen(
+        _ingest_command(settings.index_dir, corpus), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    queries = ["bounded entire function", "Sylow subgroup order $p^k$", "$\\sum 1/p$ diverges", "spanning tree"]
+    searches, failures = 0, []
+    try:
+        while ingest.poll() is None:
+            for mode in ("hybrid-formula", "dense", "bm25"):
+                try:
+                    reader.search(queries[searches % len(queries)], k=10, mode=mode)
+                except Exception as error:  # every failure is counted and shown
+                    failures.append(f"{mode}: {type(error).__name__}: {error}")
+                searches += 1
+    finally:
+        _, stderr = ingest.communicate(timeout=900)
+    assert ingest.returncode == 0, stderr.decode()
+    assert failures == [] and searches > 10, (searches, failures[:5])
+    deadline = time.monotonic() + 5
+    while reader.index.count() != MathRAG(settings).index.count() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    hits = reader.search("Sylow subgroup", k=3, mode="bm25")
+    assert hits and hits[0].record.paper_id != "complex-analysis"  # the other process's papers are found
