@@ -3,6 +3,7 @@ the map from known errors to exit codes (README, "Exit codes")."""
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -145,3 +146,52 @@ def _read_text_file(path: Path, option: str) -> str:
         reason = f"cannot be read ({error.strerror or error})"
     _err(f"error: {option} {path}: {reason}")
     raise typer.Exit(EXIT_USAGE)
+
+
+def _file_problem(path: Path, text: bool) -> str | None:
+    """Why ``path`` cannot be read as an input file (None: it can); ``text``: it must also be UTF-8."""
+    if path == Path("-"):
+        return None  # standard input, where a command takes it
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "is a directory; give a file"
+    try:
+        with path.open("rb") as handle:
+            if not text:
+                handle.read(1)
+                return None
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            offset = 0
+            while chunk := handle.read(1 << 20):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as error:
+                    return f"not UTF-8 text (byte {offset + error.start}: {error.reason}); save it as UTF-8"
+                offset += len(chunk)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError as error:
+        return f"not UTF-8 text (it ends inside a character: {error.reason}); save it as UTF-8"
+    except PermissionError:
+        return "not readable (permission denied)"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    return None
+
+
+def _checked(value: Path | list[Path] | None, text: bool) -> Path | list[Path] | None:
+    for path in [] if value is None else value if isinstance(value, list) else [value]:
+        if problem := _file_problem(path, text):
+            raise typer.BadParameter(f"{path}: {problem}")
+    return value
+
+
+def text_files(value: Path | list[Path] | None) -> Path | list[Path] | None:
+    """An option's or argument's input files (query sets, qrels, runs, question files), checked before any
+    work: missing, a directory, unreadable or not UTF-8 is a usage error (exit 2) naming the path and why."""
+    return _checked(value, text=True)
+
+
+def input_files(value: Path | list[Path] | None) -> Path | list[Path] | None:
+    """As :func:`text_files`, for files that may be compressed (dumps, metadata snapshots): not decoded."""
+    return _checked(value, text=False)

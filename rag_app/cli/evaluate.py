@@ -16,6 +16,7 @@ from rag_app.cli.common import (
     _err,
     _settings,
     app,
+    text_files,
 )
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
@@ -24,7 +25,9 @@ from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverEr
 
 @app.command("eval")
 def eval_command(
-    sets: Annotated[Optional[list[Path]], typer.Argument(help="query set files (eval/sets/*.jsonl)")] = None,
+    sets: Annotated[
+        Optional[list[Path]], typer.Argument(help="query set files (eval/sets/*.jsonl)", callback=text_files)
+    ] = None,
     dev: Annotated[
         bool, typer.Option("--dev", help="build the development sets from ../shared and evaluate them all")
     ] = False,
@@ -32,18 +35,29 @@ def eval_command(
         Optional[list[str]],
         typer.Option("--retriever", "-r", help="retriever by name (bm25, dense, hybrid, ...) or run:PATH; repeatable"),
     ] = None,
-    qrels: Annotated[Optional[Path], typer.Option("--qrels", help="TREC qrels file (ARQMath judgments)")] = None,
-    topics: Annotated[Optional[Path], typer.Option("--topics", help="ARQMath topic XML giving the query texts")] = None,
-    run: Annotated[Optional[list[Path]], typer.Option("--run", help="TREC run file to score; repeatable")] = None,
+    qrels: Annotated[
+        Optional[Path], typer.Option("--qrels", help="TREC qrels file (ARQMath judgments)", callback=text_files)
+    ] = None,
+    topics: Annotated[
+        Optional[Path], typer.Option("--topics", help="ARQMath topic XML giving the query texts", callback=text_files)
+    ] = None,
+    run: Annotated[
+        Optional[list[Path]], typer.Option("--run", help="TREC run file to score; repeatable", callback=text_files)
+    ] = None,
     protocol: Annotated[
         Optional[Protocol], typer.Option("--protocol", help="measures for --qrels (default arqmath)")
     ] = None,
     seen_papers: Annotated[
-        Optional[Path], typer.Option("--seen-papers", help="papers seen in training, one id per line")
+        Optional[Path],
+        typer.Option("--seen-papers", help="papers seen in training, one id per line", callback=text_files),
     ] = None,
     split: Annotated[
         Optional[Path],
-        typer.Option("--split", help="split.json of a fine-tuned embedding: trained / seen / unseen groups"),
+        typer.Option(
+            "--split",
+            help="split.json of a fine-tuned embedding: trained / seen / unseen groups",
+            callback=text_files,
+        ),
     ] = None,
     embedder: Annotated[
         Optional[list[str]],

@@ -22,6 +22,7 @@ from rag_app.cli.common import (
     _overridden,
     _settings,
     app,
+    input_files,
 )
 from rag_app.ingest.dask_ingest import ClusterError
 
@@ -51,7 +52,8 @@ def ingest(
         Optional[Path], typer.Option("--source", help="with `arxiv`: directory of bulk tars or per-paper e-prints")
     ] = None,
     metadata: Annotated[
-        Optional[Path], typer.Option("--metadata", help="with `arxiv`: arXiv metadata snapshot (JSON lines)")
+        Optional[Path],
+        typer.Option("--metadata", help="with `arxiv`: arXiv metadata snapshot (JSON lines)", callback=input_files),
     ] = None,
     download: Annotated[
         bool, typer.Option("--download", help="with `arxiv`: fetch the month's listing and e-prints into --source")
@@ -169,9 +171,7 @@ def _ingest_mse(
         raise typer.BadParameter("`ingest mse` needs the path of a Posts.xml (plain, .gz or .7z)")
     if until is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", until):
         raise typer.BadParameter(f"--until must be YYYY-MM-DD, got {until!r}")
-    for dump in dumps:
-        if not dump.is_file():
-            raise typer.BadParameter(f"{dump}: no such file")
+    input_files(dumps)  # missing, a directory, unreadable: exit 2 with the path and why
     wanted = frozenset(tag.strip() for value in tags or [] for tag in value.split(",") if tag.strip())
     filters = MseFilters(min_score=min_score, until=until, tags=wanted)
     rag = MathRAG(settings)

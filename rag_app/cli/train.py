@@ -19,6 +19,7 @@ from rag_app.cli.common import (
     _overridden,
     _searched_settings,
     _settings,
+    text_files,
     train_app,
 )
 from rag_app.evaluation import QuerySetError
@@ -43,7 +44,11 @@ def train_embed(
     ] = None,
     questions_file: Annotated[
         Optional[Path],
-        typer.Option("--questions-file", help="train on the LLM questions this file holds (none generated)"),
+        typer.Option(
+            "--questions-file",
+            help="train on the LLM questions this file holds (none generated)",
+            callback=text_files,
+        ),
     ] = None,
     hard_negatives: Annotated[Optional[bool], typer.Option("--hard-negatives/--no-hard-negatives")] = None,
     max_pairs: Annotated[Optional[int], typer.Option("--max-pairs", min=2, help="seeded sample of the pairs")] = None,
@@ -296,7 +301,11 @@ def train_questions(
     background: Annotated[bool, typer.Option("--background", help="run detached; progress goes to OUT.log")] = False,
     exclude_set: Annotated[
         Optional[list[Path]],
-        typer.Option("--exclude-set", help="a query set whose judged statements get no question (repeatable)"),
+        typer.Option(
+            "--exclude-set",
+            help="a query set whose judged statements get no question (repeatable)",
+            callback=text_files,
+        ),
     ] = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,

@@ -345,6 +345,40 @@ def test_a_queries_file_that_cannot_be_read_is_a_usage_error_naming_it(tmp_path:
     assert not (tmp_path / "none").exists()  # checked before any work: no index was created
 
 
+FILE_ARGUMENTS = {
+    "eval SET": ["eval", "{path}", "--no-ingest-corpus"],
+    "eval --qrels": ["eval", "--qrels", "{path}"],
+    "eval --topics": ["eval", "--topics", "{path}"],
+    "eval --run": ["eval", "--run", "{path}"],
+    "eval --seen-papers": ["eval", "--seen-papers", "{path}"],
+    "eval --split": ["eval", "--split", "{path}"],
+    "train embed --questions-file": ["train", "embed", "--questions-file", "{path}"],
+    "train questions --exclude-set": ["train", "questions", "--exclude-set", "{path}"],
+    "ingest arxiv --metadata": ["ingest", "arxiv", "--month", "2024-01", "--source", "{tmp}", "--metadata", "{path}"],
+    "ingest mse DUMP": ["ingest", "mse", "{path}"],
+}
+
+
+@pytest.mark.parametrize("command", list(FILE_ARGUMENTS))
+def test_every_commands_file_arguments_are_checked_before_work(tmp_path: Path, command: str) -> None:
+    """Issue 62, defect 6: every command's input files (not only `search --queries`): missing, a directory or
+    (for text files) not UTF-8 is exit 2 naming the path and why, before any work (no index made)."""
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes('{"query": "Poincaré"}\n'.encode("latin-1"))
+    cases = [(tmp_path / "missing.jsonl", "no such file"), (tmp_path, "is a directory; give a file")]
+    if not command.startswith(("ingest mse", "ingest arxiv")):  # dumps and snapshots may be compressed
+        cases.append((latin, "not UTF-8 text"))
+    index = tmp_path / "index"
+    for path, reason in cases:
+        args = [part.format(path=path, tmp=tmp_path) for part in FILE_ARGUMENTS[command]]
+        result = CliRunner().invoke(app, [*args, "--index", str(index)])
+        assert result.exit_code == 2, (path, result.output)
+        said = "".join(result.output.replace("│", "").split())  # unwrapped from the error box
+        assert "".join(f"{path}: {reason}".split()) in said, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert not (index / "manifest.json").exists()
+
+
 def test_an_empty_directory_named_like_a_file_is_said_and_refused(tmp_path: Path) -> None:
     """Issue 62, defect 6: `ingest looks_like_a_file.tex` (an empty directory) exited 0, nothing said."""
     empty = tmp_path / "looks_like_a_file.tex"
