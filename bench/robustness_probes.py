@@ -72,7 +72,8 @@ def probe(runner: Runner, name: str, expected: str, args: list[str], index: Path
           statements: int | None = None, env: dict[str, str] | None = None) -> Probe:  # fmt: skip
     result = runner.run(*args, env=env)
     output = result.stdout + result.stderr
-    reason = any(sign in output for sign in ("error:", " refused", ": not ", "not available", "BEHIND"))
+    signs = ("error:", " refused", ": not ", "not available", "BEHIND", "Invalid value", "nothing to ingest")
+    reason = any(sign in output for sign in signs)
     found = Probe(name, result.returncode, expected, reason, "Traceback (most recent call last)" in output)
     if index is not None:
         found.stores_in_step, found.statements = runner.stores(index)
@@ -84,7 +85,7 @@ def probe(runner: Runner, name: str, expected: str, args: list[str], index: Path
 class BrokenLLM:
     """A loopback server answering like a broken LLM server (an HTML /models, or a stream that is not JSON)."""
 
-    def __init__(self, html_models: bool) -> None:
+    def __init__(self, html_models: bool, html_completions: bool = False) -> None:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
@@ -105,7 +106,10 @@ class BrokenLLM:
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self._send(b"data: {not json\n\n", "text/event-stream")
+                if html_completions:  # a proxy's error page, status 200
+                    self._send(b"<html><body>502 Bad Gateway</body></html>", "text/html")
+                else:
+                    self._send(b"data: {not json\n\n", "text/event-stream")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -278,6 +282,85 @@ def run_probes(work: Path) -> list[Probe]:
             server.close()
     probes.append(probe(runner, "ask: no LLM server", "0|1", ["ask", "What is a tree?", "--index", str(clean)],
                         env={"RAG_APP_LLM__BASE_URL": "http://127.0.0.1:9/v1"}))  # fmt: skip
+    server = BrokenLLM(False, html_completions=True)
+    try:  # issue 62, defect 5: a JSONDecodeError traceback; now an LLM error, the sources kept
+        probes.append(probe(runner, "ask: an LLM server answering an HTML page with status 200", "0|4",
+                            ["ask", "What is a tree?", "--index", str(clean)],
+                            env={"RAG_APP_LLM__BASE_URL": server.url}))  # fmt: skip
+    finally:
+        server.close()
+    probes += _probes_of_issue_62(runner, work, clean, demo_count)
+    return probes
+
+
+def _probes_of_issue_62(runner: Runner, work: Path, clean: Path, demo_count: int | None) -> list[Probe]:
+    """Searches beside an ingest, two ingests at once, damaged duplicate groups, command-line mistakes."""
+    probes: list[Probe] = []
+    # searches in a loop (each `rag-app search` a process of its own) while another process ingests
+    beside = work / "searched"
+    assert runner.run("ingest", str(DEMO / "graph-theory"), "--index", str(beside)).returncode == 0
+    writer = subprocess.Popen([sys.executable, "-m", "rag_app.cli", "ingest", str(DEMO), "--index", str(beside)],
+                              env={**runner.env, "RAG_APP_INGESTION__BATCH_STATEMENTS": "4"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    worst: Probe | None = None
+    searches = 0
+    while writer.poll() is None:
+        found = probe(runner, "search (in a loop) beside an ingest", "0",
+                      ["search", "spanning tree of a graph", "--index", str(beside)])  # fmt: skip
+        searches += 1
+        if worst is None or not found.ok:
+            worst = found
+    assert worst is not None
+    worst.name = f"search beside an ingest ({searches} searches, the worst shown)"
+    worst.stores_in_step, worst.statements = runner.stores(beside)
+    worst.statements_expected = demo_count
+    probes.append(worst)
+
+    # two ingests of different papers into one index at once: one waits for the other
+    both = work / "two-writers"
+    papers = sorted(DEMO.iterdir())
+    halves = [papers[0::2], papers[1::2]]
+    small_batches = {**runner.env, "RAG_APP_INGESTION__BATCH_STATEMENTS": "8"}
+    writers = [
+        subprocess.Popen([sys.executable, "-m", "rag_app.cli", "ingest", *map(str, half), "--index", str(both)],
+                         env=small_batches, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for half in halves
+    ]  # fmt: skip
+    outputs = [process.communicate(timeout=900)[0] for process in writers]
+    for number, (process, output) in enumerate(zip(writers, outputs, strict=True), start=1):
+        found = Probe(f"two ingests at once: ingest {number}", process.returncode, "0", "waiting" in output,
+                      "Traceback (most recent call last)" in output)  # fmt: skip
+        found.stores_in_step, found.statements = runner.stores(both)
+        found.statements_expected = demo_count
+        print(f"{'ok ' if found.ok else 'BAD'} {found.name}: exit {found.exit_code}", flush=True)
+        probes.append(found)
+
+    # a truncated and a zeroed duplicate-groups file: named, exit 3; repair rebuilds it
+    for how in ("truncated", "zeroed"):
+        broken = work / f"groups-{how}"
+        shutil.copytree(clean, broken)
+        groups = broken / "duplicates.sqlite"
+        for journal in broken.glob("duplicates.sqlite-*"):
+            journal.unlink()
+        data = groups.read_bytes()
+        groups.write_bytes(data[: len(data) // 2] if how == "truncated" else b"\x00" * len(data))
+        for command in ("search", "status"):
+            args = [command, *(["group"] if command == "search" else []), "--index", str(broken)]
+            probes.append(probe(runner, f"{command}: a {how} duplicates.sqlite", "3", args))
+        probes.append(probe(runner, f"repair: a {how} duplicates.sqlite", "0", ["repair", "--index", str(broken)],
+                            broken, demo_count))  # fmt: skip
+
+    # command-line mistakes: a file argument that is a directory, missing, or not UTF-8
+    latin = work / "latin1.txt"
+    latin.write_bytes("Poincaré duality\n".encode("latin-1"))
+    for what, path in (("a directory", work), ("a missing file", work / "missing.txt"), ("a Latin-1 file", latin)):
+        probes.append(probe(runner, f"search --queries {what}", "2",
+                            ["search", "--queries", str(path), "--index", str(clean)]))  # fmt: skip
+        probes.append(probe(runner, f"eval --run {what}", "2", ["eval", "--run", str(path), "--index", str(clean)]))
+    empty = work / "looks_like_a_file.tex"
+    empty.mkdir()
+    probes.append(probe(runner, "ingest: an empty directory named like a file", "1",
+                        ["ingest", str(empty), "--index", str(work / "never")]))  # fmt: skip
     return probes
 
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from tqdm import tqdm
 
-from ingestion import LatexIngestor, StatementRecord, ingest_sources
+from ingestion import LatexIngestor, PaperStatements, StatementRecord, ingest_sources
 from ingestion.arxiv_download import ArxivDownloader, DownloadReport
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
@@ -75,6 +77,9 @@ class MathRAG(GraphQueries):
         self._companion: CompanionIndex | None = None
         self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
+        # The index and the search stack are built on first use, once: the API and the chat call from many
+        # threads, and two first searches at once must not open two indexes or load two models.
+        self._building = threading.RLock()
         self._searched_index_must_exist = False  # set by open(index_dir): a mistyped path is an error
 
     @classmethod
@@ -92,8 +97,10 @@ class MathRAG(GraphQueries):
     # ------------------------------------------------------------------ index
     @property
     def index(self) -> StatementIndex:
-        if self._index is None:
-            self._index = StatementIndex(
+        return _built_once(
+            self,
+            "_index",
+            lambda: StatementIndex(
                 self.settings.resolved_index_dir,
                 make_embedder(self.settings),
                 formula_models=self.settings.formula.models,
@@ -102,53 +109,49 @@ class MathRAG(GraphQueries):
                 duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
                 companion=self.companion_index(),
                 writer_wait_s=self.settings.ingestion.writer_wait_s,
-            )
-        return self._index
-
-    def _writing(self) -> AbstractContextManager[None]:
-        """The index's writer lock for a whole ingest: a second ingest into this index waits for this one."""
-
-        def say_waiting() -> None:
-            logger.warning(
-                "another ingest is writing the index %s; waiting for it to finish (at most %g s) ...",
-                self.settings.resolved_index_dir,
-                self.settings.ingestion.writer_wait_s,
-            )
-
-        return self.index.writing(on_wait=say_waiting)
+            ),
+        )
 
     @property
     def search_stack(self) -> SearchStack:
         """This index's searchers, composed from the settings once (see ``rag_app.search.search_stack``)."""
-        if self._search_stack is None:
-            if self._searched_index_must_exist:
-                require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
-            # The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
-            # rewrites are cached under the data directory.
-            rewriter = StatementRewriter(
-                load_prompt("statement_rewrite"),
-                self.llm.client,
-                self.settings.data_dir / "cache" / "statement-rewrites.jsonl",
-            )
-            self._search_stack = SearchStack(
-                self.settings, self.index, self.companion_index(), self.duplicate_groups(), rewriter=rewriter.rewrite
-            )
-        return self._search_stack
+        with self._building:  # built once, even for two first callers in two threads
+            if self._search_stack is None:
+                if self._searched_index_must_exist:
+                    require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
+                # The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
+                # rewrites are cached under the data directory.
+                rewriter = StatementRewriter(
+                    load_prompt("statement_rewrite"),
+                    self.llm.client,
+                    self.settings.data_dir / "cache" / "statement-rewrites.jsonl",
+                )
+                self._search_stack = SearchStack(
+                    self.settings,
+                    self.index,
+                    self.companion_index(),
+                    self.duplicate_groups(),
+                    rewriter=rewriter.rewrite,
+                )
+            return self._search_stack
 
     def companion_index(self) -> CompanionIndex | None:
         """The companion embedding model's vectors (settings ``[second_embedding]``), or None when it is off."""
-        if self._companion is None:
-            embedder = make_second_embedder(self.settings)
-            if embedder is None:
-                return None
-            self._companion = CompanionIndex(
-                self.settings.resolved_index_dir,
-                embedder,
-                self.settings.store.connection(),
-                query_adapter=QueryAdapter.configured(self.settings.second_embedding.query_adapter, embedder.identity),
-                at_ingest=self.settings.second_embedding.at_ingest,
-            )
-        return self._companion
+        with self._building:
+            if self._companion is None:
+                embedder = make_second_embedder(self.settings)
+                if embedder is None:
+                    return None
+                self._companion = CompanionIndex(
+                    self.settings.resolved_index_dir,
+                    embedder,
+                    self.settings.store.connection(),
+                    query_adapter=QueryAdapter.configured(
+                        self.settings.second_embedding.query_adapter, embedder.identity
+                    ),
+                    at_ingest=self.settings.second_embedding.at_ingest,
+                )
+            return self._companion
 
     def build_companion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Embed the statements the companion model's vectors lack (``rag-app build-dense2``)."""
@@ -163,12 +166,13 @@ class MathRAG(GraphQueries):
 
     def duplicate_groups(self) -> DuplicateGroups:
         """The index's duplicate groups (``[duplicates]`` settings)."""
-        if self._duplicates is None:  # opened once: every search reads it
-            duplicates = self.settings.duplicates
-            self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
-            directory = self.settings.resolved_index_dir
-            self._duplicates = DuplicateGroups(directory, duplicates.threshold, duplicates.max_word_difference)
-        return self._duplicates
+        with self._building:
+            if self._duplicates is None:  # opened once: every search reads it
+                duplicates = self.settings.duplicates
+                self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
+                directory = self.settings.resolved_index_dir
+                self._duplicates = DuplicateGroups(directory, duplicates.threshold, duplicates.max_word_difference)
+            return self._duplicates
 
     def rebuild_duplicates(self, show_progress: bool = False) -> int:
         """Recompute every duplicate group from the stored statements (an index ingested before groups
@@ -195,35 +199,11 @@ class MathRAG(GraphQueries):
         """
         started = time.perf_counter()
         report = IngestReport()
-        ingestion = self.settings.ingestion
-        latex = latex_ingestor(ingestion)
-        with self._writing():
-            return self._ingest_held(paths, report, latex, show_progress, started)
-
-    def _ingest_held(
-        self,
-        paths: Iterable[str | Path],
-        report: IngestReport,
-        latex: LatexIngestor | ParallelLatexIngestor,
-        show_progress: bool,
-        started: float,
-    ) -> IngestReport:
-        writer = StatementWriter(self.index, self.settings.ingestion.batch_statements, show_progress=show_progress)
-        papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
-        for paper in tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress):
-            report.problems.extend(paper.problems)
-            if not paper.records:
-                continue
-            report.papers += 1
-            report.statements += len(paper.records)
-            report.references += paper.references
-            report.unresolved_references += paper.unresolved_references
-            report.citations += paper.citations
-            report.arxiv_citations += paper.arxiv_citations
-            writer.add(PendingPaper(paper.paper_id, paper.records))
-        written = writer.finish()
-        report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed
-        report.updated = written.updated
+        latex = latex_ingestor(self.settings.ingestion)
+        with _one_writer(self):
+            writer = StatementWriter(self.index, self.settings.ingestion.batch_statements, show_progress=show_progress)
+            papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
+            _write_papers(writer, tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress), report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -248,7 +228,7 @@ class MathRAG(GraphQueries):
             raise NotADirectoryError(f"{source}: not a directory of arXiv e-prints")
         if metadata is not None and not metadata.is_file():
             raise FileNotFoundError(f"{metadata}: no such metadata file")
-        with self._writing(), month_ingest(self.index, self.settings, metadata, on_cluster) as run:
+        with _one_writer(self), month_ingest(self.index, self.settings, metadata, on_cluster) as run:
             for month in months:
                 yield run.run(month, source, show_progress)
 
@@ -292,7 +272,7 @@ class MathRAG(GraphQueries):
         dump = Path(dump).expanduser()
         if not dump.is_file():
             raise FileNotFoundError(f"{dump}: no such file")
-        with self._writing():
+        with _one_writer(self):
             return MseIngest(self.index, self.settings.ingestion.batch_statements).run(dump, filters, show_progress)
 
     def search(
@@ -426,3 +406,50 @@ class MathRAG(GraphQueries):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+T = TypeVar("T")
+
+
+def _built_once(rag: MathRAG, attribute: str, build: Callable[[], T]) -> T:
+    """``rag.<attribute>``, built by ``build`` on first use, once: the API and the chat call from many threads,
+    and two first searches at once must not open two indexes or load two models."""
+    value = getattr(rag, attribute)
+    if value is None:
+        with rag._building:
+            value = getattr(rag, attribute)
+            if value is None:
+                value = build()
+                setattr(rag, attribute, value)
+    return value
+
+
+def _one_writer(rag: MathRAG) -> AbstractContextManager[None]:
+    """The index's writer lock for a whole ingest: a second ingest into this index waits for this one."""
+
+    def say_waiting() -> None:
+        logger.warning(
+            "another ingest is writing the index %s; waiting for it to finish (at most %g s) ...",
+            rag.settings.resolved_index_dir,
+            rag.settings.ingestion.writer_wait_s,
+        )
+
+    return rag.index.writer.hold(on_wait=say_waiting)
+
+
+def _write_papers(writer: StatementWriter, papers: Iterable[PaperStatements], report: IngestReport) -> None:
+    """Each parsed paper's statements to ``writer`` (in batches), its problems and counts to ``report``."""
+    for paper in papers:
+        report.problems.extend(paper.problems)
+        if not paper.records:
+            continue
+        report.papers += 1
+        report.statements += len(paper.records)
+        report.references += paper.references
+        report.unresolved_references += paper.unresolved_references
+        report.citations += paper.citations
+        report.arxiv_citations += paper.arxiv_citations
+        writer.add(PendingPaper(paper.paper_id, paper.records))
+    written = writer.finish()
+    report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed
+    report.updated = written.updated

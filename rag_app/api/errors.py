@@ -1,14 +1,13 @@
-"""The errors a client of the HTTP API or the MCP server is told about in words, and the status each gets;
-anything else is a 500 (the server logs its traceback)."""
+"""The errors a client of the HTTP API or the MCP server is told about in words, and the status each gets
+(from the one table, :mod:`rag_app.known_errors`); anything else is a 500 (the server logs its traceback).
+What a client reads never shows the server's directories (:func:`redacted`)."""
 
 from __future__ import annotations
 
-from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
-from retriever.store.bm25_segment import BM25SegmentError
-from retriever.store.hnsw_files import VectorIndexDamagedError
-from retriever.store.index_lock import IndexWriterBusyError
-from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
-from retriever.store.statement_index import IndexDamagedError, IndexNotFoundError
+from pathlib import Path
+
+from rag_app.known_errors import KNOWN_ERRORS
+from rag_app.settings import Settings
 
 
 class BadRequestError(ValueError):
@@ -16,18 +15,21 @@ class BadRequestError(ValueError):
 
 
 STATUS_OF: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
-    ((BadRequestError, AmbiguousLabelError), 400),
-    ((StatementNotFoundError,), 404),
-    (
-        (
-            IndexNotFoundError,
-            IndexDamagedError,
-            BM25SegmentError,
-            VectorIndexDamagedError,
-            StoreFileDamagedError,
-            StoreFileBusyError,
-            IndexWriterBusyError,
-        ),
-        503,
-    ),
+    ((BadRequestError,), 400),
+    *((known.kinds, known.http_status) for known in KNOWN_ERRORS),
 )
+
+
+def redacted(text: str, settings: Settings) -> str:
+    """``text`` with the index, data and home directories named, not shown: a client needs to know which store
+    is damaged and what to run, not where the server keeps its files."""
+    places = [
+        (settings.resolved_index_dir, "<index>"),
+        (settings.data_dir.expanduser(), "<data>"),
+        (Path.home(), "~"),
+    ]
+    for directory, name in places:
+        for form in {str(directory), str(directory.resolve())}:
+            if len(form) > 1:  # never "/"
+                text = text.replace(form, name)
+    return text

@@ -13,13 +13,16 @@ Routes (the JSON shapes are the CLI's contracts: ``search --json``, ``show --jso
     POST /v1/ask/stream                the same as server-sent events: sources, text chunks, the answer, its checks
     /mcp                               the MCP server (streamable HTTP), same tools as `rag-app mcp`
 
-Searches run in worker threads, at most ``api.max_concurrent_searches`` at once (two CPUs gain nothing
-from more); answers wait in :class:`AskQueue`. Every error is JSON, ``{"error": {"status", "reason"}}``.
+Every route is a thin adapter over :class:`ServingBackend` (shared with the ``/mcp`` tools): searches in
+worker threads, at most ``api.max_concurrent_searches`` at once (two CPUs gain nothing from more), answers
+in :class:`AskQueue`, one deadline per request. Every error is JSON, ``{"error": {"status", "reason"}}``,
+its text without the server's paths.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -30,11 +33,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
-from rag_app.api.errors import STATUS_OF, BadRequestError
-from rag_app.api.guards import AskQueue, BearerTokenGuard, BodySizeLimit, LoopbackHostGuard, QueueFullError
+from rag_app.api.errors import STATUS_OF, BadRequestError, redacted
+from rag_app.api.guards import BearerTokenGuard, BodySizeLimit, LoopbackHostGuard, QueueFullError
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.api.serving_backend import DeadlineError, ServingBackend
 from rag_app.pipeline import MathRAG
 from rag_app.settings import ApiSettings
 from retriever.store.index_health import IndexHealth
@@ -62,9 +67,9 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     under ``/mcp`` by streamable HTTP, their answers waiting in the same queue."""
     limits = limits or rag.settings.api
     token = limits.token.get_secret_value() if limits.token else None
-    asks = AskQueue(limits.max_concurrent_asks, limits.max_queued_asks)
-    searches = asyncio.Semaphore(limits.max_concurrent_searches)
-    mcp_server = build_mcp_server(rag, limits, asks) if mcp else None
+    backend = ServingBackend(rag, limits)
+    asks = backend.asks
+    mcp_server = build_mcp_server(backend) if mcp else None
     mcp_app = mcp_server.streamable_http_app(**_mcp_transport(limits)) if mcp_server is not None else None
 
     @asynccontextmanager
@@ -88,14 +93,12 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     app.add_middleware(LoopbackHostGuard, host=limits.host, token=token)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
 
-    async def in_thread(work: Callable[[], T], timeout: float) -> T:
-        """``work`` in a worker thread, in its turn among the searches, within ``timeout`` (504 past it;
-        the thread ends on its own)."""
+    async def in_thread(work: Callable[[], T]) -> T:
+        """``work`` in its turn among the searches, by the request's deadline (504 past it)."""
         try:
-            async with asyncio.timeout(timeout), searches:
-                return await run_in_threadpool(work)
-        except TimeoutError:
-            raise ApiError(504, f"the request took longer than {timeout:g} s") from None
+            return await backend.search(work)
+        except DeadlineError as error:
+            raise ApiError(504, str(error)) from None
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, error: ApiError) -> JSONResponse:
@@ -112,7 +115,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     async def known_error(_request: Request, error: Exception) -> JSONResponse:
         status = next(code for kinds, code in STATUS_OF if isinstance(error, kinds))
-        return error_response(status, str(error))
+        return error_response(status, redacted(str(error), rag.settings))
 
     for kinds, _status in STATUS_OF:
         for kind in kinds:
@@ -121,12 +124,14 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     @app.exception_handler(Exception)
     async def internal_error(_request: Request, error: Exception) -> JSONResponse:
         # The traceback goes to the server's log (Starlette logs what reaches this handler), never to a client.
-        return error_response(500, f"internal error: {type(error).__name__}: {' '.join(str(error).split())[:300]}")
+        text = redacted(" ".join(str(error).split())[:300], rag.settings)
+        return error_response(500, f"internal error: {type(error).__name__}: {text}")
 
     # ------------------------------------------------------------------ health and status
     @app.get("/healthz", summary="Whether the server answers (no token needed)")
     async def healthz() -> dict[str, object]:
-        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting, "llm": await llm_health()}
+        return {"ok": True, "asks_running": asks.running, "asks_waiting": asks.waiting,
+                "searches_running": backend.searches_running, "llm": await llm_health()}  # fmt: skip
 
     async def llm_health(wait_s: float = HEALTHZ_LLM_WAIT_S) -> dict[str, str | None]:
         """The LLM's health: a process check for a server of ours (ms), else one request to the server,
@@ -139,7 +144,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     @app.get("/v1/status", summary="The index's stores and whether they are in step (`status --json`)")
     async def status() -> dict[str, object]:
-        stores = await in_thread(lambda: IndexHealth(rag.index).check(), limits.search_timeout_s)
+        stores = await in_thread(lambda: IndexHealth(rag.index).check())
         return {
             "index": str(rag.settings.resolved_index_dir),
             "stores": [state.to_dict() for state in stores],
@@ -161,7 +166,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
                 hits = rag.search(request.query, request.k, request.mode, where)
             return [hit.to_dict() for hit in hits]
 
-        return await in_thread(work, limits.search_timeout_s)
+        return await in_thread(work)
 
     @app.get("/v1/search", summary="Statements that match a query (`search --json`)")
     async def search_get(request: Annotated[SearchRequest, Query()]) -> list[dict[str, Any]]:
@@ -178,7 +183,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
             papers = rag.search_papers(request.query, request.k, request.where(), request.mode, request.formula)
             return [paper.to_dict() for paper in papers]
 
-        return await in_thread(work, limits.search_timeout_s)
+        return await in_thread(work)
 
     @app.get("/v1/papers", summary="Papers whose statements match a query (`search --papers --json`)")
     async def papers_get(request: Annotated[SearchRequest, Query()]) -> list[dict[str, Any]]:
@@ -194,7 +199,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         def work() -> list[dict[str, object]]:
             return [hit.to_dict() for hit in rag.search_formula(request.formula, request.k, request.where())]
 
-        return await in_thread(work, limits.search_timeout_s)
+        return await in_thread(work)
 
     @app.get("/v1/formula", summary="Statements holding a formula or a similar one (`search --formula --json`)")
     async def formula_get(request: Annotated[FormulaRequest, Query()]) -> list[dict[str, Any]]:
@@ -212,34 +217,26 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         if len(id_or_label) > limits.max_query_chars:
             raise BadRequestError(f"the id or label is over {limits.max_query_chars:,} characters")
         # An id or label is looked up, never opened as a path: "../../etc/passwd" is only an unknown label.
-        view = await in_thread(lambda: rag.statement(id_or_label, depth), limits.search_timeout_s)
+        view = await in_thread(lambda: rag.statement(id_or_label, depth))
         return view.to_dict()
 
     # ------------------------------------------------------------------ answers
-    async def ask_turn() -> None:
-        """Wait for the LLM (429 with Retry-After when the queue is full)."""
-        try:
-            await asyncio.wait_for(asks.enter(), limits.ask_timeout_s)
-        except QueueFullError:
-            raise ApiError(
-                429,
-                f"{asks.running} answers are being written and {asks.waiting} wait (api.max_queued_asks); retry later",
-                {"Retry-After": str(limits.retry_after_s)},
-            ) from None
-        except TimeoutError:
-            raise ApiError(504, f"no turn at the LLM within {limits.ask_timeout_s:g} s") from None
+    def queue_full() -> ApiError:
+        return ApiError(
+            429,
+            f"{asks.running} answers are being written and {asks.waiting} wait (api.max_queued_asks); retry later",
+            {"Retry-After": str(limits.retry_after_s)},
+        )
 
     @app.post("/v1/ask", summary="The quoting answer with its sources (`ask --json`)")
     async def ask(request: AskRequest) -> JSONResponse:
         request = request.checked(limits)
-        await ask_turn()
-        # The LLM is held until the answer is written, even by a client that gave up waiting for it.
-        task = asyncio.ensure_future(run_in_threadpool(lambda: rag.ask(request.question, request.k).to_dict()))
-        task.add_done_callback(lambda _task: asks.leave())
         try:
-            answer = await asyncio.wait_for(asyncio.shield(task), limits.ask_timeout_s)
-        except TimeoutError:
-            raise ApiError(504, f"the answer took longer than {limits.ask_timeout_s:g} s") from None
+            answer = (await backend.ask(request.question, request.k)).to_dict()
+        except QueueFullError:
+            raise queue_full() from None
+        except DeadlineError as error:
+            raise ApiError(504, str(error)) from None
         # As `ask` does: when the LLM is down the sources are still returned, with the reason.
         return JSONResponse(answer, status_code=503 if answer.get("llm_error") else 200)
 
@@ -249,27 +246,59 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     )
     async def ask_stream(request: AskRequest) -> StreamingResponse:
         request = request.checked(limits)
-        await ask_turn()
         try:
-            stream = await run_in_threadpool(rag.ask_stream, request.question, request.k)
-        except BaseException:
-            asks.leave()
-            raise
+            stream, release, deadline = await backend.start_answer(request.question, request.k)
+        except QueueFullError:
+            raise queue_full() from None
+        except DeadlineError as error:
+            raise ApiError(504, str(error)) from None
 
         async def events() -> AsyncIterator[str]:
+            yield _event("sources", {"sources": [hit.to_dict() for hit in stream.sources]})
+            chunks = iter(stream)
             try:
-                yield _event("sources", {"sources": [hit.to_dict() for hit in stream.sources]})
-                async for chunk in iterate_in_threadpool(iter(stream)):
-                    yield _event("text", {"text": chunk})
-                record = (await run_in_threadpool(stream.result)).to_dict()
-                yield _event("answer", record)
-                yield _event("checks", {key: record[key] for key in CHECKS})
-            finally:
-                asks.leave()
+                async with asyncio.timeout_at(deadline):
+                    async for chunk in iterate_in_threadpool(chunks):
+                        yield _event("text", {"text": chunk})
+                    record = (await run_in_threadpool(stream.result)).to_dict()
+            except TimeoutError:
+                reason = f"the answer ran past its time limit (api.ask_timeout_s = {limits.ask_timeout_s:g} s)"
+                yield _event("error", {"error": {"status": 504, "reason": reason}})
+                return
+            finally:  # ended early (a client that left, the deadline): the LLM's stream is closed, not left running
+                await run_in_threadpool(_close, chunks)
+            yield _event("answer", record)
+            yield _event("checks", {key: record[key] for key in CHECKS})
 
-        return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return ReleasingStream(events(), release, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     return app
+
+
+class ReleasingStream(StreamingResponse):
+    """A stream that gives its turn at the LLM back however it ends: finished, failed before its first
+    chunk, or left by its client (whose body generator is then never resumed, so a ``finally`` in it would
+    not run: three abandoned streams used to hold the queue)."""
+
+    def __init__(self, content: AsyncIterator[str], release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()  # runs the body's own clean-up when its client left mid-stream
+            self._release()
+
+
+def _close(iterator: object) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        with contextlib.suppress(ValueError):  # still running in another thread: it ends with that thread
+            close()
 
 
 def _event(name: str, data: object) -> str:

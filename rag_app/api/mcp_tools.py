@@ -1,9 +1,9 @@
 """The MCP server (the official ``mcp`` SDK): rag-app's search and answer as tools an LLM agent calls.
 
 Served over stdio by `rag-app mcp` (a desktop agent starts it) and over streamable HTTP under ``/mcp``
-by `rag-app serve`. The tools run in worker threads (a search never blocks the server's event loop) and
-answers wait in the same :class:`AskQueue` as the HTTP API's. The descriptions are written for a model:
-what each tool returns, and how to cite what it found.
+by `rag-app serve`. The tools are thin adapters over :class:`ServingBackend`, the HTTP API's under
+`serve`: the same search limit, queue for answers and deadlines (a tool past its deadline says so). The
+descriptions are written for a model: what each tool returns, and how to cite what it found.
 """
 
 from __future__ import annotations
@@ -12,16 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from rag_app.api.errors import STATUS_OF
-from rag_app.api.guards import AskQueue, QueueFullError
+from rag_app.api.guards import QueueFullError
 from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
-from rag_app.settings import ApiSettings
 from retriever import PaperHit, SearchHit
 
 # What a tool reports to the model in words (a bad argument, an unknown statement, a damaged index, a
@@ -92,15 +91,13 @@ def reported_to_the_model() -> Iterator[None]:
         raise ToolError(str(error) or type(error).__name__) from error
 
 
-def build_mcp_server(rag: MathRAG, limits: ApiSettings | None = None, asks: AskQueue | None = None) -> MCPServer:
-    """The MCP server over ``rag``; ``asks``: the queue answers wait in (shared with the HTTP API)."""
-    limits = limits or rag.settings.api
-    asks = asks or AskQueue(limits.max_concurrent_asks, limits.max_queued_asks)
+def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
+    """The MCP server over ``backend`` (shared with the HTTP API under `serve`), or over its own backend for
+    a :class:`MathRAG` (`rag-app mcp`)."""
+    backend = backend if isinstance(backend, ServingBackend) else ServingBackend(backend)
+    rag, limits, asks = backend.rag, backend.limits, backend.asks
     server = MCPServer("rag-app", instructions=INSTRUCTIONS)
-
-    async def in_thread(work: Any) -> Any:
-        with anyio.fail_after(limits.search_timeout_s):
-            return await anyio.to_thread.run_sync(work)
+    in_thread = backend.search  # in its turn among the searches, by its deadline (DeadlineError past it)
 
     @server.tool(
         description="Search the indexed statements (theorems, lemmas, definitions, ...) that answer a question or "
@@ -168,14 +165,9 @@ def build_mcp_server(rag: MathRAG, limits: ApiSettings | None = None, asks: AskQ
         with reported_to_the_model():
             request = AskRequest(question=question).checked(limits)
             try:
-                await asks.enter()
+                answer = await backend.ask(request.question)
             except QueueFullError:
                 raise ToolError(f"busy: {asks.running} answers are being written and {asks.waiting} wait") from None
-            try:
-                with anyio.fail_after(limits.ask_timeout_s):
-                    answer = await anyio.to_thread.run_sync(lambda: rag.ask(request.question))
-            finally:
-                asks.leave()
             return {
                 "answer": answer.text,
                 "status": answer.status.value,

@@ -11,38 +11,22 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
-from rag_app.serving.packaged_models import PackagedModelError
+from rag_app.known_errors import (  # noqa: F401 - the exit codes' names, imported from here by the commands
+    EXIT_BUSY,
+    EXIT_DAMAGED,
+    EXIT_NO_LLM,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    EXIT_WRITER_BUSY,
+    KNOWN_ERRORS,
+)
 from rag_app.settings import Settings, SettingsOverrideError
-from retriever import IndexMismatchError
-from retriever.formulas.formula_model_error import FormulaModelError
-from retriever.formulas.marf_index import MarfIndexError
-from retriever.models.embedding_registry import EmbedderSpecError
-from retriever.models.learned_ranker import LearnedRankerError
-from retriever.models.query_adapter import QueryAdapterError
-from retriever.store.bm25_segment import BM25SegmentError
-from retriever.store.hnsw_files import VectorIndexDamagedError
-from retriever.store.index_lock import IndexWriterBusyError
-from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
-from retriever.store.statement_index import IndexDamagedError, IndexNotFoundError, require_index
+from retriever.store.statement_index import IndexNotFoundError, require_index
 
-# Exit codes (README, "Exit codes"): scripts tell these apart.
-EXIT_REFUSED = 1  # some input was refused (each with its file, line or record and reason); the rest is in
-EXIT_USAGE = 2  # a bad option, a missing file, an index that is not there, a model that does not fit
-EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run; nothing was written
-EXIT_NO_LLM = 4  # `ask`: the answer needed the language model and none could be had (sources still printed)
-EXIT_BUSY = 5  # another process held a file of the index past the wait (a writer at work): try again
-EXIT_WRITER_BUSY = 6  # another ingest was writing the index for longer than ingestion.writer_wait_s: run again
-
-# Known failures, each one sentence naming what to do: the exit code each gets.
-EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = (
-    ((IndexMismatchError, IndexNotFoundError, PackagedModelError, EmbedderSpecError, MarfIndexError,
-      FormulaModelError, QueryAdapterError, LearnedRankerError, SettingsOverrideError, StatementNotFoundError,
-      AmbiguousLabelError), EXIT_USAGE),
-    ((IndexDamagedError, BM25SegmentError, VectorIndexDamagedError, StoreFileDamagedError), EXIT_DAMAGED),
-    ((StoreFileBusyError,), EXIT_BUSY),
-    ((IndexWriterBusyError,), EXIT_WRITER_BUSY),
-)  # fmt: skip
+# The exit codes and the errors each answers: rag_app/known_errors.py (the HTTP API reads the same table).
+EXIT_CODES: tuple[tuple[tuple[type[Exception], ...], int], ...] = tuple(
+    (known.kinds, known.exit_code) for known in KNOWN_ERRORS
+)
 
 
 class _Commands(TyperGroup):

@@ -14,14 +14,14 @@ Every write goes to Chroma first, then to each derived store in ``StatementIndex
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -93,6 +93,21 @@ def shown_fields(record: StatementRecord) -> tuple[object, ...]:
             record.references, record.citations)  # fmt: skip
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _by_the_writer(method: F) -> F:
+    """The method runs holding the index's writer lock (``self.writer``: re-entrant, so inside an ingest that
+    holds it already it costs nothing; else it waits for another process's ingest to end)."""
+
+    @functools.wraps(method)
+    def held(self: StatementIndex, *args: Any, **kwargs: Any) -> Any:
+        with self.writer.hold():
+            return method(self, *args, **kwargs)
+
+    return held  # type: ignore[return-value]
+
+
 class StatementIndex:
     def __init__(
         self,
@@ -155,11 +170,6 @@ class StatementIndex:
         return str(self.manifest().get("collection", COLLECTION))
 
     # ----------------------------------------------------------------- writing
-    def writing(self, on_wait: Callable[[], None] | None = None) -> AbstractContextManager[None]:
-        """Hold the index's writer lock for a whole job (an ingest): every write inside it is this
-        job's; another process's ingest waits (``on_wait`` is told once) until it ends."""
-        return self.writer.hold(on_wait)
-
     def add(self, records: Sequence[StatementRecord], show_progress: bool = False) -> AddResult:
         """Embed and store the records not yet indexed (ids are content hashes), and replace those stored
         under the same id whose shown fields changed (:func:`shown_fields`: a renamed theorem). A changed
@@ -210,13 +220,10 @@ class StatementIndex:
         rows = [row for record_id, row in last.items() if record_id not in existing or record_id in changed]
         return rows, changed, kept_vectors
 
+    @_by_the_writer
     def _store(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         """Chroma first, then every derived store that follows this write. The lexical indexes are
         marked stale until they have the new statements too: a kill in between is caught up later."""
-        with self.writer.hold():
-            self._store_held(records, vectors)
-
-    def _store_held(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
         in_step = self.lexical.in_step(self.count)
         if not (self.directory / MANIFEST).exists():  # a new index names its embedder before any vector
             self.write_manifest()
@@ -227,13 +234,10 @@ class StatementIndex:
             store.add(records, vectors)
         self._written(in_step)
 
+    @_by_the_writer
     def _delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        with self.writer.hold():
-            self._delete_held(ids)
-
-    def _delete_held(self, ids: Sequence[str]) -> None:
         in_step = self.lexical.in_step(self.count)
         removed = self.store.get(ids) if in_step else []  # their formula counts leave the statistics
         self.lexical.mark_stale()
@@ -294,12 +298,9 @@ class StatementIndex:
                 return  # a writer started meanwhile: as above
         self._lexical_checked = True  # searches and the catch-ups after it need not check again
 
+    @_by_the_writer
     def rebuild_lexical(self, show_progress: bool = False) -> None:
         """Rebuild the BM25 index and the lexical formula index from every record in the store."""
-        with self.writer.hold():
-            self._rebuild_lexical_held(show_progress)
-
-    def _rebuild_lexical_held(self, show_progress: bool) -> None:
         self.lexical.rebuild(self.store.iter_records(), self.count(), show_progress)
         if (self.directory / MANIFEST).exists():  # its count too: a crash may have left the old one
             self.write_manifest(statements=len(self.lexical_index()))

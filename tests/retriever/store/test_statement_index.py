@@ -316,7 +316,7 @@ def test_a_reader_leaves_the_lexical_indexes_to_the_writer_at_work(tmp_path: Pat
     reader.lexical.mark_stale()  # as a writer leaves it mid-batch
     rebuilt: list[bool] = []
     reader.rebuild_lexical = lambda show_progress=False: rebuilt.append(True)  # type: ignore[method-assign]
-    with writer.writing():
+    with writer.writer.hold():
         assert reader.searchable_count() == len(RECORDS)
         assert rebuilt == [] and not reader._lexical_checked  # looked at again on the next search
     reader.searchable_count()
