@@ -16,6 +16,10 @@ from ingestion.records import StatementKind, StatementRecord
 from retriever.store.statement_index import StatementIndex
 from retriever.types import SearchHit
 
+# The most statements one walk of the graph visits (`show --depth`, `/v1/statements?depth=5`): a survey's
+# statements can reference hundreds, and five levels of them would read the whole index.
+MAX_WALKED = 500
+
 
 class StatementNotFoundError(KeyError):
     """No statement of the index has that id or label."""
@@ -188,19 +192,22 @@ class StatementLinks:
         by_id = {record.id: record for record in self.index.store.get(ids)} if ids else {}
         return [by_id[i] for i in ids if i in by_id]
 
-    def _definition_ids(self, statement_id: str, depth: int) -> list[str]:
-        """Breadth first over the uses edges (a cycle is walked once), keeping the definitions."""
+    def _definition_ids(self, statement_id: str, depth: int, max_statements: int = MAX_WALKED) -> list[str]:
+        """Breadth first over the uses edges (a cycle is walked once), keeping the definitions: one read of
+        the graph per level, and at most ``max_statements`` statements walked however wide the graph is."""
         seen, frontier, definitions = {statement_id}, [statement_id], []
         for _ in range(max(0, depth)):
             following = []
-            for current in frontier:
-                for edge in self.graph.uses(current):
-                    if edge.target_id and edge.target_id not in seen:
+            for edges in self.graph.uses_of_many(frontier).values():
+                for edge in edges:
+                    if edge.target_id and edge.target_id not in seen and len(seen) < max_statements:
                         seen.add(edge.target_id)
                         following.append(edge.target_id)
             kinds = self.graph.kinds(following)
             definitions += [i for i in following if kinds.get(i) == StatementKind.DEFINITION.value]
             frontier = following
+            if not frontier:
+                break
         return definitions
 
     def counted(self, hits: Sequence[SearchHit]) -> list[SearchHit]:

@@ -213,21 +213,14 @@ class StatementGraph:
         else by another paper that defines it (``paper-label``), else unresolved. A reference to its
         own label or equation is left out unless ``include_self``."""
         with closing(self._connect()) as db:
-            rows = db.execute(
-                "SELECT label, location, target_id, section FROM reference WHERE id = ? ORDER BY position",
-                (statement_id,),
-            ).fetchall()
-            edges = []
-            for label, where, target, section in rows:
-                if not target and not section:  # another paper's statement, else another paper's section
-                    target = _one(db.execute("SELECT id FROM label WHERE full_label = ? LIMIT 2", (label,)))
-                    if not target:
-                        row = db.execute("SELECT section FROM section_label WHERE full_label = ?", (label,)).fetchone()
-                        section = row[0] if row else ""
-                if target == statement_id and not include_self:
-                    continue  # a statement citing its own equation is not a use
-                edges.append(Edge(statement_id, label, where, target, section))
-            return edges
+            return _uses_in(db, statement_id, include_self)
+
+    @named_errors
+    def uses_of_many(self, ids: Sequence[str]) -> dict[str, list[Edge]]:
+        """:meth:`uses` of each of ``ids``, read over one connection (a walk of the graph asks for a whole
+        frontier at once instead of opening the file once per statement)."""
+        with closing(self._connect()) as db:
+            return {statement_id: _uses_in(db, statement_id, False) for statement_id in dict.fromkeys(ids)}
 
     @named_errors
     def used_by(self, statement_id: str) -> list[str]:
@@ -418,3 +411,20 @@ def _one(rows: sqlite3.Cursor) -> str:
     """The one id ``rows`` hold, or "" when none or several (an ambiguous label resolves to nothing)."""
     found = [row[0] for row in rows]
     return found[0] if len(found) == 1 else ""
+
+
+def _uses_in(db: sqlite3.Connection, statement_id: str, include_self: bool) -> list[Edge]:
+    rows = db.execute(
+        "SELECT label, location, target_id, section FROM reference WHERE id = ? ORDER BY position", (statement_id,)
+    ).fetchall()
+    edges = []
+    for label, where, target, section in rows:
+        if not target and not section:  # another paper's statement, else another paper's section
+            target = _one(db.execute("SELECT id FROM label WHERE full_label = ? LIMIT 2", (label,)))
+            if not target:
+                row = db.execute("SELECT section FROM section_label WHERE full_label = ?", (label,)).fetchone()
+                section = row[0] if row else ""
+        if target == statement_id and not include_self:
+            continue  # a statement citing its own equation is not a use
+        edges.append(Edge(statement_id, label, where, target, section))
+    return edges

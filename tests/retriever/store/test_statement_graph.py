@@ -112,3 +112,32 @@ def test_a_graph_written_before_citations_learns_its_papers_arxiv_ids(tmp_path: 
     [cited] = reopened.citations("new")
     assert (cited.paper_id, cited.statements, cited.one_statement_id) == ("2101.00001v3", 1, "old")
     assert reopened.citing("old") == (["new"], 1)
+
+
+def test_a_deep_walk_reads_the_graph_once_per_level_and_visits_a_bounded_number(tmp_path: Path) -> None:
+    # Issue 61, defect 13: a walk (`depth` up to 5 through the API) opened the file and ran a query per node,
+    # with no bound on the nodes.
+    from types import SimpleNamespace
+
+    from rag_app.search.statement_links import StatementLinks
+
+    graph = StatementGraph(tmp_path)
+    survey = record("s", "p", "thm-s", *(LabelReference(f"lemma-{i}", "proof", f"l{i}") for i in range(40)))
+    lemmas = [record(f"l{i}", "p", f"lemma-{i}", LabelReference(f"def-{i}", "proof", f"d{i}")) for i in range(40)]
+    definitions = [record(f"d{i}", "p", f"def-{i}", kind=StatementKind.DEFINITION) for i in range(40)]
+    graph.add([survey, *lemmas, *definitions])
+    opened = 0
+    connect = graph._connect
+
+    def counted_connect() -> object:
+        nonlocal opened
+        opened += 1
+        return connect()
+
+    graph._connect = counted_connect  # type: ignore[method-assign]
+    links = StatementLinks(SimpleNamespace(graph=graph))  # type: ignore[arg-type]
+    assert links._definition_ids("s", depth=5) == [f"d{i}" for i in range(40)]
+    assert opened <= 2 * 3  # a read of the uses and one of the kinds per level walked (two levels, then none)
+    bounded = links._definition_ids("s", depth=5, max_statements=21)  # s, 20 lemmas: no room for a definition
+    assert bounded == []
+    assert len(links._definition_ids("s", depth=5, max_statements=51)) == 10
