@@ -45,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stacks", type=Path, default=DEFAULT_STACKS)
     parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--batch", type=int, default=64, help="statements per write of the ingest (many writes)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
 
@@ -54,7 +55,8 @@ def main() -> None:
         reader = MathRAG(settings)
         reader.ingest([demo_corpus_path()])
         seed = reader.index.count()
-        env = {**os.environ, "RAG_APP_DATA_DIR": str(settings.data_dir)}
+        env = {**os.environ, "RAG_APP_DATA_DIR": str(settings.data_dir),
+               "RAG_APP_INGESTION__BATCH_STATEMENTS": str(args.batch)}  # fmt: skip
         command = [sys.executable, "-m", "rag_app.cli", "ingest", str(args.stacks), "--index", str(settings.index_dir)]
         log = open(Path(tmp) / "ingest.log", "w")  # noqa: SIM115 - read after the process ends
         ingest = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -87,6 +89,7 @@ def main() -> None:
         "p50_ms": round(quantiles[49], 1),
         "p95_ms": round(quantiles[94], 1),
         "seed_statements": seed,
+        "ingest_batch_statements": args.batch,
         "statements_written_meanwhile": written,
         "ingest_ended_first": ingest_ended_first,
         "ingest_tracebacks": tracebacks,
