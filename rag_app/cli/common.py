@@ -116,18 +116,8 @@ def _err(message: str) -> None:
 def _read_text_file(path: Path, option: str) -> str:
     """The UTF-8 text of a file named by ``option``, read before any work; a path that is missing, a
     directory, unreadable or not UTF-8 is a usage error (exit 2) naming the path and the reason."""
-    try:
+    if (reason := _file_problem(path, text=True)) is None:
         return path.read_text(encoding="utf-8")
-    except IsADirectoryError:
-        reason = "is a directory; give a file"
-    except FileNotFoundError:
-        reason = "no such file"
-    except PermissionError:
-        reason = "not readable (permission denied)"
-    except UnicodeDecodeError as error:
-        reason = f"not UTF-8 text (byte {error.start}: {error.reason}); save it as UTF-8"
-    except OSError as error:
-        reason = f"cannot be read ({error.strerror or error})"
     _err(f"error: {option} {path}: {reason}")
     raise typer.Exit(EXIT_USAGE)
 
