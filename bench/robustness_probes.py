@@ -304,12 +304,16 @@ def _probes_of_issue_62(runner: Runner, work: Path, clean: Path, demo_count: int
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     worst: Probe | None = None
     searches = 0
-    while writer.poll() is None:
+    deadline = time.monotonic() + 900
+    while writer.poll() is None and time.monotonic() < deadline:
         found = probe(runner, "search (in a loop) beside an ingest", "0",
                       ["search", "spanning tree of a graph", "--index", str(beside)])  # fmt: skip
         searches += 1
         if worst is None or not found.ok:
             worst = found
+    if writer.poll() is None:  # past the deadline: the ingest hung
+        writer.kill()
+        writer.wait()
     assert worst is not None
     worst.name = f"search beside an ingest ({searches} searches, the worst shown)"
     worst.stores_in_step, worst.statements = runner.stores(beside)

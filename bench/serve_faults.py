@@ -78,7 +78,10 @@ def serving(rag: MathRAG, **limits: object) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(create_app(rag, settings), host="127.0.0.1", port=0, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
+    deadline = time.monotonic() + 60
     while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the server did not start within 60 s")
         time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"

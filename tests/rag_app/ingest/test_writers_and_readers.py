@@ -88,8 +88,9 @@ def test_searches_in_a_loop_beside_a_real_ingest_never_fail(tmp_path: Path) -> N
     )
     queries = ["bounded entire function", "Sylow subgroup order $p^k$", "$\\sum 1/p$ diverges", "spanning tree"]
     searches, failures = 0, []
+    deadline = time.monotonic() + 600
     try:
-        while ingest.poll() is None:
+        while ingest.poll() is None and time.monotonic() < deadline:
             for mode in ("hybrid-formula", "dense", "bm25"):
                 try:
                     reader.search(queries[searches % len(queries)], k=10, mode=mode)
