@@ -9,6 +9,8 @@ from typing import Generic, TypeVar
 
 from rag_app.answering.attribution import SentenceSupport
 from rag_app.answering.stages import AnswerStatus, Checks, ContextReport, Generation, Relevance, Retrieval
+from retriever import deadline
+from retriever.deadline import DeadlinePassedError
 from retriever.types import SearchHit
 
 # AnswerStatus and ContextReport were first defined here: importing them from here keeps working.
@@ -208,6 +210,11 @@ class AnswerStream:
 
     def __iter__(self) -> Iterator[str]:
         while self._generation is None:
+            try:
+                deadline.check("the next chunk of the answer")
+            except DeadlinePassedError:
+                self._chunks.close()  # the LLM's stream is closed: it stops writing for a caller who left
+                raise
             try:
                 chunk = next(self._chunks)
             except StopIteration as end:

@@ -41,7 +41,7 @@ from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import Settings
-from retriever import Embedder, SearchHit
+from retriever import Embedder, SearchHit, deadline
 
 __all__ = ["CUT_OFF", "Answerer", "Retrieval"]  # Retrieval and CUT_OFF lived here first
 
@@ -95,6 +95,7 @@ class Answerer:
                 yield _not_found_notice(relevance.score, checks.min_relevance, bool(hits))
                 return generation
             try:
+                deadline.check("the LLM")
                 if quoting:
                     text, generation = self._quote(prompt, prompt_question, retrieval, relevance, generation)
                     yield text

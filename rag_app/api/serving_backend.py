@@ -6,15 +6,17 @@ and the retrieval of an answer each run in a worker thread in their turn among t
 request has one deadline from its start (``api.search_timeout_s``, or ``api.ask_timeout_s`` for the queue,
 the retrieval and the answer together), and a request past it gets :class:`DeadlineError`.
 
-A Python thread cannot be stopped, so a request given up at its deadline does not free its slot: the slot
-is freed when its thread ends. The searches running are therefore never more than the limit, however many
-requests time out (before, each timed-out search freed its slot while its thread ran on, and threads piled
-up behind a slow index).
+A Python thread cannot be stopped from outside, so a request given up at its deadline does not free its
+slot: the slot is freed when its thread ends. The searches running are therefore never more than the limit,
+however many requests time out (before, each timed-out search freed its slot while its thread ran on, and
+threads piled up behind a slow index). The thread ends soon after the deadline all the same: its work runs
+within it (``retriever.deadline``), and each stage of a search and each chunk of an answer checks it first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -22,6 +24,7 @@ from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.api.guards import AskQueue
 from rag_app.pipeline import MathRAG
 from rag_app.settings import ApiSettings
+from retriever.deadline import run_within
 
 T = TypeVar("T")
 
@@ -39,6 +42,7 @@ class ServingBackend:
         self.searches_running = 0  # threads at work for searches (timed-out requests' threads included)
 
     def deadline(self, seconds: float) -> float:
+        # The loop's clock is time.monotonic(), the clock of retriever.deadline: one instant serves both.
         return asyncio.get_running_loop().time() + seconds
 
     async def search(self, work: Callable[[], T]) -> T:
@@ -53,11 +57,12 @@ class ServingBackend:
         except TimeoutError:
             raise self._late("waited for a turn among the searches") from None
         self.searches_running += 1
-        future = loop.run_in_executor(None, work)
+        future = loop.run_in_executor(None, functools.partial(run_within, deadline, work))
 
-        def free(_future: asyncio.Future[T]) -> None:
+        def free(done: asyncio.Future[T]) -> None:
             self.searches_running -= 1
             self._search_slots.release()
+            _retrieve(done)
 
         future.add_done_callback(free)
         return await self._by(future, deadline, "searched")
@@ -65,9 +70,15 @@ class ServingBackend:
     async def ask(self, question: str, k: int | None = None) -> Answer:
         """The answer, by one deadline for its turn at the LLM, its retrieval and its writing."""
         stream, release, deadline = await self.start_answer(question, k)
-        future = asyncio.get_running_loop().run_in_executor(None, stream.result)
-        # The LLM is held until the answer is written, even for a client that gave up waiting for it.
-        future.add_done_callback(lambda _future: release())
+        write = functools.partial(run_within, deadline, stream.result)
+        future = asyncio.get_running_loop().run_in_executor(None, write)
+
+        def done(finished: asyncio.Future[Answer]) -> None:
+            # The LLM is held until the answer's thread ends: at its deadline, it stops at the next chunk.
+            release()
+            _retrieve(finished)
+
+        future.add_done_callback(done)
         return await self._by(future, deadline, "wrote the answer")
 
     async def start_answer(self, question: str, k: int | None = None) -> tuple[AnswerStream, Callable[[], None], float]:
@@ -104,3 +115,10 @@ class ServingBackend:
 
     def _late(self, doing: str) -> DeadlineError:
         return DeadlineError(f"the request ran past its time limit ({doing}); try again, or with a smaller k")
+
+
+def _retrieve(future: asyncio.Future[T]) -> None:
+    """Take the outcome of a thread whose request may have been given up, so that its error (the deadline
+    that ended it) is not logged as "never retrieved"."""
+    if not future.cancelled():
+        future.exception()

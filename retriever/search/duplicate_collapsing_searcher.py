@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from retriever import deadline
 from retriever.search.search_filter import SearchFilter
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.types import Query, ResultSearcher, SearchHit, SearchResult, StatementSearcher, run_search
@@ -34,6 +35,7 @@ class DuplicateCollapsingSearcher(ResultSearcher):
         """:meth:`collapse` of results: the last depth's result, with its hits collapsed."""
         depth = k + self.extra
         while True:
+            deadline.check("a deeper pass for the places duplicates left")
             result = search(depth)
             kept = self._collapsed(result.hits)
             if len(kept) >= k or len(result.hits) < depth:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from retriever import deadline
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
 from retriever.store.statement_index import StatementIndex
@@ -37,10 +38,12 @@ class FirstStageSearcher(ResultSearcher):
         total = self.index.searchable_count()  # also brings BM25 in step with the store after a crash
         if not query.strip() or total == 0:
             return SearchResult([], query)
+        deadline.check("the first stage")
         if where is None or not where.active:
             return self._result(query, self.ranker.rank(query, k, mode))
         depth = max(4 * k, self.candidates)
         while True:
+            deadline.check("a deeper pass of the filtered search")
             ranking = self.ranker.rank(query, min(depth, total), mode)
             result = self._result(query, ranking)
             passed = [hit for hit in result.hits if where.matches(hit.record)][:k]
@@ -49,6 +52,7 @@ class FirstStageSearcher(ResultSearcher):
             depth *= 4
 
     def _result(self, query: Query, ranking: Ranking) -> SearchResult:
+        deadline.check("reading the statements found")
         records, vectors = self.index.store.get_with_vectors([scored.id for scored in ranking.ids])
         by_id = {record.id: record for record in records}
         hits: list[SearchHit] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from retriever import deadline
 from retriever.models.learned_ranker import LearnedRanker
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
@@ -39,6 +40,7 @@ class LearnedRankingSearcher(ResultSearcher):
             return run_search(self.first, query, k, mode, where)
         first = run_search(self.first, query, max(k, self.candidates), mode, where)
         hits = first.hits
+        deadline.check("the learned ranker")
         started = time.perf_counter()
         head, tail = hits[: self.candidates], hits[self.candidates :]
         scores = self.ranker.scores(query, head, self.graph, self.hidden_features)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from retriever import deadline
 from retriever.models.cross_encoder_reranker import CrossEncoderReranker
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
@@ -37,6 +38,7 @@ class RerankingSearcher(ResultSearcher):
             return run_search(self.index, query, k, mode, where)
         result = run_search(self.index, query, max(k, self.candidates), mode, where)
         first = result.hits
+        deadline.check("the cross-encoder")
         started = time.perf_counter()
         head = self.reranker.rerank(query, first[: self.candidates], self.candidates, self.weight)
         rerank_ms = (time.perf_counter() - started) * 1000

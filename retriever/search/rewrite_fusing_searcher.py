@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from retriever import deadline
 from retriever.search.search_filter import SearchFilter
 from retriever.types import Query, ResultSearcher, ScoredBy, SearchHit, SearchResult, StatementSearcher, run_search
 
@@ -33,6 +34,7 @@ class RewriteFusingSearcher(ResultSearcher):
 
     def run(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> SearchResult:
         query = Query.of(query)
+        deadline.check("the statement rewrite")
         rewrite = self.rewrite(query)
         if not rewrite:
             return run_search(self.statements, query, k, mode, where)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,10 +22,12 @@ from mcp import Client
 from starlette.requests import ClientDisconnect
 
 from rag_app import MathRAG
+from rag_app.answering.answer import AnswerStream
 from rag_app.api.http_app import ReleasingStream, create_app
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.serving_backend import DeadlineError, ServingBackend
 from rag_app.settings import ApiSettings, Settings
+from retriever import deadline
 from retriever.formulas.marf_index import MarfIndexError
 from tests.conftest import make_settings
 
@@ -116,6 +119,67 @@ def test_an_answer_has_one_deadline_for_its_wait_and_its_writing(tmp_path: Path)
     waited, error = asyncio.run(two_asks())
     assert isinstance(error, DeadlineError) and 1.0 < waited < 1.5, waited
     assert backend.asks.running == 0
+
+
+class StagedRag(SlowRag):
+    """A search of three stages of ``seconds`` each, checking the request's deadline before each, as the real
+    searchers do (retriever.deadline)."""
+
+    def search(self, *args: object, **kwargs: object) -> list[object]:
+        for stage in ("first stage", "learned ranker", "graph counts"):
+            deadline.check(f"the {stage}")
+            self._work(stage)
+        return []
+
+
+def test_a_search_given_up_at_its_deadline_ends_at_its_next_stage_and_frees_its_slot(tmp_path: Path) -> None:
+    # Threads used to run on past their deadline to the end of their work, holding a CPU and a slot.
+    rag = StagedRag(tmp_path, seconds=0.3, max_concurrent_searches=1, search_timeout_s=0.45)
+    backend = ServingBackend(rag)  # type: ignore[arg-type]
+
+    async def late_search_then_another() -> tuple[BaseException | None, float]:
+        try:
+            await backend.search(rag.search)
+            error = None
+        except DeadlineError as raised:
+            error = raised
+        started = time.monotonic()
+        await backend.search(lambda: "next")  # waits for the late search's thread to free the slot
+        return error, time.monotonic() - started
+
+    error, waited = asyncio.run(late_search_then_another())
+    assert isinstance(error, DeadlineError)
+    assert [name for name, _ in rag.events] == ["first stage starts", "first stage ends", "learned ranker starts",
+                                                "learned ranker ends"]  # fmt: skip
+    assert waited < 0.3  # the slot came back when the learned ranker ended, not after a third stage
+    assert backend.searches_running == 0
+
+
+def test_an_answer_given_up_at_its_deadline_stops_the_llm_and_gives_its_turn_back(tmp_path: Path) -> None:
+    rag = SlowRag(tmp_path, seconds=0.0, ask_timeout_s=0.35, max_concurrent_asks=1)
+    chunks_written: list[int] = []
+
+    def chunks() -> Generator[str, None, object]:
+        for number in range(20):
+            time.sleep(0.1)
+            chunks_written.append(number)
+            yield f"{number} "
+        return SimpleNamespace()
+
+    rag.ask_stream = lambda question, k=None: AnswerStream([], chunks(), lambda text, *_: text)  # type: ignore[method-assign,assignment]
+    backend = ServingBackend(rag)  # type: ignore[arg-type]
+
+    async def ask_past_the_deadline() -> BaseException | None:
+        try:
+            await backend.ask("a question")
+        except DeadlineError as raised:
+            return raised
+        return None
+
+    assert isinstance(asyncio.run(ask_past_the_deadline()), DeadlineError)
+    time.sleep(0.3)
+    assert len(chunks_written) <= 5  # the model stopped writing soon after the deadline, not after 20 chunks
+    assert backend.asks.running == 0  # and its turn at the LLM is free
 
 
 def test_the_mcp_tools_time_limits_fire_and_share_the_search_limit(tmp_path: Path) -> None:

@@ -1,0 +1,53 @@
+"""The deadline of the request a search serves, checked between the search's stages.
+
+A Python thread cannot be stopped from outside. A search the HTTP API or the MCP server gave up at its time
+limit used to run on to its end in its worker thread, holding a CPU (and its slot) for nothing. The serving
+backend now runs each request's work :func:`within` its deadline, and each stage of a search (the first
+stage, the learned ranker, the reranker, the statement rewrite, the graph counts, each chunk of an answer)
+calls :func:`check` before it starts: past the deadline it raises :class:`DeadlinePassedError`, so the
+work ends at its next stage instead of running on. A stage that is already running (one Chroma query, one
+LLM chunk) still ends by itself; the longest of those bound how late a thread can end.
+
+A context variable carries the deadline, not an argument: the stages are composed searchers behind one
+small protocol that code outside this package implements too, and a deadline is a concern of serving
+alone. Outside a request (the CLI, the chat, the evaluation) no deadline is set and a check is one lookup.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+T = TypeVar("T")
+_deadline: ContextVar[float | None] = ContextVar("request_deadline", default=None)
+
+
+class DeadlinePassedError(TimeoutError):
+    """The request's deadline passed before a stage of its work began."""
+
+
+@contextmanager
+def within(deadline: float | None) -> Iterator[None]:
+    """Work in this block checks ``deadline`` (a ``time.monotonic()`` instant; None: no deadline)."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def run_within(deadline: float | None, work: Callable[[], T]) -> T:
+    """``work()`` :func:`within` ``deadline`` (for a worker thread, whose context starts empty)."""
+    with within(deadline):
+        return work()
+
+
+def check(stage: str) -> None:
+    """Raise :class:`DeadlinePassedError` when the current request's deadline has passed before ``stage``."""
+    deadline = _deadline.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlinePassedError(f"the request ran past its time limit before {stage}")
+
