@@ -3,7 +3,8 @@
 Times ``MathRAG.search(k=10)`` with the default stack, one query after another (the user-shaped questions),
 then profiles ``--profiled`` of them and adds up the time spent inside each stage by the functions it
 calls (a function is counted in the first stage, in the order below, whose pattern its file or name
-matches; the rest is "other").
+matches; the rest is "other"). Also times the index's status both ways: ``/v1/status`` (each store's count)
+and ``rag-app status`` / ``/v1/status?full=true`` (every store's ids compared, the vector files read).
 
     python bench/search_profile.py [--index DIR] [--queries 100] [--profiled 30] [--out bench/results]
 
@@ -26,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from rag_app import MathRAG, Settings
 from rag_app.evaluation.runner import eval_index_dir
+from retriever.store.index_health import IndexHealth
 
 # (stage, patterns matched against "file:function" of each profiled function), first match wins
 STAGES = [
@@ -62,6 +64,18 @@ def project_functions(profile: cProfile.Profile, searches: int, top: int = 18) -
         if file.startswith(root) and "/.venv/" not in file and "/bench/" not in file:
             rows.append((f"{Path(file).relative_to(root)}:{function}", cumulative * 1000 / searches))
     return sorted(rows, key=lambda row: -row[1])[:top]
+
+
+def status_ms(rag: MathRAG, repeats: int = 5) -> dict[str, float]:
+    """The median time of the index's status, by counts (``/v1/status``) and by ids (``?full=true``)."""
+    health = IndexHealth(rag.index)
+    times: dict[str, list[float]] = {"counts": [], "ids": []}
+    for _ in range(repeats):
+        for name, check in (("counts", health.counts), ("ids", health.check)):
+            started = time.perf_counter()
+            check()
+            times[name].append((time.perf_counter() - started) * 1000)
+    return {name: round(statistics.median(values), 1) for name, values in times.items()}
 
 
 def main() -> None:
@@ -105,6 +119,7 @@ def main() -> None:
         "profiled_ms_per_search": round(profiled_s * 1000 / args.profiled, 1),
         "ms_per_search_by_stage": {name: round(s * 1000 / args.profiled, 1) for name, s in stages.items()},
         "share_by_stage": {name: round(s / total, 3) for name, s in stages.items()},
+        "status_ms": status_ms(rag),
         "project_functions_cumulative_ms": [
             (name, round(ms, 1)) for name, ms in project_functions(profile, args.profiled)
         ],
@@ -131,6 +146,9 @@ def main() -> None:
         "| function | ms per search |",
         "| --- | ---: |",
         *(f"| `{name}` | {ms} |" for name, ms in result["project_functions_cumulative_ms"]),
+        "",
+        f"The index's status (median of 5): `/v1/status` by each store's count {result['status_ms']['counts']} ms; "
+        f"by ids (`rag-app status`, `/v1/status?full=true`) {result['status_ms']['ids']} ms.",
     ]
     (args.out / "search_profile.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -76,6 +76,10 @@ class DerivedStore(Protocol):
         """The statements it holds (raises when its files cannot be read)."""
         ...
 
+    def count(self) -> int:
+        """How many statements it holds, from its own count (no scan of its ids; raises as ``ids``)."""
+        ...
+
     @property
     def catch_up(self) -> Callable[..., None]:
         """``catch_up(quick=..., show_progress=...)``: bring it in step with Chroma; ``quick`` only when the counts
@@ -102,6 +106,9 @@ class _LexicalStore:
         bm25 = self._bm25()
         bm25.verify()
         return set(bm25.ids)
+
+    def count(self) -> int:
+        return len(self._bm25())
 
     @property
     def catch_up(self) -> Callable[..., None]:
@@ -167,6 +174,9 @@ class DuplicateGroupsStore:
     def ids(self) -> set[str]:
         return self.groups.ids() if self.groups is not None else set()
 
+    def count(self) -> int:
+        return self.groups.count() if self.groups is not None else 0
+
     @property
     def catch_up(self) -> Callable[..., None]:
         return self._catch_up
@@ -226,6 +236,9 @@ class StatementGraphStore:
 
     def ids(self) -> set[str]:
         return self.graph.ids()
+
+    def count(self) -> int:
+        return self.graph.count()
 
     @property
     def catch_up(self) -> Callable[..., None]:
@@ -302,6 +315,9 @@ class CompanionVectorsStore:
     def ids(self) -> set[str]:
         return self.companion.ids() if self.companion is not None else set()
 
+    def count(self) -> int:
+        return self.companion.statements() if self.companion is not None else 0
+
     @property
     def catch_up(self) -> Callable[..., None]:
         return self._catch_up
@@ -348,6 +364,9 @@ class MarfVectorsStore:
 
     def ids(self) -> set[str]:
         return set(self.index.marf_index().ids())
+
+    def count(self) -> int:
+        return len(self.index.marf_index().ids())
 
     @property
     def catch_up(self) -> Callable[..., None]:

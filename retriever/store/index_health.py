@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from retriever.store.bm25_segment import BM25SegmentError
 from retriever.store.hnsw_files import VECTOR_REPAIR, check_segment, segment_directories
@@ -26,6 +27,7 @@ from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedErro
 from retriever.store.statement_index import StatementIndex
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 VECTOR_INDEX = "vector index"
 MANIFEST_STATE = "manifest"
 
@@ -90,11 +92,32 @@ class IndexHealth:
             for store in index.derived
             if store.kept()
         ]
-        manifest_count = index.manifest().get("statements")
-        if isinstance(manifest_count, int) and manifest_count != len(truth):
-            states.append(StoreState(MANIFEST_STATE, manifest_count, max(0, len(truth) - manifest_count),
-                                     max(0, manifest_count - len(truth))))  # fmt: skip
-        return states
+        return states + self._manifest_state(len(truth))
+
+    def _manifest_state(self, truth: int) -> list[StoreState]:
+        """The manifest's count, where it differs from Chroma's."""
+        manifest_count = self.index.manifest().get("statements")
+        if isinstance(manifest_count, int) and manifest_count != truth:
+            return [StoreState(MANIFEST_STATE, manifest_count, max(0, truth - manifest_count),
+                               max(0, manifest_count - truth))]  # fmt: skip
+        return []
+
+    def counts(self) -> list[StoreState]:
+        """Chroma's count and every derived store's own count, compared; no store's ids are read and no vector
+        file is checked (the HTTP API's ``/v1/status``, asked often: :meth:`check` reads every id of every
+        store). A store whose count matches with other ids passes here; :meth:`check` finds it."""
+        try:
+            truth = self.index.store.count()
+        except Exception as error:  # whatever Chroma raises on a damaged file: named here, not a traceback
+            where = self.index.directory / "chroma" / "chroma.sqlite3"
+            return [StoreState("chroma", None, problem=f"unreadable ({where}: {_line(error)}); run `rag-app status`")]
+        states = [StoreState("chroma", truth)]
+        states += [
+            self._compare_count(store.name, truth, store.count, getattr(store, "in_background", False))
+            for store in self.index.derived
+            if store.kept()
+        ]
+        return states + self._manifest_state(truth)
 
     def repair(self, show_progress: bool = False) -> list[StoreState]:
         """Rebuild each store that is behind or unreadable from Chroma; returns the states found before.
@@ -151,17 +174,32 @@ class IndexHealth:
 
     @staticmethod
     def _compare(name: str, truth: set[str], read: Callable[[], set[str]], in_background: bool = False) -> StoreState:
-        try:
-            ids = read()
-        except BM25SegmentError as error:  # its message names the file and what to run
-            return StoreState(name, None, problem=str(error))
-        except StoreFileBusyError as error:  # a writer at work, not damage: `repair` leaves it alone
-            return StoreState(name, None, problem=str(error), busy=True)
-        except StoreFileDamagedError as error:  # its message names the file and what to run
-            return StoreState(name, None, problem=str(error))
-        except (OSError, ValueError, KeyError, EOFError, sqlite3.Error) as error:
-            return StoreState(name, None, problem=f"damaged ({_line(error)}); `rag-app repair` rebuilds it from Chroma")
-        return StoreState(name, len(ids), len(truth - ids), len(ids - truth), in_background=in_background)
+        def state(ids: set[str]) -> StoreState:
+            return StoreState(name, len(ids), len(truth - ids), len(ids - truth), in_background=in_background)
+
+        return _read_state(name, read, state)
+
+    @staticmethod
+    def _compare_count(name: str, truth: int, read: Callable[[], int], in_background: bool = False) -> StoreState:
+        def state(count: int) -> StoreState:
+            return StoreState(name, count, max(0, truth - count), max(0, count - truth), in_background=in_background)
+
+        return _read_state(name, read, state)
+
+
+def _read_state(name: str, read: Callable[[], T], state: Callable[[T], StoreState]) -> StoreState:
+    """``state(read())``, or the state of a store that could not be read, saying why."""
+    try:
+        value = read()
+    except BM25SegmentError as error:  # its message names the file and what to run
+        return StoreState(name, None, problem=str(error))
+    except StoreFileBusyError as error:  # a writer at work, not damage: `repair` leaves it alone
+        return StoreState(name, None, problem=str(error), busy=True)
+    except StoreFileDamagedError as error:  # its message names the file and what to run
+        return StoreState(name, None, problem=str(error))
+    except (OSError, ValueError, KeyError, EOFError, sqlite3.Error) as error:
+        return StoreState(name, None, problem=f"damaged ({_line(error)}); `rag-app repair` rebuilds it from Chroma")
+    return state(value)
 
 
 def _line(error: BaseException) -> str:

@@ -75,7 +75,12 @@ def test_search_papers_formula_and_statements_answer_in_the_clis_shapes(demo_api
         shown = client.get("/v1/statements/" + GALOIS.replace("#", "%23"))
         assert shown.status_code == 200, shown.text
         assert shown.json() == json.loads(json.dumps(rag.statement(GALOIS).to_dict()))
-        assert client.get("/v1/status").json()["in_step"] is True
+        quick, full = client.get("/v1/status").json(), client.get("/v1/status", params={"full": "true"}).json()
+        assert quick["in_step"] is full["in_step"] is True
+        assert (quick["compared"], full["compared"]) == ("counts", "ids")
+        assert [store["statements"] for store in quick["stores"]] == [
+            store["statements"] for store in full["stores"] if store["store"] != "vector index"
+        ]
         assert client.get("/healthz").json()["ok"] is True
         openapi = client.get("/openapi.json").json()
         assert {"/v1/search", "/v1/ask", "/v1/ask/stream", "/v1/statements/{id_or_label}"} <= set(openapi["paths"])

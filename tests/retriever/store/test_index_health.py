@@ -380,3 +380,28 @@ def test_a_store_file_another_process_holds_is_busy_not_damaged_and_repair_leave
         writer.close()
     assert len(StatementGraph(index).ids()) == statements  # kept: nothing was deleted under the writer
     assert runner.invoke(app, ["status", "--index", str(index)], env=env).exit_code == 0
+
+
+def test_the_quick_status_reads_each_stores_count_and_no_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 61: /v1/status scanned every id of Chroma and of every derived store on each call.
+    settings = make_settings(tmp_path, second_embedding=SECOND)
+    with MathRAG(settings) as rag:
+        rag.ingest([demo_corpus_path() / "complex-analysis"])
+        index = rag.index
+        full = {state.name: state for state in IndexHealth(index).check()}
+        graph = index.graph
+        graph.remove(sorted(graph.ids())[:2])  # a kill between the Chroma write and the graph's
+
+        def no_scan(*_: object) -> set[str]:
+            raise AssertionError("an id scan")
+
+        monkeypatch.setattr(type(index.store), "all_ids", no_scan)
+        for store in index.derived:
+            monkeypatch.setattr(type(store), "ids", no_scan)
+        quick = {state.name: state for state in IndexHealth(index).counts()}
+    assert set(quick) == set(full) - {"vector index"}  # the vector files are checked by `status` alone
+    statements = full["chroma"].statements
+    assert statements and quick["chroma"].statements == statements
+    assert quick["statement graph"].missing == 2 and not quick["statement graph"].in_step
+    in_step = {name: state.statements for name, state in quick.items() if name != "statement graph"}
+    assert in_step == {name: statements for name in in_step}  # every other store: Chroma's count
