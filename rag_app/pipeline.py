@@ -9,6 +9,7 @@ with MathRAG.open("~/my-index") as rag:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import threading
@@ -391,7 +392,7 @@ class MathRAG(GraphQueries):
         # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
         answerer = Answerer(
-            self.settings, self.index.embedder, self.index.store.vectors, self.llm.client,
+            self.settings, self.index.embedder, functools.partial(_stored_vectors, self.index), self.llm.client,
             lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
         )  # fmt: skip
         return answerer.stream(question, retrieval, started)
@@ -453,3 +454,10 @@ def _write_papers(writer: StatementWriter, papers: Iterable[PaperStatements], re
     written = writer.finish()
     report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed
     report.updated = written.updated
+
+
+def _stored_vectors(index: StatementIndex, ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """The stored vectors of ``ids``, not while a reload replaces the Chroma client (an answer's sources whose
+    vectors its search did not bring)."""
+    with index.reads.reading():
+        return index.store.vectors(ids)

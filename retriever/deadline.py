@@ -50,4 +50,3 @@ def check(stage: str) -> None:
     deadline = _deadline.get()
     if deadline is not None and time.monotonic() > deadline:
         raise DeadlinePassedError(f"the request ran past its time limit before {stage}")
-

@@ -30,7 +30,9 @@ class GraphQueries:
         ``algebra-lemma-NAK``, or a label one paper defines), with what it ``uses`` (each resolved to a
         statement or section, or not), what it is ``used_by``, and the definitions it depends on up to
         ``depth`` (nearest first)."""
-        return self.statement_links.view(id_or_label, depth)
+        links = self.statement_links
+        with self.index.reads.reading():  # not while a reload replaces the Chroma client
+            return links.view(id_or_label, depth)
 
     def definitions_for(self, id_or_label: str, depth: int = 2) -> list[StatementLink]:
         """The definitions a statement depends on: those it references, then through the statements it

@@ -35,6 +35,10 @@ class FirstStageSearcher(ResultSearcher):
         """The ``k`` best statements for ``query``; with ``where``, only statements that pass it."""
         mode, query = SearchMode(mode), Query.of(query)
         self.index.follow_other_writers()  # statements another process added are searched too
+        with self.index.reads.reading():  # a reload for another process's write waits until this ends
+            return self._run(query, k, mode, where)
+
+    def _run(self, query: Query, k: int, mode: SearchMode, where: SearchFilter | None) -> SearchResult:
         total = self.index.searchable_count()  # also brings BM25 in step with the store after a crash
         if not query.strip() or total == 0:
             return SearchResult([], query)

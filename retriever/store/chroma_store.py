@@ -14,7 +14,7 @@ from chromadb.errors import InternalError
 
 from ingestion.records import Citation, LabelReference, Source, StatementKind, StatementRecord
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
-from retriever.store.hnsw_files import VectorFilesStamp, check_vector_files
+from retriever.store.hnsw_files import VectorFilesStamp, check_vector_files, vector_files_stamp
 from retriever.types import ScoredId
 
 COLLECTION = "statements"
@@ -55,9 +55,17 @@ class ChromaStatementStore:
         self._vector_files_checked = check_vector_files(self.path, self._vector_files_checked)
 
     def reconnect(self) -> None:
-        """Open the client and collection again (after the process's Chroma cache was cleared)."""
+        """Open the client and collection again (after the process's Chroma cache was cleared).
+
+        A new client's first read loads the vector index and writes its files again (Chroma persists what
+        it loaded). That read is made here, inside the reload (``StatementIndex.follow_other_writers``, no
+        search of this process reading), and the files it wrote are taken as checked: they are what
+        Chroma wrote of an index that had just passed the check."""
         self._client = self.connection.client(self.path)
         self._opened = self.connection.open_collection(self._client, self.collection_name)
+        if not self.connection.is_server:
+            self._collection.get(limit=1, include=[])
+            self._vector_files_checked = vector_files_stamp(self.path)
 
     def collection_names(self) -> list[str]:
         """This index's collections (a reindex leaves one behind only if it crashed), without the prefix."""

@@ -25,6 +25,7 @@ import json
 import math
 import pickletools
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +73,8 @@ class HnswSegmentState:
 
 
 VECTOR_REPAIR = "`rag-app repair` embeds the statements again from their stored text"
+CHECK_ATTEMPTS = 5  # files found damaged while being written are read again, this many times at most
+SETTLE_S = 0.1  # how long a write of the files is given before they are read again
 
 
 class VectorIndexDamagedError(ValueError):
@@ -95,15 +98,28 @@ def check_vector_files(chroma_dir: Path, already_checked: VectorFilesStamp | Non
     """Check every segment under ``chroma_dir`` unless its files are as they were when a check passed
     (``already_checked`` in this process, or the check remembered beside the files); returns the files'
     stamp. The first damaged file raises :class:`VectorIndexDamagedError` naming it."""
-    stamp = vector_files_stamp(chroma_dir)
-    if stamp == already_checked or stamp == checked_stamp(chroma_dir):
-        return stamp
+    for _attempt in range(CHECK_ATTEMPTS):
+        stamp = vector_files_stamp(chroma_dir)
+        if stamp == already_checked or stamp == checked_stamp(chroma_dir):
+            return stamp
+        problem = _first_problem(chroma_dir)
+        if not problem:
+            remember_checked(chroma_dir, stamp)
+            return stamp
+        # Chroma writes the files again whenever a client first loads them (any process's): a file read
+        # in the middle of that write looks damaged. Damage is a file that reads the same once at rest.
+        time.sleep(SETTLE_S)
+        if vector_files_stamp(chroma_dir) == stamp:
+            break
+    raise VectorIndexDamagedError(f"{problem}; {VECTOR_REPAIR}")
+
+
+def _first_problem(chroma_dir: Path) -> str:
     for directory in segment_directories(chroma_dir):
         state = check_segment(directory)
         if state.problem:
-            raise VectorIndexDamagedError(f"{state.problem}; {VECTOR_REPAIR}")
-    remember_checked(chroma_dir, stamp)
-    return stamp
+            return state.problem
+    return ""
 
 
 def checked_stamp(chroma_dir: Path) -> VectorFilesStamp | None:

@@ -52,6 +52,7 @@ from retriever.store.lexical_indexes import (  # noqa: F401 - FORMULA_LEXICAL, F
     LexicalIndexes,
 )
 from retriever.store.paper_manifest import PaperManifest
+from retriever.store.reload_guard import ReloadGuard
 from retriever.store.statement_graph import StatementGraph
 from retriever.types import VectorUpdate
 
@@ -163,6 +164,7 @@ class StatementIndex:
         ]
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
         self._manifest_seen = file_stamp(directory / MANIFEST)  # the last write this process knows of
+        self.reads = ReloadGuard()  # searches read Chroma inside reads.reading(); a reload waits for them
 
     @property
     def collection_name(self) -> str:
@@ -397,19 +399,26 @@ class StatementIndex:
         process, its Chroma cache is dropped and the store and the companion's vectors are opened again.
         A stat per search; a reload only after another process wrote. Returns whether it reloaded.
         """
-        stamp = file_stamp(self.directory / MANIFEST)
-        if stamp == self._manifest_seen:
+        if file_stamp(self.directory / MANIFEST) == self._manifest_seen:
             return False
-        self._manifest_seen = stamp
         if self.connection.is_server:  # a server serves every writer's statements already
+            self._manifest_seen = file_stamp(self.directory / MANIFEST)
             return False
+        if self.reads.reading_here():
+            return False  # this thread is mid-read (it would wait for itself): its next search reloads
         from chromadb.api.client import SharedSystemClient
 
-        SharedSystemClient.clear_system_cache()
-        self.store.reconnect()
-        if self.companion is not None:
-            self.companion.reconnect()
-        self._marf_index = None  # read again when next asked for
+        with self.reads.reloading():  # the searches in flight end first; new ones wait (retriever.store.reload_guard)
+            stamp = file_stamp(self.directory / MANIFEST)
+            if stamp == self._manifest_seen:
+                return False  # another thread reloaded while this one waited
+            self._manifest_seen = stamp
+            # Clears every embedded client of the process: the serving process reads one index.
+            SharedSystemClient.clear_system_cache()
+            self.store.reconnect()
+            if self.companion is not None:
+                self.companion.reconnect()
+            self._marf_index = None  # read again when next asked for
         return True
 
 
