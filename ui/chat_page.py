@@ -6,11 +6,13 @@ import streamlit as st
 
 from rag_app.answering.answer import Answer
 from rag_app.answering.conversation import Turn
+from rag_app.api.guards import QueueFullError
 from retriever.formulas.query_formulas import strip_delimiters
 from ui.components import (
     SearchControls,
     current_library_stats,
     offer_demo_corpus,
+    open_backend,
     open_rag,
     render_answer,
     render_llm_health,
@@ -30,7 +32,7 @@ def render_formula_search(controls: SearchControls) -> None:
             return
         st.latex(strip_delimiters(formula))
         try:
-            hits = open_rag().search_formula(formula, controls.top_k, controls.where)
+            hits = open_backend().search(lambda: open_rag().search_formula(formula, controls.top_k, controls.where))
         except Exception as error:  # a message, never a traceback
             st.error(f"Formula search failed: {error}")
             return
@@ -49,7 +51,9 @@ def render_paper_search(controls: SearchControls) -> None:
         if not query.strip():
             return
         try:
-            papers = open_rag().search_papers(query, controls.top_k, controls.where, controls.mode)
+            papers = open_backend().search(
+                lambda: open_rag().search_papers(query, controls.top_k, controls.where, controls.mode)
+            )
         except Exception as error:  # a message, never a traceback
             st.error(f"Paper search failed: {error}")
             return
@@ -63,17 +67,13 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
     """Stream one answer into the page; errors become messages."""
     rag = open_rag()
     turns = [Turn(a.question, a.text if a.answered_by_llm else "", a.search_query or a.question) for a in history]
+    options = {"mode": controls.mode, "history": turns, "where": controls.where,
+               "rerank": rag.settings.rerank.chat, "second_embedding": rag.settings.second_embedding.chat}  # fmt: skip
     try:
-        with st.spinner("Searching and writing ...", show_time=True):
-            stream = rag.ask_stream(
-                question,
-                controls.top_k,
-                controls.mode,
-                turns,
-                controls.where,
-                rerank=rag.settings.rerank.chat,
-                second_embedding=rag.settings.second_embedding.chat,
-            )
+        with (
+            st.spinner("Searching and writing ...", show_time=True),
+            open_backend().answer(question, controls.top_k, **options) as stream,  # in its turn at the LLM
+        ):
             placeholder = st.empty()
             text = ""
             for chunk in stream:
@@ -81,6 +81,15 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
                 placeholder.markdown(to_streamlit_markdown(text) + " ▌")
             answer = stream.result()
         placeholder.empty()
+    except QueueFullError:
+        limits = rag.settings.api
+        st.warning(f"{limits.max_queued_asks} questions are waiting for the model already; ask again in a moment.")
+        return None
+    except TimeoutError:  # past api.ask_timeout_s, in the queue, the search or the writing
+        st.error(
+            f"The answer took longer than its time limit (api.ask_timeout_s = {rag.settings.api.ask_timeout_s:g} s)."
+        )
+        return None
     except Exception as error:  # never a traceback in the chat
         st.error(f"Something went wrong while answering: {error}")
         return None

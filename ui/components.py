@@ -11,6 +11,7 @@ from streamlit.delta_generator import DeltaGenerator
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import Answer, AnswerStatus
 from rag_app.answering.attribution import split_sentences
+from rag_app.api.blocking_backend import BlockingBackend
 from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
@@ -33,6 +34,13 @@ PREVIEW_CHARS = 400
 @st.cache_resource
 def open_rag() -> MathRAG:
     return MathRAG(Settings.load())
+
+
+@st.cache_resource
+def open_backend() -> BlockingBackend:
+    """The serving backend every session of the chat shares: its searches in one limit, its answers in one
+    queue at the LLM, each with the API's deadlines (``[api]`` settings)."""
+    return BlockingBackend(open_rag())
 
 
 @st.cache_data(show_spinner="Reading the library ...", max_entries=4)

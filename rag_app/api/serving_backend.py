@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.api.guards import AskQueue
@@ -81,10 +81,13 @@ class ServingBackend:
         future.add_done_callback(done)
         return await self._by(future, deadline, "wrote the answer")
 
-    async def start_answer(self, question: str, k: int | None = None) -> tuple[AnswerStream, Callable[[], None], float]:
+    async def start_answer(
+        self, question: str, k: int | None = None, **options: Any
+    ) -> tuple[AnswerStream, Callable[[], None], float]:
         """The turn at the LLM, then the retrieval (in the search limit); returns the answer's stream (not yet
         written), the release of the turn (call it once the stream ends or is abandoned: it runs once) and the
-        request's deadline. :class:`QueueFullError` when the queue is full, :class:`DeadlineError` past it."""
+        request's deadline. :class:`QueueFullError` when the queue is full, :class:`DeadlineError` past it.
+        ``options``: the rest of ``MathRAG.ask_stream``'s (the chat's mode, history, filter ...)."""
         deadline = self.deadline(self.limits.ask_timeout_s)
         loop = asyncio.get_running_loop()
         try:
@@ -100,7 +103,7 @@ class ServingBackend:
                 self.asks.leave()
 
         try:
-            stream = await self.in_search_slot(lambda: self.rag.ask_stream(question, k), deadline)
+            stream = await self.in_search_slot(lambda: self.rag.ask_stream(question, k, **options), deadline)
         except BaseException:
             release()  # nothing was generated: the next answer may start
             raise
