@@ -7,9 +7,9 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+import retriever.deadline as deadline
 from rag_app.answering.attribution import SentenceSupport
 from rag_app.answering.stages import AnswerStatus, Checks, ContextReport, Generation, Relevance, Retrieval
-from retriever import deadline
 from retriever.deadline import DeadlinePassedError
 from retriever.types import SearchHit
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+import retriever.deadline as deadline
 from ingestion.records import StatementRecord
 from prompts import PromptTemplate, load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
@@ -41,7 +42,7 @@ from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import Settings
-from retriever import Embedder, SearchHit, deadline
+from retriever import Embedder, SearchHit
 
 __all__ = ["CUT_OFF", "Answerer", "Retrieval"]  # Retrieval and CUT_OFF lived here first
 

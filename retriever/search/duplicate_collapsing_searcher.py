@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from retriever import deadline
+import retriever.deadline as deadline
 from retriever.search.search_filter import SearchFilter
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.types import Query, ResultSearcher, SearchHit, SearchResult, StatementSearcher, run_search

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from retriever import deadline
+import retriever.deadline as deadline
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
 from retriever.store.statement_index import StatementIndex

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from retriever import deadline
+import retriever.deadline as deadline
 from retriever.models.cross_encoder_reranker import CrossEncoderReranker
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode

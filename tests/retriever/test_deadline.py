@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
+import retriever.deadline as deadline
 from ingestion import Source, StatementKind, StatementRecord
 from rag_app.answering.answer import AnswerStream
-from retriever import deadline
 from retriever.deadline import DeadlinePassedError, run_within, within
 from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.search.learned_ranking_searcher import LearnedRankingSearcher

@@ -21,13 +21,13 @@ from fastapi.testclient import TestClient
 from mcp import Client
 from starlette.requests import ClientDisconnect
 
+import retriever.deadline as deadline
 from rag_app import MathRAG
 from rag_app.answering.answer import AnswerStream
 from rag_app.api.http_app import ReleasingStream, create_app
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.serving_backend import DeadlineError, ServingBackend
 from rag_app.settings import ApiSettings, Settings
-from retriever import deadline
 from retriever.formulas.marf_index import MarfIndexError
 from tests.conftest import make_settings
 
