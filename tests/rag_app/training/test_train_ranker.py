@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,12 +32,19 @@ def small_settings(tmp_path: Path, index_dir: Path) -> Settings:
     return settings
 
 
-def test_trained_ranker_has_a_card_hides_the_source_field_and_reuses_its_features(
-    demo_index_dir: Path, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def trained(demo_index_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, TrainRankerJob, Any]:
+    """One ranker trained on the demo index, for the tests that read it (training is most of their time)."""
+    tmp_path = tmp_path_factory.mktemp("ranker")
     settings = small_settings(tmp_path, demo_index_dir)
     job = TrainRankerJob(settings, demo_index_dir, tmp_path / "ranker")
-    report = job.run(log=lambda _m: None)
+    return settings, job, job.run(log=lambda _m: None)
+
+
+def test_trained_ranker_has_a_card_hides_the_source_field_and_reuses_its_features(
+    trained: tuple[Settings, TrainRankerJob, Any],
+) -> None:
+    settings, job, report = trained
     assert not report.reused_features and sum(report.queries.values()) > 10
     assert "section" in report.queries and "label" in report.queries
     ranker = LearnedRanker.load(str(report.directory), MathRAG(settings).index.embedder.identity)
@@ -64,10 +73,11 @@ def test_trained_ranker_has_a_card_hides_the_source_field_and_reuses_its_feature
     assert again.ranker.booster.model_to_string() == ranker.booster.model_to_string()
 
 
-def test_the_trained_ranker_orders_a_search_and_an_evaluation_run(demo_index_dir: Path, tmp_path: Path) -> None:
-    settings = small_settings(tmp_path, demo_index_dir)
-    directory = TrainRankerJob(settings, demo_index_dir, tmp_path / "ranker").run(log=lambda _m: None).directory
-    settings.ranker.model = str(directory)
+def test_the_trained_ranker_orders_a_search_and_an_evaluation_run(
+    trained: tuple[Settings, TrainRankerJob, Any],
+) -> None:
+    settings = trained[0].model_copy(deep=True)
+    settings.ranker.model = str(trained[2].directory)
     rag = MathRAG(settings)
     hits = rag.search("Fatou's lemma", k=5)
     assert len(hits) == 5 and all("first-stage" in hit.channel_ranks for hit in hits)
@@ -77,16 +87,23 @@ def test_the_trained_ranker_orders_a_search_and_an_evaluation_run(demo_index_dir
     assert searcher.search("Fatou's lemma", 5)[0].record.id == hits[0].record.id
 
 
-def test_cli_trains_and_prints_json(demo_index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_trains_and_prints_json(
+    demo_index_dir: Path, trained: tuple[Settings, TrainRankerJob, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RAG_APP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("RAG_APP_INGESTION__ISOLATE_PAPERS", "false")
-    monkeypatch.setenv("RAG_APP_RANKER__TRAINING__TREES", "10")
-    monkeypatch.setenv("RAG_APP_RANKER__TRAINING__MIN_CHILD_SAMPLES", "5")
+    monkeypatch.setenv("RAG_APP_TRAINING__RANKER__TREES", "10")
+    monkeypatch.setenv("RAG_APP_TRAINING__RANKER__MIN_CHILD_SAMPLES", "5")
+    # The features of the same queries over the same index, as a rerun finds them (the fixture's): the
+    # command reuses them, so this test costs a fit, not a second extraction.
+    work_dir = trained[1].work_dir
+    shutil.copytree(work_dir, tmp_path / "data" / work_dir.relative_to(trained[0].data_dir))
     out = tmp_path / "cli-ranker"
     result = CliRunner().invoke(
-        app, ["train", "ranker", "--index", str(demo_index_dir), "--out", str(out), "--max-queries", "30", "--json"]
+        app, ["train", "ranker", "--index", str(demo_index_dir), "--out", str(out), "--max-queries", "40", "--json"]
     )
     assert result.exit_code == 0, result.output
+    assert "reusing the features" in result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["directory"] == str(out) and summary["published"] is None
     assert summary["held_out"]["queries"] > 0 and summary["cost"]["trees"] >= 1
