@@ -13,7 +13,7 @@ import json
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,8 +135,12 @@ class QuestionGenerator:
         attempts: int = 3,
         prompt: PromptTemplate | None = None,
         max_statement_chars: int = MAX_STATEMENT_CHARS,
+        reconnect: Callable[[], ChatClient] | None = None,
     ) -> None:
         self.client = client
+        # A client again after the server went away (``rag.llm.client``: a dead local server is restarted).
+        # Without it, a job of hours whose llama.cpp server died failed every question left, fast.
+        self.reconnect = reconnect
         self.max_statement_chars = max_statement_chars
         self.cache = cache
         self.concurrency = concurrency
@@ -185,7 +189,13 @@ class QuestionGenerator:
         )
         last_error: MalformedReplyError | None = None
         for attempt in range(self.attempts):
-            reply = self.client.chat(messages)
+            try:
+                reply = self.client.chat(messages)
+            except LLMUnavailableError:
+                if self.reconnect is None:
+                    raise
+                self.client = self.reconnect()  # raises in its turn when no server can be had
+                reply = self.client.chat(messages)
             try:
                 question = parse_question(reply)
             except MalformedReplyError as error:

@@ -66,6 +66,7 @@ def generate_questions(
             settings.training.embed.question_concurrency,
             settings.training.embed.question_attempts,
             max_statement_chars=settings.training.embed.question_statement_chars,
+            reconnect=rag.llm.client,
         )
         header = {
             "prompt": generator.prompt_key,

@@ -130,3 +130,24 @@ def test_questions_from_the_real_local_server(
     for reason in report.failures.values():
         assert "malformed" in reason or "JSON" in reason
     assert generator.generate(statements[:2]).cached == report.generated
+
+
+def test_a_server_that_went_away_is_reached_again_through_reconnect(
+    statements: list, cache: QuestionCache, tmp_path: Path
+) -> None:
+    # A job of hours whose llama.cpp server died failed every question left ("not reachable"), fast.
+    server = ScriptedChatServer([])
+    dead = ChatClient("http://127.0.0.1:9/v1", model="scripted", retries=0)  # nothing listens: the server went away
+    reconnects: list[int] = []
+
+    def reconnect() -> ChatClient:  # as rag.llm.client() restarts a dead local server
+        reconnects.append(1)
+        return ChatClient(server.url, retries=0)
+
+    report = QuestionGenerator(dead, cache, concurrency=1, reconnect=reconnect).generate(statements)
+    assert report.generated == 3 and report.failures == {}
+    assert reconnects == [1]  # once; the new client served the rest
+    other_cache = QuestionCache(tmp_path / "other.sqlite")
+    without = QuestionGenerator(dead, other_cache, concurrency=1)
+    assert len(without.generate(statements).failures) == 3  # what the job did before
+    other_cache.close()
