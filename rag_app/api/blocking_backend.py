@@ -31,11 +31,8 @@ class BlockingBackend:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="serving-backend", daemon=True)
         self._thread.start()
-        # Built on the loop's thread: its semaphores belong to that loop.
-        self.backend: ServingBackend = self._wait(self._build())
-
-    async def _build(self) -> ServingBackend:
-        return ServingBackend(self.rag)
+        # Its asyncio semaphores bind to the loop that first waits on them: this one, as every call goes there.
+        self.backend = ServingBackend(rag)
 
     def search(self, work: Callable[[], T]) -> T:
         """``work`` (a search, a paper search, a statement) in its turn among the searches, by the search
