@@ -1,69 +1,131 @@
 """Benchmark: where one search's time goes (issue 61), on the development index (the Stacks project and more).
 
-Times ``MathRAG.search(k=10)`` with the default stack, one query after another (the user-shaped questions),
-then profiles ``--profiled`` of them and adds up the time spent inside each stage by the functions it
-calls (a function is counted in the first stage, in the order below, whose pattern its file or name
-matches; the rest is "other"). Also times the index's status both ways: ``/v1/status`` (each store's count)
-and ``rag-app status`` / ``/v1/status?full=true`` (every store's ids compared, the vector files read).
+Times ``MathRAG.search(k=10)`` with the default stack, one query after another (the user-shaped questions,
+``--queries`` of them), twice over: the first pass meets most statements for the first time (the store's
+and the ranker's caches cold), the second asks the same questions again (warm). Each pass is run in
+three configurations, on the same machine in one process, so before and after read side by side:
 
-    python bench/search_profile.py [--index DIR] [--queries 100] [--profiled 30] [--out bench/results]
+- ``before``: torch embeds the query on torch's own thread count, nothing kept between searches
+  (what a search cost before issue 61's work on its cost);
+- ``one thread``: torch embeds the query on one thread, nothing kept;
+- ``default``: the query through ONNX Runtime, the statements read lately and their ranking profiles kept.
 
-Results: ``bench/results/search_profile.{md,json}``.
+Each stage's wall-clock time is measured around its function (nested stages are inside their parents:
+the query's embedding is inside the channels). Also times the index's status both ways: ``/v1/status``
+(each store's count) and ``rag-app status`` / ``/v1/status?full=true`` (ids compared, vector files read).
+
+    python bench/search_profile.py [--index DIR] [--queries 100] [--out bench/results]
+
+Results: ``bench/results/search_profile.{md,json}``. Run it on an idle machine: a background job on the
+other core changes the torch rows most (that is what the one-thread row is about).
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
+import functools
 import json
 import os
 import platform
-import pstats
 import statistics
 import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import torch
+
 from rag_app import MathRAG, Settings
 from rag_app.evaluation.runner import eval_index_dir
+from retriever.models.learned_ranker import LearnedRanker
+from retriever.search.bm25_searcher import BM25Searcher
+from retriever.search.channel_ranker import ChannelRanker
+from retriever.search.first_stage_searcher import FirstStageSearcher
+from retriever.search.ranking_features import StatementProfiles
+from retriever.store.chroma_store import ChromaStatementStore
 from retriever.store.index_health import IndexHealth
 
-# (stage, patterns matched against "file:function" of each profiled function), first match wins
-STAGES = [
-    ("query embedding (MiniLM)", ("sentence_transformers", "transformers/models", "torch/nn")),
-    ("dense nearest neighbours (Chroma query)", ("collection_nearest", "Collection.py:query", "_query")),
-    ("records and vectors (Chroma get)", ("get_with_vectors", "Collection.py:get")),
-    ("BM25 (words and formulas)", ("bm25",)),
-    ("formula terms and notation", ("formula", "notation", "normalizer", "latex")),
-    ("learned ranker and features", ("learned_ranker", "ranking_features", "lightgbm", "ensemble_ranker")),
-    ("statement graph counts", ("statement_graph", "statement_links")),
-    ("duplicate groups", ("duplicate",)),
+# (stage, class, method): wall-clock time inside each, per search
+STAGES: list[tuple[str, Any, str]] = [
+    ("first stage (channels, fusion, records)", FirstStageSearcher, "run"),
+    ("  channels and fusion", ChannelRanker, "rank"),
+    ("    query embedding", None, "embed_query"),
+    ("    dense nearest neighbours (Chroma query)", ChromaStatementStore, "query"),
+    ("    BM25 (words and formulas)", BM25Searcher, "search"),
+    ("  records and vectors (memory or Chroma)", ChromaStatementStore, "get_with_vectors"),
+    ("learned ranker (features and scores)", LearnedRanker, "scores"),
 ]
 
 
-def stage_times(profile: cProfile.Profile) -> dict[str, float]:
-    """Seconds of own (not cumulative) time per stage: each function's own time goes to one stage."""
-    stats = pstats.Stats(profile)
-    totals = {name: 0.0 for name, _ in STAGES} | {"other": 0.0}
-    for (file, _line, function), (_calls, _primitive, own, _cumulative, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        where = f"{file}:{function}"
-        stage = next((name for name, patterns in STAGES if any(p in where for p in patterns)), "other")
-        totals[stage] += own
-    return totals
+class StageClock:
+    """Adds up the time spent in each stage's method while patched."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def patched(self, rag: MathRAG) -> Iterator[None]:
+        originals: list[tuple[Any, str, Callable[..., Any]]] = []
+        for label, owner, method in STAGES:
+            target = owner if owner is not None else type(rag.index.embedder)
+            original = getattr(target, method)
+            originals.append((target, method, original))
+            setattr(target, method, self._timed(label, original))
+        try:
+            yield
+        finally:
+            for target, method, original in originals:
+                setattr(target, method, original)
+
+    def _timed(self, label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - started
+
+        return timed
 
 
-def project_functions(profile: cProfile.Profile, searches: int, top: int = 18) -> list[tuple[str, float]]:
-    """The project's own functions by cumulative time (what each costs with everything it calls), ms per search:
-    C calls (SQLite, torch, numpy) have no stage of their own, so the own-time table leaves most in "other"."""
-    root = str(Path(__file__).resolve().parents[1])
-    rows = []
-    for (file, _line, function), (_calls, _primitive, _own, cumulative, _callers) in pstats.Stats(
-        profile
-    ).stats.items():  # type: ignore[attr-defined]
-        if file.startswith(root) and "/.venv/" not in file and "/bench/" not in file:
-            rows.append((f"{Path(file).relative_to(root)}:{function}", cumulative * 1000 / searches))
-    return sorted(rows, key=lambda row: -row[1])[:top]
+def configure(rag: MathRAG, name: str, threads: int) -> None:
+    """One of the three configurations (see the module's docstring), caches emptied."""
+    embedder = rag.index.embedder
+    keep = name == "default"
+    embedder.query_threads = 1 if name != "before" else None
+    embedder.onnx_dir = rag.settings.resolved_onnx_dir if keep else None
+    embedder._query_encoder_tried = False  # built again (or not) at the next query
+    rag.index.store.cache.clear()
+    rag.index.store.cache.max_statements = 20_000 if keep else 0
+    stack = rag.search_stack
+    if stack.learned_ranker_configured():
+        stack.learned_ranker.profiles = StatementProfiles(max_statements=20_000 if keep else 0)
+    torch.set_num_threads(threads)
+
+
+def one_pass(rag: MathRAG, questions: list[str]) -> tuple[list[float], dict[str, float]]:
+    clock = StageClock()
+    latencies = []
+    with clock.patched(rag):
+        for question in questions:
+            started = time.perf_counter()
+            rag.search(question, k=10)
+            latencies.append((time.perf_counter() - started) * 1000)
+    return latencies, {label: seconds * 1000 / len(questions) for label, seconds in clock.seconds.items()}
+
+
+def summary(latencies: list[float]) -> dict[str, float]:
+    quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
+    return {"p50_ms": round(quantiles[49], 1), "p95_ms": round(quantiles[94], 1)}
+
+
+def stage_row(label: str, values: list[float]) -> str:
+    return f"| {label.replace('  ', '&nbsp;&nbsp;')} | " + " | ".join(str(value) for value in values) + " |"
 
 
 def status_ms(rag: MathRAG, repeats: int = 5) -> dict[str, float]:
@@ -82,70 +144,51 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, default=None)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--profiled", type=int, default=30)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
-    settings = Settings()
-    index = args.index or eval_index_dir(settings)
+    index = args.index or eval_index_dir(Settings())
     rag = MathRAG(Settings(index_dir=index))
     set_lines = Path("eval/questions/user-questions.v1.jsonl").read_text().splitlines()[1:]  # after the header
-    questions = [json.loads(line)["query"] for line in set_lines]
-    questions = (questions * (1 + args.queries // len(questions)))[: args.queries]
-    for question in questions[:5]:
-        rag.search(question, k=10)  # models loaded, caches warm
-    latencies = []
-    for question in questions:
-        started = time.perf_counter()
+    questions = [json.loads(line)["query"] for line in set_lines][: args.queries]
+    threads = torch.get_num_threads()
+    for question in ("warm up", "the models load", "Nakayama's lemma"):
         rag.search(question, k=10)
-        latencies.append((time.perf_counter() - started) * 1000)
-    profile = cProfile.Profile()
-    profile.enable()
-    started = time.perf_counter()
-    for question in questions[: args.profiled]:
-        rag.search(question, k=10)
-    profiled_s = time.perf_counter() - started
-    profile.disable()
-    stages = stage_times(profile)
-    total = sum(stages.values()) or 1.0
-    quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
+    runs: dict[str, dict[str, Any]] = {}
+    for name in ("before", "one thread", "default"):
+        configure(rag, name, threads)
+        rag.search("the query encoder is built", k=10)
+        for phase in ("cold", "warm"):
+            latencies, stages = one_pass(rag, questions)
+            runs[f"{name}, {phase}"] = {**summary(latencies), "stages_ms": {k: round(v, 1) for k, v in stages.items()}}
     result = {
         "index": str(index),
         "statements": rag.index.count(),
-        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
-        "searches": len(latencies),
-        "p50_ms": round(quantiles[49], 1),
-        "p95_ms": round(quantiles[94], 1),
-        "profiled_searches": args.profiled,
-        "profiled_ms_per_search": round(profiled_s * 1000 / args.profiled, 1),
-        "ms_per_search_by_stage": {name: round(s * 1000 / args.profiled, 1) for name, s in stages.items()},
-        "share_by_stage": {name: round(s / total, 3) for name, s in stages.items()},
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, torch threads {threads}",
+        "searches_per_pass": len(questions),
+        "runs": runs,
         "status_ms": status_ms(rag),
-        "project_functions_cumulative_ms": [
-            (name, round(ms, 1)) for name, ms in project_functions(profile, args.profiled)
-        ],
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "search_profile.json").write_text(json.dumps(result, indent=2) + "\n")
+    names = list(runs)
     lines = [
         "# Where a search's time goes",
         "",
-        f"`MathRAG.search(k=10)`, default stack, {result['statements']:,} statements ({index}), {result['machine']}: "
-        f"{len(latencies)} searches one after another, p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms. "
-        f"Profiled ({args.profiled} searches, {result['profiled_ms_per_search']} ms each under the profiler):",
+        f"`MathRAG.search(k=10)`, default stack, {result['statements']:,} statements ({index}), {result['machine']}; "
+        f"{len(questions)} user-shaped questions one after another per pass. Cold: the questions' statements met "
+        "for the first time; warm: the same questions again. Stage times are wall-clock ms per search, measured "
+        "around each stage (indented rows are inside the row above).",
         "",
-        "| stage | ms per search (profiled) | share |",
-        "| --- | ---: | ---: |",
+        "| | " + " | ".join(names) + " |",
+        "| --- |" + " ---: |" * len(names),
+        "| **search p50 ms** | " + " | ".join(f"**{runs[n]['p50_ms']}**" for n in names) + " |",
+        "| search p95 ms | " + " | ".join(str(runs[n]["p95_ms"]) for n in names) + " |",
         *(
-            f"| {name} | {result['ms_per_search_by_stage'][name]} | {result['share_by_stage'][name]:.1%} |"
-            for name in result["ms_per_search_by_stage"]
+            f"| {label.replace('  ', '&nbsp;&nbsp;')} | "
+            + " | ".join(str(runs[n]["stages_ms"].get(label, 0.0)) for n in names)
+            + " |"
+            for label, _owner, _method in STAGES
         ),
-        "",
-        'Own time above counts a C call (SQLite, torch, numpy) as "other". The project\'s functions by cumulative',
-        "time (each with everything it calls, so nested rows overlap), ms per search under the profiler:",
-        "",
-        "| function | ms per search |",
-        "| --- | ---: |",
-        *(f"| `{name}` | {ms} |" for name, ms in result["project_functions_cumulative_ms"]),
         "",
         f"The index's status (median of 5): `/v1/status` by each store's count {result['status_ms']['counts']} ms; "
         f"by ids (`rag-app status`, `/v1/status?full=true`) {result['status_ms']['ids']} ms.",

@@ -78,6 +78,17 @@ def start_server(index: Path, port: int, env: dict[str, str], log: Path) -> subp
     raise RuntimeError(f"rag-app serve did not answer within 300 s; see {log}")
 
 
+def wait_for_warm_up(log: Path, seconds: float = 300.0) -> None:
+    """Until the server printed the end of its warm-up (``rag-app serve``: "warm-up: N statements ...")."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace")
+        if "warm-up:" in text or "warm-up failed" in text:
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"the server's warm-up did not end within {seconds:.0f} s; see {log}")
+
+
 def search_phase(
     url: str, headers: dict[str, str], pid: int, clients: int, seconds: float, questions: list[str]
 ) -> dict[str, Any]:
@@ -264,6 +275,7 @@ def main() -> None:
     try:
         # the first search loads the models (seconds): not part of a load the server is under for hours
         httpx.get(f"{url}/v1/search", params={"query": "warm up", "k": 10}, headers=headers, timeout=300)
+        wait_for_warm_up(log)  # a server under load for hours is past its warm-up (api.warm_up)
         search = search_phase(url, headers, server.pid, args.search_clients, args.search_seconds, questions)
         ask = ask_phase(url, headers, args.ask_clients, questions)
         bad = bad_request_phase(url, headers)

@@ -41,6 +41,8 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest
         if name.startswith("RAG_APP_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("RAG_APP_DATA_DIR", str(tmp_path_factory.getbasetemp() / "default-data"))
+    # The query encoder exported for ONNX Runtime once per run, not once per test (about 2 s each)
+    monkeypatch.setenv("RAG_APP_EMBEDDING__ONNX_DIR", str(tmp_path_factory.getbasetemp() / "onnx"))
     # `ingest` run in-process (CliRunner) would lower the test process's own priority for good.
     monkeypatch.setenv("RAG_APP_INGESTION__NICE", "0")
     monkeypatch.chdir(tmp_path_factory.getbasetemp())

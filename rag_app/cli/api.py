@@ -31,6 +31,7 @@ def serve(
 
     from rag_app.api.guards import UnsafeBindError, check_bind
     from rag_app.api.http_app import create_app
+    from rag_app.api.warm_up import start_warm_up
 
     if openapi:  # the routes' document needs no index
         typer.echo(json.dumps(create_app(MathRAG(_settings(config, index))).openapi(), indent=2, ensure_ascii=False))
@@ -49,6 +50,8 @@ def serve(
     _stop_on_signals()
     with contextlib.suppress(KeyboardInterrupt), MathRAG(settings) as rag:
         rag.index.count()  # open the index now: a missing or damaged one fails here, not at the first request
+        if limits.warm_up:
+            start_warm_up(rag, lambda line: typer.echo(line, err=True))
         typer.echo(f"rag-app API on http://{limits.host}:{limits.port} (index {settings.resolved_index_dir})", err=True)
         uvicorn.run(create_app(rag, limits, mcp=not no_mcp), host=limits.host, port=limits.port, log_level="info")
 
@@ -58,9 +61,12 @@ def mcp(index: IndexOption = None, config: ConfigOption = None) -> None:
     """The MCP server on stdio, for an agent that starts it (tools: search_statements, find_papers,
     search_formula, get_statement, ask). Configure the agent to run `rag-app mcp --index DIR`."""
     from rag_app.api.mcp_tools import build_mcp_server
+    from rag_app.api.warm_up import start_warm_up
 
     settings = _searched_settings(config, index)
     _stop_on_signals()  # SIGTERM from the agent ends it through the `with`: the LLM server it started stops too
     with contextlib.suppress(KeyboardInterrupt), MathRAG(settings) as rag:
         rag.index.count()
+        if settings.api.warm_up:
+            start_warm_up(rag, lambda line: typer.echo(line, err=True))  # stderr: stdout carries the protocol
         build_mcp_server(rag).run("stdio")

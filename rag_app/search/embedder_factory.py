@@ -18,6 +18,8 @@ def make_embedder(settings: Settings, spec: str | None = None) -> Embedder:
         embedding.max_seq_length,
         registry_dir=settings.resolved_registry_dir,
         math_text=embedding.math_text,
+        query_threads=embedding.query_threads,
+        onnx_dir=settings.resolved_onnx_dir,
     )
 
 

@@ -133,6 +133,15 @@ class Settings(BaseSettings):
     def resolved_registry_dir(self) -> Path:
         return self.embedding.registry_dir or self.data_dir / "models" / "embeddings"
 
+    @property
+    def resolved_onnx_dir(self) -> Path | None:
+        """Where one query's encoder is exported for ONNX Runtime (None: queries run on torch). A cache,
+        made again from the model when missing, so outside the data directory by default."""
+        if self.embedding.query_runtime != "onnx":
+            return None
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return self.embedding.onnx_dir or cache / "rag-app" / "onnx"
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -20,6 +20,9 @@ class ApiSettings(BaseModel):
     max_concurrent_searches: int = Field(
         2, ge=1, description="searches run at once (more wait their turn): about one per CPU core"
     )
+    warm_up: bool = Field(
+        True, description="serve and mcp: load the models and read every statement into memory at start (if all fit)"
+    )
     max_concurrent_asks: int = Field(1, ge=1, description="answers generated at once (each holds the LLM)")
     max_queued_asks: int = Field(
         8, ge=0, description="answers waiting for the LLM; past this a request gets 429 with Retry-After"

@@ -16,6 +16,13 @@ class EmbeddingSettings(BaseModel):
     device: str = Field("cpu", description='"cpu", "cuda", "cuda:1", or "auto" (the GPU when there is one)')
     batch_size: int = 64
     max_seq_length: int | None = 256
+    query_threads: int | None = Field(
+        1, ge=1, description="CPU threads for one query's embedding (unset: torch's own; batches keep every thread)"
+    )
+    query_runtime: Literal["onnx", "torch"] = Field(
+        "onnx", description='"onnx": one query embedded through ONNX Runtime on the CPU (same vector, half the time)'
+    )
+    onnx_dir: Path | None = Field(None, description="the query encoders exported for ONNX Runtime; unset: a cache")
     # Unicode beat LaTeX on 6 of the 8 development sets, slogans and formulas included
     # (docs/retrieval-and-evaluation.md, "Mathematics as the embedder reads it"); changing it re-embeds the index.
     math_text: Literal["unicode", "latex"] = Field(

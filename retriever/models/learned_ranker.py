@@ -29,6 +29,7 @@ from retriever.search.ranking_features import (
     FEATURE_NAMES,
     FEATURES_VERSION,
     GRAPH_FEATURE_NAMES,
+    StatementProfiles,
     feature_matrix,
     graph_feature_matrix,
 )
@@ -69,6 +70,8 @@ packaged_directory = RANKERS.packaged_directory
 class LearnedRanker:
     booster: Any  # lightgbm.Booster
     card: dict[str, Any] = field(default_factory=dict)
+    # What is read off each statement alone, kept between searches (the larger part of a row's cost)
+    profiles: StatementProfiles = field(default_factory=StatementProfiles, repr=False, compare=False)
 
     @property
     def embedder(self) -> str:
@@ -97,7 +100,7 @@ class LearnedRanker:
         read as missing (``query_in_label`` to judge the ranker on a set made of label words)."""
         if not hits:
             return np.zeros(0, dtype=np.float64)
-        features = feature_matrix(query, hits)
+        features = feature_matrix(query, hits, self.profiles)
         if self.graph_features:
             features = np.hstack([features, graph_features(hits, graph)])
         if hidden:  # an evaluation's setting; a search hides nothing

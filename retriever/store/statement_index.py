@@ -403,6 +403,7 @@ class StatementIndex:
             return False
         if self.connection.is_server:  # a server serves every writer's statements already
             self._manifest_seen = file_stamp(self.directory / MANIFEST)
+            self.store.forget_cached()  # but this process's copies of some may be out of date
             return False
         if self.reads.reading_here():
             return False  # this thread is mid-read (it would wait for itself): its next search reloads

@@ -136,13 +136,18 @@ def test_a_query_adapter_variant_shares_the_index(rag: MathRAG) -> None:
 def test_ask_embeds_the_question_once(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = rag.index.embedder
     encoded: list[str] = []
-    original = type(embedder)._encode
+    one, many = type(embedder).embed_query, type(embedder).embed_queries
 
-    def counting_encode(self: object, texts: list[str], show_progress: bool) -> object:
+    def counting_one(self: object, text: str) -> object:  # through ONNX Runtime or torch
+        encoded.append(text)
+        return one(self, text)  # type: ignore[arg-type]
+
+    def counting_many(self: object, texts: list[str], show_progress: bool = False) -> object:
         encoded.extend(texts)
-        return original(self, texts, show_progress)  # type: ignore[arg-type]
+        return many(self, texts, show_progress)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(type(embedder), "_encode", counting_encode)
+    monkeypatch.setattr(type(embedder), "embed_query", counting_one)
+    monkeypatch.setattr(type(embedder), "embed_queries", counting_many)
     rag.settings.llm.base_url = "http://127.0.0.1:9/v1"  # no LLM: the answer keeps its sources
     rag.settings.llm.retries = 0
     answer = rag.ask("What is the index of a subgroup?", k=3)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from ingestion import Source, StatementKind, StatementRecord
-from retriever.search.ranking_features import FEATURE_NAMES, feature_matrix
+from retriever.search.ranking_features import FEATURE_NAMES, StatementProfiles, feature_matrix
 from retriever.types import SearchHit
 
 
@@ -95,3 +96,29 @@ def test_graph_features_count_uses_used_by_and_links_to_the_top_candidates(tmp_p
     expected = [[0.0, math.log(2), 1.0, 1.298], [math.log(2), 0.0, 1.0, 0.702], [0.0, 0.0, 0.0, 1.0]]
     assert np.allclose(matrix, np.array(expected), atol=1e-3)
     assert np.isnan(graph_features(hits, None)).all()  # no graph: missing, as LightGBM reads NaN
+
+
+def test_profiles_kept_between_calls_give_the_rows_made_afresh() -> None:
+    profiles = StatementProfiles()
+    hits = [hit(NAKAYAMA, 1, {"dense": 0.8}, {"dense": 1}), hit(FLAT, 2, {"bm25": 3.0}, {"bm25": 1})]
+    for query in ("Nakayama lemma for modules", "when is $IM = M$", "flat modules"):
+        fresh = feature_matrix(query, hits)
+        kept = feature_matrix(query, hits, profiles)
+        np.testing.assert_array_equal(np.nan_to_num(kept, nan=-7.0), np.nan_to_num(fresh, nan=-7.0))
+    assert len(profiles._profiles) == 2  # one per statement, made once for the three queries
+
+
+def test_a_statement_changed_under_its_id_gets_a_new_profile() -> None:
+    profiles = StatementProfiles()
+    renamed = dataclasses.replace(NAKAYAMA, name="Krull's intersection theorem")
+    before = feature_matrix("Nakayama lemma", [hit(NAKAYAMA, 1, {}, {})], profiles)
+    after = feature_matrix("Nakayama lemma", [hit(renamed, 1, {}, {})], profiles)
+    assert column(before, "query_in_name") == [1.0]
+    assert column(after, "query_in_name") == [0.0]
+
+
+def test_profiles_kept_are_bounded() -> None:
+    profiles = StatementProfiles(max_statements=2)
+    records = [dataclasses.replace(FLAT, id=f"s{i}") for i in range(5)]
+    feature_matrix("flat", [hit(record, i + 1, {}, {}) for i, record in enumerate(records)], profiles)
+    assert len(profiles._profiles) == 2

@@ -321,3 +321,49 @@ def test_a_reader_leaves_the_lexical_indexes_to_the_writer_at_work(tmp_path: Pat
         assert rebuilt == [] and not reader._lexical_checked  # looked at again on the next search
     reader.searchable_count()
     assert rebuilt == [True]
+
+
+def test_the_statements_kept_in_memory_follow_every_write_here_and_elsewhere(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Searches read their candidates from the store's cache (retriever.store.record_cache): a statement
+    renamed or deleted, by this index or by another writer of the same directory, is never served stale."""
+    index = StatementIndex(tmp_path / "index", embedder)
+    index.add(RECORDS)
+    index.rebuild_lexical()
+    query = "bounded entire functions are constant"
+
+    def top() -> StatementRecord:
+        return first_stage(index).search(query, 1, SearchMode.DENSE)[0].record
+
+    assert top().name == "Liouville" and len(index.store.cache) > 0
+    index.add([dataclasses.replace(RECORDS[2], name="Liouville's theorem")])  # a write here
+    assert top().name == "Liouville's theorem"
+    other = StatementIndex(tmp_path / "index", embedder)  # another writer of the same index
+    other.add([dataclasses.replace(RECORDS[2], name="Liouville's bound")])
+    assert top().name == "Liouville's bound"
+    other.remove_papers(["ana"])
+    assert top().id != RECORDS[2].id
+
+
+def test_the_statements_kept_in_memory_are_bounded_and_a_read_older_than_a_write_is_not_kept(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    index = StatementIndex(tmp_path / "index", embedder)
+    index.add(RECORDS)
+    store = index.store
+    store.cache.max_statements = 2
+    ids = [r.id for r in RECORDS]
+    records, vectors = store.get_with_vectors(ids)
+    assert [r.id for r in records] == ids and len(store.cache) == 2
+    assert not vectors[ids[2]].flags.writeable  # a caller writing into a kept vector fails, not the cache
+    again, again_vectors = store.get_with_vectors(ids)  # two from memory, one from Chroma
+    assert again == records
+    assert all(np.array_equal(again_vectors[i], vectors[i]) for i in ids)
+    renamed = dataclasses.replace(RECORDS[0], name="Nakayama's lemma")
+    store.upsert([renamed], np.stack([vectors[ids[0]]]))  # the store written directly (a reindex does)
+    assert store.get_with_vectors([ids[0]])[0] == [renamed]
+    generation = store.cache.generation
+    store.cache.clear()  # a write landed while a read was under way
+    store.cache.keep(generation, [(records[0], vectors[ids[0]].copy())])
+    assert len(store.cache) == 0
