@@ -12,6 +12,7 @@ from rag_app import MathRAG, Settings
 from rag_app.answering.answer import Answer, AnswerStatus
 from rag_app.answering.attribution import split_sentences
 from rag_app.api.blocking_backend import BlockingBackend
+from rag_app.api.warm_up import start_warm_up
 from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
@@ -39,8 +40,12 @@ def open_rag() -> MathRAG:
 @st.cache_resource
 def open_backend() -> BlockingBackend:
     """The serving backend every session of the chat shares: its searches in one limit, its answers in one
-    queue at the LLM, each with the API's deadlines (``[api]`` settings)."""
-    return BlockingBackend(open_rag())
+    queue at the LLM, each with the API's deadlines (``[api]`` settings). Warmed up as ``serve`` is
+    (``api.warm_up``): the models load and the statements are read in beside the first page."""
+    rag = open_rag()
+    if rag.settings.api.warm_up:
+        start_warm_up(rag)
+    return BlockingBackend(rag)
 
 
 @st.cache_data(show_spinner="Reading the library ...", max_entries=4)
