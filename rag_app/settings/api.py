@@ -21,7 +21,7 @@ class ApiSettings(BaseModel):
         2, ge=1, description="searches run at once (more wait their turn): about one per CPU core"
     )
     warm_up: bool = Field(
-        True, description="serve, mcp and the chat: load the models, read every statement into memory at start (if all fit)"
+        True, description="serve, mcp, the chat: load the models, read all statements into memory at start if they fit"
     )
     max_concurrent_asks: int = Field(1, ge=1, description="answers generated at once (each holds the LLM)")
     max_queued_asks: int = Field(
