@@ -42,6 +42,7 @@ import uvicorn
 
 from rag_app import MathRAG, Settings
 from rag_app.api.http_app import create_app
+from rag_app.api.warm_up import warm_up
 from rag_app.evaluation.runner import eval_index_dir
 from rag_app.settings import ApiSettings
 from tests.llm_servers import HangingServer, ScriptedLLMServer
@@ -266,11 +267,11 @@ def main() -> None:
                 return MathRAG(settings)
 
             fast = rag_with(scripted.base_url)
-            fast.search("warm up", k=10)  # the models load before anything is timed
+            warm_up(fast)  # as `rag-app serve` does at start (api.warm_up): models loaded, statements read in
             outcomes.append(scenario("1. three streams left during retrieval", fast, streams_left("during retrieval")))
             outcomes.append(scenario("2. three streams left mid-answer", fast, streams_left("mid-answer")))
             slow = rag_with(hanging.url, timeout_s=4.0, deadline_s=4.0)
-            slow.index.store  # noqa: B018 - opened before the clock runs
+            warm_up(slow)
             outcomes.append(scenario("3. an LLM that never answers: 3 asks", slow, asks(3), ask_timeout_s=3.0))
             dead = rag_with("http://127.0.0.1:9/v1")
             outcomes.append(scenario("4. no LLM at all: 3 asks", dead, asks(3)))
