@@ -18,6 +18,7 @@ for both first stages). ``MathRAG``, the CLI, the chat and the evaluation all ge
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -135,6 +136,9 @@ class SearchStack:
         self._reranker: CrossEncoderReranker | None = None
         self._learned_ranker: LearnedRanker | None = None
         self._auto_ranker_looked_up = False  # `ranker.model = "auto"`: the packaged one sought (it may be none)
+        # The ranker is loaded by one thread: a second first search (a server's warm-up beside its first
+        # request) waits for it, instead of finding it "looked up" and still missing (searched without it).
+        self._ranker_lock = threading.Lock()
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._learned: dict[bool, LearnedRankingSearcher] = {}
         self._rerankings: dict[tuple[bool, bool], RerankingSearcher] = {}  # by (companion model, learned ranker)
@@ -240,8 +244,10 @@ class SearchStack:
             return False
         if spec == "auto":
             if not self._auto_ranker_looked_up:  # once: this is asked at every search
-                self._auto_ranker_looked_up = True
-                self._learned_ranker = LearnedRanker.configured("auto", self.index.embedder.identity)
+                with self._ranker_lock:
+                    if not self._auto_ranker_looked_up:
+                        self._learned_ranker = LearnedRanker.configured("auto", self.index.embedder.identity)
+                        self._auto_ranker_looked_up = True  # after the ranker: a reader that sees it sees that
             return self._learned_ranker is not None
         return True
 
@@ -250,9 +256,11 @@ class SearchStack:
         """The configured learned ranker, or the packaged one when the settings turn it off (an
         evaluation's ``+ltr`` run asks for it explicitly)."""
         if self._learned_ranker is None:
-            spec = self.settings.ranker.model
-            spec = "packaged" if not spec or spec in ("none", "auto") else spec
-            self._learned_ranker = LearnedRanker.load(spec, self.index.embedder.identity)
+            with self._ranker_lock:
+                if self._learned_ranker is None:
+                    spec = self.settings.ranker.model
+                    spec = "packaged" if not spec or spec in ("none", "auto") else spec
+                    self._learned_ranker = LearnedRanker.load(spec, self.index.embedder.identity)
         return self._learned_ranker
 
     def ensemble(self) -> EnsembleRanker:

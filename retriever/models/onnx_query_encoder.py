@@ -5,8 +5,8 @@ all-MiniLM-L6-v2 takes 19-23 ms a query in torch and 9 ms in ONNX Runtime on one
 machine, with vectors equal to torch's (cosine 0.9999998 on 60 questions; bench/results/search_profile.md).
 Statements are embedded in batches, where torch is fast enough, and stay on torch.
 
-The model is exported once per model (``directory``/``<identity>.onnx``, written whole) and checked on
-every load against the sentence-transformers pipeline on probe texts: a model whose pipeline is not
+The model is exported once per model (``directory``/``<identity>.onnx``, written whole) and checked once
+per process against the sentence-transformers pipeline on probe texts: a model whose pipeline is not
 transformer -> mean pooling -> normalize, or whose export disagrees, is not served here
 (:meth:`OnnxQueryEncoder.build` returns None and the embedder keeps torch).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,11 @@ logger = logging.getLogger(__name__)
 MIN_COSINE = 0.9999
 PROBES = ("Nakayama's lemma for finitely generated modules", "when is $\\int_0^1 f(x)\\,dx = 0$?", "x")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Sessions that passed the check, shared by the process's embedders of the same model: building one
+# (graph optimization) and checking it cost about 0.5 s, paid once per process, not per embedder.
+# Keyed by the file's stamp, so a file exported again is loaded and checked again.
+_checked_sessions: dict[tuple[str, int, int, str, int], Any] = {}
+_checked_lock = threading.Lock()
 
 
 class OnnxQueryEncoder:
@@ -56,6 +62,10 @@ class OnnxQueryEncoder:
         except ImportError:
             return None
         path = directory / f"{identity}.onnx"
+        with _checked_lock:
+            session = _checked_sessions.get(_key(path, identity, threads))
+        if session is not None:
+            return cls(session, model, tuple(i.name for i in session.get_inputs()))
         for attempt in ("load", "export"):
             if attempt == "export" or not path.is_file():
                 try:
@@ -74,6 +84,8 @@ class OnnxQueryEncoder:
             inputs = tuple(i.name for i in session.get_inputs())
             encoder = cls(session, model, inputs)
             if encoder.agrees_with(model):
+                with _checked_lock:
+                    _checked_sessions[_key(path, identity, threads)] = session
                 return encoder
             logger.warning("%s: %s disagrees with the model", identity, path)
         logger.warning("%s: queries stay on torch (the ONNX export does not reproduce the model)", identity)
@@ -87,6 +99,14 @@ class OnnxQueryEncoder:
             )
         got = np.stack([self.embed(text) for text in PROBES])
         return bool(np.min(np.sum(expected * got, axis=1)) >= MIN_COSINE)
+
+
+def _key(path: Path, identity: str, threads: int) -> tuple[str, int, int, str, int]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return (str(path), -1, -1, identity, threads)
+    return (str(path), stat.st_mtime_ns, stat.st_size, identity, threads)
 
 
 def _mean_pooled(model: Any) -> bool:

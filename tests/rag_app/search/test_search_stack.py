@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,29 @@ def test_ask_embeds_the_question_once(rag: MathRAG, monkeypatch: pytest.MonkeyPa
     typed = rag.ask("Is F_q^* cyclic?", k=3)
     assert typed.search_query == "Is $\\mathbb{F}_q^*$ cyclic?" and typed.question == "Is F_q^* cyclic?"
     assert len(encoded) == 2, encoded
+
+
+def test_two_first_searches_at_once_both_use_the_learned_ranker(
+    demo_index_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's warm-up and its first request search at once: neither may find the ranker "looked up" and
+    still missing (before, the second searched without it and the chat's quoting answer lost its choice)."""
+    from retriever.models.learned_ranker import LearnedRanker
+
+    looked_up = LearnedRanker.configured
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(0.5)  # loading takes a while; the other first search arrives meanwhile
+        return looked_up(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LearnedRanker, "configured", slow)
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
+    stack = rag.search_stack
+    assert rag.settings.ranker.model == "auto"
+    answers: list[bool] = []
+    threads = [threading.Thread(target=lambda: answers.append(stack.learned_ranker_configured())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [True, True]
