@@ -53,7 +53,13 @@ def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
     path = shared_dir / relative
     if not path.exists():
         raise FileNotFoundError(f"development corpus not found: {path} (is ../shared beside the checkout?)")
-    return [record for paper in ingest_sources([path]) for record in paper.records]
+    return list(_parsed_corpus(path.resolve(), path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_corpus(path: Path, _stamp: int) -> tuple[StatementRecord, ...]:
+    """The records (frozen) of one corpus; ``_stamp`` parses a corpus that changed on disk again."""
+    return tuple(record for paper in ingest_sources([path]) for record in paper.records)
 
 
 def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> list[QuerySet]:
