@@ -1,19 +1,24 @@
 """Benchmark: `rag-app serve` under load, on loopback, bounded in time (issue 51).
 
 Starts `rag-app serve` on a free loopback port over ``--index`` (default: the 17,780-statement
-development index) and runs three phases against it:
+development index) and runs four phases against it:
 
+0. **one client**: one client sending the user-shaped questions one after another for
+   ``--one-client-seconds`` (30), once through httpx and once through the bare ``http.client``: its
+   latency, and the server's own part of it (the ``Server-Timing`` header every response carries).
 1. **search**: ``--search-clients`` (32) clients, each sending the next question of the user-shaped set
    (``eval/questions/user-questions.v1.jsonl``) to ``GET /v1/search`` as soon as the last came back, for
    ``--search-seconds`` (120). Latency percentiles, throughput, errors, and the server's RSS sampled every
-   5 s: after the first minute, and at the end.
+   5 s: after the first minute, and at the end. Then the same load from wrk for ``--wrk-seconds`` (60), where
+   wrk is installed (Debian's package): its clients cost next to nothing, so the 2 CPUs measure the server.
 2. **ask**: ``--ask-clients`` (8) clients each sending one question to ``POST /v1/ask`` at once, while a
    probe calls ``/healthz`` every 0.25 s. Every request must end answered (200; 503 when the LLM is
    down) or refused with 429 and ``Retry-After``; none lost. The probe's latency says whether the server
    stays responsive while answers are written.
 3. **bad requests**: the table of issue 51, each a 4xx with a reason, the server still up after.
 
-    python bench/serve_load.py [--index DIR] [--search-clients 32] [--search-seconds 120] [--ask-clients 8]
+    python bench/serve_load.py [--index DIR] [--one-client-seconds 30] [--search-clients 32]
+        [--search-seconds 120] [--wrk-seconds 60] [--ask-clients 8]
         [--max-queued-asks 8] [--out bench/results]
 
 Results: ``bench/results/serve_load.md`` and ``.json``.
@@ -22,9 +27,12 @@ Results: ``bench/results/serve_load.md`` and ``.json``.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,6 +41,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import numpy as np
@@ -87,6 +96,93 @@ def wait_for_warm_up(log: Path, seconds: float = 300.0) -> None:
             return
         time.sleep(0.5)
     raise RuntimeError(f"the server's warm-up did not end within {seconds:.0f} s; see {log}")
+
+
+def one_client_phase(url: str, headers: dict[str, str], seconds: float, questions: list[str]) -> dict[str, Any]:
+    """One client asking again as soon as answered: its latency, and the part of it the server spent
+    (``Server-Timing``); the rest is the connection and the client's own work. Measured twice: through
+    httpx (the load phase's client) and through the standard library's bare ``http.client``."""
+    result: dict[str, Any] = {"seconds": seconds}
+    for client_name in ("httpx", "http.client"):
+        client_ms: list[float] = []
+        server_ms: list[float] = []
+        stop = time.monotonic() + seconds
+        position = 0
+        host, port = url.removeprefix("http://").split(":")
+        bare = http.client.HTTPConnection(host, int(port), timeout=60)
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as http_client:
+            while time.monotonic() < stop:
+                query = questions[position % len(questions)]
+                position += 1
+                begun = time.perf_counter()
+                if client_name == "httpx":
+                    response = http_client.get("/v1/search", params={"query": query, "k": 10})
+                    status, timing, _ = (
+                        response.status_code,
+                        response.headers.get("server-timing", ""),
+                        response.content,
+                    )
+                else:
+                    bare.request("GET", "/v1/search?" + urlencode({"query": query, "k": 10}), headers=headers)
+                    answer = bare.getresponse()
+                    answer.read()
+                    status, timing = answer.status, answer.getheader("server-timing") or ""
+                client_ms.append((time.perf_counter() - begun) * 1000)
+                if status != 200:
+                    raise RuntimeError(f"one client: {status} for {query!r}")
+                server_ms.append(float(timing.split("dur=")[1]) if "dur=" in timing else float("nan"))
+        bare.close()
+        result[client_name] = {
+            "requests": len(client_ms),
+            "per_second": round(len(client_ms) / seconds, 1),
+            "client": percentiles(client_ms),
+            "server": percentiles(server_ms),
+        }
+    return result
+
+
+def wrk_phase(url: str, token: str, clients: int, seconds: float, questions: list[str]) -> dict[str, Any] | None:
+    """The search load again from wrk (C, two threads): closed-loop clients whose own cost is next to
+    nothing, so that the 2 CPUs measure the server and not 32 Python client threads. None without wrk."""
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        return None
+    paths = ["/v1/search?" + urlencode({"query": query, "k": 10}) for query in questions]
+    script = "\n".join(
+        [
+            "local paths = {" + ",".join(json.dumps(path) for path in paths) + "}",
+            "local position = 0",
+            "request = function()",
+            "  position = position + 1",
+            f'  return wrk.format("GET", paths[(position % #paths) + 1], {{["Authorization"] = "Bearer {token}"}})',
+            "end",
+        ]
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    command = [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--timeout", "60s", "--latency", "-s", handle.name, url]
+    output = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120, check=True).stdout
+    Path(handle.name).unlink()
+
+    def milliseconds(text: str) -> float:
+        number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+        return round(float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit], 1)
+
+    percent = {match[0]: milliseconds(match[1]) for match in re.findall(r"^\s+(\d+)%\s+(\S+)$", output, re.M)}
+    requests = int(re.search(r"(\d+) requests in", output).group(1))  # type: ignore[union-attr]
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    return {
+        "clients": clients,
+        "seconds": seconds,
+        "requests": requests,
+        "errors": (int(non_2xx.group(1)) if non_2xx else 0) + (sum(map(int, socket.groups())) if socket else 0),
+        "per_second": round(float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)), 1),  # type: ignore[union-attr]
+        "p50_ms": percent.get("50"),
+        "p90_ms": percent.get("90"),
+        "p99_ms": percent.get("99"),
+        "latency_distribution": [line.strip() for line in re.findall(r"^\s+\d+%.*$", output, re.M)],
+    }
 
 
 def search_phase(
@@ -256,8 +352,10 @@ def bad_request_phase(url: str, headers: dict[str, str]) -> list[dict[str, Any]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, default=DEFAULT_INDEX)
+    parser.add_argument("--one-client-seconds", type=float, default=30.0)
     parser.add_argument("--search-clients", type=int, default=32)
     parser.add_argument("--search-seconds", type=float, default=120.0)
+    parser.add_argument("--wrk-seconds", type=float, default=60.0, help="the search load from wrk, where installed")
     parser.add_argument("--ask-clients", type=int, default=8)
     parser.add_argument("--max-queued-asks", type=int, default=8, help="api.max_queued_asks for the run")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -276,7 +374,9 @@ def main() -> None:
         # the first search loads the models (seconds): not part of a load the server is under for hours
         httpx.get(f"{url}/v1/search", params={"query": "warm up", "k": 10}, headers=headers, timeout=300)
         wait_for_warm_up(log)  # a server under load for hours is past its warm-up (api.warm_up)
+        one = one_client_phase(url, headers, args.one_client_seconds, questions)
         search = search_phase(url, headers, server.pid, args.search_clients, args.search_seconds, questions)
+        by_wrk = wrk_phase(url, token, args.search_clients, args.wrk_seconds, questions)
         ask = ask_phase(url, headers, args.ask_clients, questions)
         bad = bad_request_phase(url, headers)
     finally:
@@ -285,7 +385,9 @@ def main() -> None:
     result = {
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
         "index": str(args.index),
+        "one_client": one,
         "search": search,
+        "search_by_wrk": by_wrk,
         "ask": ask,
         "bad_requests": bad,
     }
@@ -293,10 +395,21 @@ def main() -> None:
     lines = [
         "# `rag-app serve` under load (loopback)",
         "",
-        f"Command: `python bench/serve_load.py --search-clients {args.search_clients} --search-seconds "
-        f"{args.search_seconds:g} --ask-clients {args.ask_clients} --max-queued-asks {args.max_queued_asks}`",
+        f"Command: `python bench/serve_load.py --one-client-seconds {args.one_client_seconds:g} "
+        f"--search-clients {args.search_clients} --search-seconds {args.search_seconds:g} --wrk-seconds "
+        f"{args.wrk_seconds:g} --ask-clients {args.ask_clients} --max-queued-asks {args.max_queued_asks}`",
         "",
         f"- machine: {result['machine']}; index: `{args.index}`",
+        "",
+        "| one client | seconds | requests | per second | p50 ms | p95 ms | server's own p50 ms "
+        "| server's own p95 ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *(
+            f"| {name} | {one['seconds']:g} | {one[name]['requests']} | {one[name]['per_second']} | "
+            f"{one[name]['client']['p50_ms']} | {one[name]['client']['p95_ms']} | {one[name]['server']['p50_ms']} | "
+            f"{one[name]['server']['p95_ms']} |"
+            for name in ("httpx", "http.client")
+        ),
         "",
         "| search clients | seconds | requests | errors | per second | p50 ms | p95 ms | max ms "
         "| RSS MB after 1 min | RSS MB at end | growth |",
@@ -306,6 +419,17 @@ def main() -> None:
         f"{search['rss_mb_after_first_minute']} | {search['rss_mb_end']} | "
         f"{100 * search['rss_growth_after_first_minute']:+.1f}% |",
         "",
+        *(
+            [
+                "The same load from wrk (C; its clients cost next to nothing beside the server): "
+                f"{by_wrk['clients']} connections, {by_wrk['seconds']:g} s, {by_wrk['requests']} requests, "
+                f"{by_wrk['errors']} errors, **{by_wrk['per_second']} searches/s**, p50 {by_wrk['p50_ms']} ms, "
+                f"p90 {by_wrk['p90_ms']} ms, p99 {by_wrk['p99_ms']} ms.",
+                "",
+            ]
+            if by_wrk
+            else ["(wrk is not installed: no load from it.)", ""]
+        ),
         "| ask clients | answered (200) | LLM down (503) | refused (429) | 429 with Retry-After | lost "
         "| answer p50 / max ms | /healthz p50 / p95 / max ms (probes) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",

@@ -16,7 +16,8 @@ Routes (the JSON shapes are the CLI's contracts: ``search --json``, ``show --jso
 Every route is a thin adapter over :class:`ServingBackend` (shared with the ``/mcp`` tools): searches in
 worker threads, at most ``api.max_concurrent_searches`` at once (two CPUs gain nothing from more), answers
 in :class:`AskQueue`, one deadline per request. Every error is JSON, ``{"error": {"status", "reason"}}``,
-its text without the server's paths.
+its text without the server's paths. Every response carries ``Server-Timing: app;dur=MS``, the server's
+own time on it (:mod:`rag_app.api.server_timing`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from rag_app.api.errors import STATUS_OF, BadRequestError, redacted
 from rag_app.api.guards import BearerTokenGuard, BodySizeLimit, LoopbackHostGuard, QueueFullError
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.api.server_timing import ServerTiming
 from rag_app.api.serving_backend import DeadlineError, ServingBackend
 from rag_app.pipeline import MathRAG
 from rag_app.settings import ApiSettings
@@ -92,6 +94,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     app.add_middleware(BearerTokenGuard, token=token)
     app.add_middleware(LoopbackHostGuard, host=limits.host, token=token)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(ServerTiming)  # outermost: the refusals above are timed too
 
     async def in_thread(work: Callable[[], T]) -> T:
         """``work`` in its turn among the searches, by the request's deadline (504 past it)."""

@@ -204,6 +204,9 @@ def test_ask_rerank_names_the_reranker_and_its_time(demo_index_dir: Path, tiny_r
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # down: the sources still come back
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
     monkeypatch.setenv("RAG_APP_RERANK__MODEL", str(tiny_reranker_dir))
+    # The tiny test reranker orders at random, near enough: whether its first pick is close enough to the
+    # question to ask the model is luck, and not what this test is about.
+    monkeypatch.setenv("RAG_APP_ANSWERS__MIN_RELEVANCE", "0")
     args = ["ask", "Hilbert basis theorem", "--rerank", "--json", "--k", "3", "--index", str(demo_index_dir)]
     result = runner.invoke(app, args)
     assert result.exit_code == 4, result.output  # the model was wanted and not had: the sources still come

@@ -123,6 +123,21 @@ def test_bad_requests_get_a_4xx_with_a_reason_and_the_server_stays_up(demo_api: 
         assert client.get("/healthz").status_code == 200
 
 
+def test_every_response_says_how_long_the_server_spent_on_it(demo_api: tuple[MathRAG, str]) -> None:
+    _, url = demo_api
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for method, path, kwargs in [
+            ("GET", "/v1/search", {"params": {"query": "bounded entire function", "k": 3}}),
+            ("GET", "/v1/search", {"params": {"query": "ring", "k": -1}}),  # refused: timed all the same
+            ("GET", "/healthz", {}),
+        ]:
+            begun = time.perf_counter()
+            response = client.request(method, path, **kwargs)
+            client_ms = (time.perf_counter() - begun) * 1000
+            name, _, duration = response.headers["server-timing"].partition(";dur=")
+            assert name == "app" and 0 < float(duration) <= client_ms, (path, response.headers["server-timing"])
+
+
 def test_a_token_guards_every_route_but_the_health_check(demo_index_dir: Path, tmp_path: Path) -> None:
     rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
     with serving(rag, token="s3cret-token") as url, httpx.Client(base_url=url, timeout=60) as client:
