@@ -180,7 +180,7 @@ class StatementRecord:
         data["labels"] = list(self.labels)
         data["references"] = [_fields_of(reference) for reference in self.references]
         data["citations"] = [_fields_of(citation) for citation in self.citations]
-        data["metadata"] = copy.deepcopy(self.metadata)  # its own copy, as asdict gave: records are shared
+        data["metadata"] = copy.deepcopy(self.metadata)  # its own copy: records are shared (kept between searches)
         return data
 
     @classmethod
