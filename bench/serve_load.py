@@ -102,42 +102,41 @@ def one_client_phase(url: str, headers: dict[str, str], seconds: float, question
     """One client asking again as soon as answered: its latency, and the part of it the server spent
     (``Server-Timing``); the rest is the connection and the client's own work. Measured twice: through
     httpx (the load phase's client) and through the standard library's bare ``http.client``."""
+    host, port = url.removeprefix("http://").split(":")
+    paths = ["/v1/search?" + urlencode({"query": query, "k": 10}) for query in questions]
+
+    def through_httpx(path: str) -> tuple[int, str]:
+        response = http_client.get(path)
+        return response.status_code, response.headers.get("server-timing", "")
+
+    def through_http_client(path: str) -> tuple[int, str]:
+        bare.request("GET", path, headers=headers)
+        answer = bare.getresponse()
+        answer.read()
+        return answer.status, answer.getheader("server-timing") or ""
+
     result: dict[str, Any] = {"seconds": seconds}
-    for client_name in ("httpx", "http.client"):
-        client_ms: list[float] = []
-        server_ms: list[float] = []
-        stop = time.monotonic() + seconds
-        position = 0
-        host, port = url.removeprefix("http://").split(":")
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as http_client:
         bare = http.client.HTTPConnection(host, int(port), timeout=60)
-        with httpx.Client(base_url=url, headers=headers, timeout=60) as http_client:
+        for client_name, send in (("httpx", through_httpx), ("http.client", through_http_client)):
+            client_ms: list[float] = []
+            server_ms: list[float] = []
+            stop = time.monotonic() + seconds
             while time.monotonic() < stop:
-                query = questions[position % len(questions)]
-                position += 1
+                path = paths[len(client_ms) % len(paths)]
                 begun = time.perf_counter()
-                if client_name == "httpx":
-                    response = http_client.get("/v1/search", params={"query": query, "k": 10})
-                    status, timing, _ = (
-                        response.status_code,
-                        response.headers.get("server-timing", ""),
-                        response.content,
-                    )
-                else:
-                    bare.request("GET", "/v1/search?" + urlencode({"query": query, "k": 10}), headers=headers)
-                    answer = bare.getresponse()
-                    answer.read()
-                    status, timing = answer.status, answer.getheader("server-timing") or ""
+                status, timing = send(path)
                 client_ms.append((time.perf_counter() - begun) * 1000)
                 if status != 200:
-                    raise RuntimeError(f"one client: {status} for {query!r}")
+                    raise RuntimeError(f"one client: {status} for {path}")
                 server_ms.append(float(timing.split("dur=")[1]) if "dur=" in timing else float("nan"))
+            result[client_name] = {
+                "requests": len(client_ms),
+                "per_second": round(len(client_ms) / seconds, 1),
+                "client": percentiles(client_ms),
+                "server": percentiles(server_ms),
+            }
         bare.close()
-        result[client_name] = {
-            "requests": len(client_ms),
-            "per_second": round(len(client_ms) / seconds, 1),
-            "client": percentiles(client_ms),
-            "server": percentiles(server_ms),
-        }
     return result
 
 
@@ -161,8 +160,10 @@ def wrk_phase(url: str, token: str, clients: int, seconds: float, questions: lis
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
     command = [wrk, "-t2", f"-c{clients}", f"-d{seconds:g}s", "--timeout", "60s", "--latency", "-s", handle.name, url]
-    output = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120, check=True).stdout
-    Path(handle.name).unlink()
+    try:
+        output = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120, check=True).stdout
+    finally:
+        Path(handle.name).unlink()
 
     def milliseconds(text: str) -> float:
         number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]

@@ -47,7 +47,6 @@ _LABEL_KIND_PREFIXES = frozenset(
 _latex_to_text = LatexNodes2Text()
 
 
-@functools.cache
 def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
     """The statement records of one development corpus, parsed the way ``ingest`` parses it.
 
