@@ -62,8 +62,8 @@ def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
 @functools.lru_cache(maxsize=4)
 def _parsed_corpus(path: Path, _stamp: int) -> tuple[StatementRecord, ...]:
     """The records (frozen) of one corpus; ``_stamp`` parses a corpus that changed on disk again."""
-    # No time limit per paper: a chapter slowed down by a busy machine must not go missing from a corpus.
-    latex = ParallelLatexIngestor(IngestLimits(paper_timeout_s=24 * 3600), workers=min(4, os.cpu_count() or 1))
+    # A generous limit per paper (a chapter parses in seconds): one slowed by a busy machine must not go missing.
+    latex = ParallelLatexIngestor(IngestLimits(paper_timeout_s=1800), workers=min(4, os.cpu_count() or 1))
     return tuple(record for paper in ingest_sources([path], latex) for record in paper.records)
 
 
