@@ -103,6 +103,7 @@ class BM25Index:
         self._db = self._connect()
         self._lock = threading.RLock()
         self._generation = -1
+        self._seen: tuple[int, int] | None = None  # (data_version, total_changes) at the last refresh
         self._segments: list[LiveSegment] = []
         self._documents = 0  # live documents
         self._total = 0  # documents including the deleted ones not yet merged away (BM25's N)
@@ -306,12 +307,18 @@ class BM25Index:
     # ------------------------------------------------------------------ state
     def _refresh(self) -> None:
         """Reload the segment list when another write (here or in another process) committed."""
+        # SQLite's data_version moves when another connection commits, total_changes when this one writes:
+        # while neither moves there is nothing to read again (a search then skips a read transaction).
+        seen = (self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes)
+        if seen == self._seen and self._generation != -1:
+            return
         for attempt in range(3):
             self._db.execute("BEGIN")  # one read snapshot of the generation, segments and deletions
             try:
                 row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
                 generation = row[0] if row else 0
                 if generation == self._generation:
+                    self._seen = seen
                     return
                 names = [name for (name,) in self._db.execute("SELECT name FROM segments ORDER BY name")]
                 deleted: dict[str, list[int]] = {name: [] for name in names}
@@ -333,6 +340,7 @@ class BM25Index:
             self._documents = self._total - sum(len(live.deleted) for live in self._segments)
             self._total_length = sum(live.segment.total_length for live in self._segments)
             self._generation = generation
+            self._seen = seen
             return
 
     def _term_ids(self, terms: set[str], create: bool) -> dict[str, int]:

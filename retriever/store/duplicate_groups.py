@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
-from retriever.store.sqlite_file import connect, named_errors, remove_damaged
+from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -77,6 +77,7 @@ class DuplicateGroups:
         self, directory: Path, threshold: float = 0.97, max_word_difference: int = 1, neighbours: int = 5
     ) -> None:
         self.path = directory / DUPLICATES_DB
+        self._reads = ReadConnections(self.path)  # the reads a search makes, on a connection kept per thread
         self.threshold = threshold
         self.max_word_difference = max_word_difference
         self.neighbours = neighbours
@@ -87,6 +88,7 @@ class DuplicateGroups:
 
     def recreate(self) -> None:
         """Empty groups in place of a damaged file (a repair joins them again from the stored vectors)."""
+        self._reads.drop()
         remove_damaged(self.path)
         self._create()
 
@@ -205,7 +207,7 @@ class DuplicateGroups:
         """For each of ``ids`` in a group, every other member of its group (its own paper's left out)."""
         if not ids:
             return {}
-        with closing(self._connect()) as db:
+        with self._reads.reading() as db:
             marks = ",".join("?" * len(ids))
             own = {
                 row[0]: (row[1], row[2])
@@ -232,7 +234,7 @@ class DuplicateGroups:
     def groups_of(self, ids: Sequence[str]) -> dict[str, str]:
         """The group of each of ``ids`` that is known (a statement alone is its own group)."""
         found: dict[str, str] = {}
-        with closing(self._connect()) as db:
+        with self._reads.reading() as db:
             for start in range(0, len(ids), 500):
                 batch = list(ids[start : start + 500])
                 marks = ",".join("?" * len(batch))

@@ -34,7 +34,7 @@ from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
 from retriever.store.atomic_files import file_stamp
-from retriever.store.sqlite_file import connect, named_errors, remove_damaged
+from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
 
 GRAPH_DB = "graph.sqlite"
 _SCHEMA_VERSION = 1  # 1: citations and the statements' arXiv ids
@@ -80,12 +80,14 @@ class StatementGraph:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / GRAPH_DB
+        self._reads = ReadConnections(self.path)  # the reads a search makes, on a connection kept per thread
         # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
         with contextlib.suppress(sqlite3.DatabaseError):
             self._create()
 
     def recreate(self) -> None:
         """An empty graph in place of a damaged file (a repair fills it again from Chroma)."""
+        self._reads.drop()
         remove_damaged(self.path)
         self._create()
 
@@ -250,7 +252,7 @@ class StatementGraph:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        with closing(self._connect()) as db:
+        with self._reads.reading() as db:
             uses = dict(db.execute(_USES_OF.format(marks=marks), [*ids, *ids]).fetchall())
             used_by = dict(db.execute(_USED_BY_OF.format(marks=marks), [*ids, *ids]).fetchall())
         return {i: (int(uses.get(i, 0)), int(used_by.get(i, 0))) for i in ids}
@@ -263,7 +265,7 @@ class StatementGraph:
             return set()
         marks = ",".join("?" * len(ids))
         query = f"SELECT id, t FROM ({_USES.format(marks=marks)}) WHERE t != id AND t IN ({marks})"
-        with closing(self._connect()) as db:
+        with self._reads.reading() as db:
             return {(row[0], row[1]) for row in db.execute(query, [*ids, *ids, *ids])}
 
     @named_errors
