@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class EmbedTrainingSettings(BaseModel):
@@ -131,6 +131,12 @@ class RankerTrainingSettings(BaseModel):
     held_out_queries_per_kind: int = Field(
         300, ge=1, description="queries of each kind from held-out papers: early stopping and the card's figures"
     )
+    # Generated questions made a fifth of the training queries and pulled the ranker toward them: named
+    # statements and section topics lost (docs/retrieval-and-evaluation.md, "Issue 60: the questions weighed").
+    kind_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="weight of each query kind in the ranking loss (1 for a kind not named), e.g. {question = 0.3}",
+    )
     mode: str = Field("hybrid-formula", description="the first stage whose candidates it learns to order")
     second_embedding: bool = Field(False, description="train on the first stage fused with the second model")
     graph_features: bool = Field(
@@ -144,6 +150,16 @@ class RankerTrainingSettings(BaseModel):
     leaves: int = Field(15, ge=2)
     min_child_samples: int = Field(100, ge=1)
     seed: int = 2026
+
+    @model_validator(mode="after")
+    def _weights_name_kinds(self) -> RankerTrainingSettings:
+        unknown = sorted(set(self.kind_weights) - set(self.pair_kinds))
+        if unknown:
+            raise ValueError(f"kind_weights names no training query kind: {', '.join(unknown)} "
+                             f"(kinds: {', '.join(self.pair_kinds)})")  # fmt: skip
+        if any(weight < 0 for weight in self.kind_weights.values()):
+            raise ValueError("kind_weights must not be negative")
+        return self
 
 
 class TrainingSettings(BaseModel):

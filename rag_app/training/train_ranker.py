@@ -269,6 +269,16 @@ class TrainRankerJob:
             np.array(first_ranks, dtype=np.int64),
         )
 
+    def _row_weights(self, groups: QueryGroups) -> np.ndarray | None:
+        """Each row weighted by its query's kind (``kind_weights``); LambdaMART scales a query's gradients by
+        it. None when no kind is weighted."""
+        weights = self.training.kind_weights
+        if not weights:
+            return None
+        grouped = [kind for kind, found in zip(groups.kinds, groups.found, strict=True) if found]  # have rows
+        per_query = np.array([weights.get(kind, 1.0) for kind in grouped], dtype=np.float64)
+        return np.repeat(per_query, groups.sizes)
+
     def _fit(self, lightgbm: Any, train: QueryGroups, valid: QueryGroups) -> Any:
         training = self.training
         params = {
@@ -290,7 +300,7 @@ class TrainRankerJob:
         categorical = [FEATURE_NAMES.index(name) for name in CATEGORICAL]
         names = list(self.feature_names)
         train_set = lightgbm.Dataset(train.features, train.labels, group=train.sizes, feature_name=names,
-                                     categorical_feature=categorical)  # fmt: skip
+                                     categorical_feature=categorical, weight=self._row_weights(train))  # fmt: skip
         if not len(valid.sizes):  # nothing to stop on: the configured number of trees
             return lightgbm.train(params, train_set, num_boost_round=training.trees)
         valid_set = lightgbm.Dataset(valid.features, valid.labels, group=valid.sizes, reference=train_set)

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from rag_app.cli import app
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
+from rag_app.settings.training import RankerTrainingSettings
 from rag_app.training.train_ranker import FEATURES_FILE, SOURCE_FIELD_FEATURES, QueryGroups, TrainRankerJob
 from retriever.models.learned_ranker import LearnedRanker
 from retriever.search.ranking_features import FEATURE_NAMES
@@ -109,3 +110,19 @@ def test_cli_trains_and_prints_json(
     assert summary["held_out"]["queries"] > 0 and summary["cost"]["trees"] >= 1
     missing = CliRunner().invoke(app, ["train", "ranker", "--index", str(tmp_path / "no-index"), "--json"])
     assert missing.exit_code == 2 and "error:" in missing.output
+
+
+def test_kind_weights_refit_on_the_same_features_and_must_name_a_training_kind(
+    trained: tuple[Settings, TrainRankerJob, Any], tmp_path: Path
+) -> None:
+    settings, job, report = trained
+    weighted = settings.model_copy(deep=True)
+    weighted.training.ranker.kind_weights = {"label": 0.05}
+    refit = TrainRankerJob(weighted, job.index_dir, tmp_path / "weighted").run(log=lambda _m: None)
+    assert refit.reused_features  # a weight changes the loss, not a query's candidates or features
+    assert refit.ranker.booster.model_to_string() != report.ranker.booster.model_to_string()
+    assert refit.ranker.card["training"]["kind_weights"] == {"label": 0.05}
+    with pytest.raises(ValueError, match="names no training query kind: slogan"):
+        RankerTrainingSettings(kind_weights={"slogan": 0.5})
+    with pytest.raises(ValueError, match="must not be negative"):
+        RankerTrainingSettings(kind_weights={"question": -1})
