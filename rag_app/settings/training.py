@@ -131,8 +131,8 @@ class RankerTrainingSettings(BaseModel):
     held_out_queries_per_kind: int = Field(
         300, ge=1, description="queries of each kind from held-out papers: early stopping and the card's figures"
     )
-    # Generated questions made a fifth of the training queries and pulled the ranker toward them: named
-    # statements and section topics lost (docs/retrieval-and-evaluation.md, "Issue 60: the questions weighed").
+    # Generated questions are a fifth of the training queries; weighing them less was tried and not kept
+    # (docs/retrieval-and-evaluation.md, "Issue 60: the other development sets, and a ranker that varies less").
     kind_weights: dict[str, float] = Field(
         default_factory=dict,
         description="weight of each query kind in the ranking loss (1 for a kind not named), e.g. {question = 0.3}",
@@ -151,7 +151,7 @@ class RankerTrainingSettings(BaseModel):
     min_child_samples: int = Field(100, ge=1)
     # Fits of the same recipe on slightly different queries (1,382 or 1,500 generated questions) moved the
     # named-statement set's MRR by 0.07; trees that each see 60% of the features and 80% of the rows vary
-    # less (docs/retrieval-and-evaluation.md, "Issue 60: a ranker that varies less between fits").
+    # less (docs/retrieval-and-evaluation.md, "Issue 60: the other development sets, and a ranker that varies less").
     feature_fraction: float = Field(0.6, gt=0, le=1, description="share of the features each tree may split on")
     bagging_fraction: float = Field(0.8, gt=0, le=1, description="share of the rows each tree is fitted to")
     seed: int = 2026
