@@ -56,21 +56,13 @@ class ReadConnections:
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        stamp = _file_stamp(self.path)
-        held: tuple[tuple[int, int, int], sqlite3.Connection] | None = getattr(self._local, "held", None)
+        stamp = _file_identity(self.path)  # taken before connecting: a file replaced meanwhile reads as changed
+        held: tuple[tuple[int, int, int] | None, sqlite3.Connection] | None = getattr(self._local, "held", None)
         if held is not None and held[0] != stamp:
             self.drop()
             held = None
         if held is None:
-            db = connect(self.path)
-            if stamp is None:  # no file yet: connect made one, so nothing to keep it by
-                stamp = _file_stamp(self.path)
-            held = (stamp, db) if stamp is not None else None
-            self._local.held = held
-            if held is None:
-                with contextlib.closing(db):
-                    yield db
-                return
+            held = self._local.held = (stamp, connect(self.path))
         try:
             yield held[1]
         except sqlite3.Error:
@@ -85,7 +77,9 @@ class ReadConnections:
             held[1].close()
 
 
-def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    """Which file is at ``path`` (device, inode, change time); None for none. Unlike
+    :func:`retriever.store.atomic_files.file_stamp` (a file's content changed), this tells files apart."""
     try:
         status = os.stat(path)
     except OSError:
