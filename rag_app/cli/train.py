@@ -52,6 +52,9 @@ def train_embed(
     ] = None,
     hard_negatives: Annotated[Optional[bool], typer.Option("--hard-negatives/--no-hard-negatives")] = None,
     max_pairs: Annotated[Optional[int], typer.Option("--max-pairs", min=2, help="seeded sample of the pairs")] = None,
+    max_pairs_per_kind: Annotated[
+        Optional[int], typer.Option("--max-pairs-per-kind", min=1, help="seeded sample of each pair kind")
+    ] = None,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", min=1, help="stop after N steps")] = None,
     epochs: Annotated[Optional[int], typer.Option("--epochs", min=1)] = None,
     learning_rate: Annotated[Optional[float], typer.Option("--learning-rate", min=0)] = None,
@@ -72,7 +75,7 @@ def train_embed(
     overrides = {
         "name": name, "base_model": base, "lora": lora, "llm_questions": llm_questions,
         "questions_file": questions_file, "hard_negatives": hard_negatives, "max_pairs": max_pairs,
-        "max_steps": max_steps, "epochs": epochs,
+        "max_pairs_per_kind": max_pairs_per_kind, "max_steps": max_steps, "epochs": epochs,
         "learning_rate": learning_rate, "device": device,
     }  # fmt: skip
     settings = _overridden(settings, {f"training.embed.{key}": value for key, value in overrides.items()})

@@ -27,6 +27,13 @@ class EmbedTrainingSettings(BaseModel):
     # Pairs.
     per_anchor: int = Field(3, ge=1, description="statements paired with one section title, name or term")
     mse_min_score: int = Field(1, description="MSE answers paired with their question: accepted or this score")
+    pair_kinds: list[str] = Field(
+        default_factory=lambda: ["name", "defined-term", "section", "label", "mse", "formula", "question"],
+        description="training pair kinds (see rag_app.training.training_pairs)",
+    )
+    max_pairs_per_kind: int | None = Field(
+        None, ge=1, description="seeded sample of at most this many pairs of each kind; unset: all"
+    )
     max_pairs: int | None = Field(None, ge=2, description="seeded sample of the pairs; unset: all")
     llm_questions: bool = Field(False, description="also generate one question per statement with the LLM")
     # The generation job fills a file over many sessions (`train questions --background`); a fine-tune

@@ -24,7 +24,14 @@ from rag_app.training.embedding_trainer import EmbeddingTrainer, TrainingRun
 from rag_app.training.hard_negatives import HardNegativeMiner
 from rag_app.training.index_store import open_index_store
 from rag_app.training.paper_split import split_of
-from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
+from rag_app.training.training_pairs import (
+    TrainingPair,
+    chosen_by_kind,
+    count_by_kind,
+    pairs_without_llm,
+    read_pairs,
+    write_pairs,
+)
 from retriever.models.embedding_registry import EmbeddingRegistry, RegisteredEmbedder
 
 SPLIT_FILE = "split.json"
@@ -78,6 +85,7 @@ class TrainEmbedJob:
             if training.llm_questions or training.questions_file:
                 generated, questions = self._questions(train_records, show_progress)
                 pairs.extend(generated)
+            pairs = chosen_by_kind(pairs, training.pair_kinds, training.max_pairs_per_kind, training.seed)
             if training.max_pairs and len(pairs) > training.max_pairs:
                 pairs = random.Random(training.seed).sample(pairs, training.max_pairs)
             log(f"pairs: {count_by_kind(pairs)}")

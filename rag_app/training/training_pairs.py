@@ -76,6 +76,30 @@ def pairs_without_llm(
     return pairs
 
 
+def chosen_by_kind(
+    pairs: Sequence[TrainingPair], kinds: Iterable[str], per_kind: int | None, seed: int = 2026
+) -> list[TrainingPair]:
+    """The pairs of ``kinds``, at most ``per_kind`` of each (a seeded sample), in their order.
+
+    The generated questions are the scarce, user-shaped kind: a cap per kind trains on all of them
+    beside as many of each plentiful kind, where a sample of all pairs would leave one in ten.
+    """
+    wanted = set(kinds)
+    unknown = wanted - set(PAIR_KINDS)
+    if unknown:
+        raise ValueError(f"unknown pair kinds {sorted(unknown)}; known: {', '.join(PAIR_KINDS)}")
+    rng = random.Random(seed)
+    positions: dict[str, list[int]] = defaultdict(list)
+    for position, pair in enumerate(pairs):
+        if pair.kind in wanted:
+            positions[pair.kind].append(position)
+    kept: list[int] = []
+    for kind in PAIR_KINDS:
+        of_kind = positions.get(kind, [])
+        kept.extend(of_kind if per_kind is None or len(of_kind) <= per_kind else rng.sample(of_kind, per_kind))
+    return [pairs[position] for position in sorted(kept)]
+
+
 def count_by_kind(pairs: Iterable[TrainingPair]) -> dict[str, int]:
     counts = Counter(pair.kind for pair in pairs)
     return {kind: counts[kind] for kind in PAIR_KINDS if counts[kind]}

@@ -162,6 +162,15 @@ def test_a_questions_file_is_trained_on_as_it_is_with_no_llm(demo_index_dir: Pat
     }
     assert questions.path.read_bytes() == before
 
+    # the scarce questions whole beside a capped share of one plentiful kind; the rest left out
+    capped = runner.invoke(
+        app,
+        [*args, "--questions-file", str(questions.path), "--no-hard-negatives", "--max-pairs-per-kind", "2"],
+        env={**env, "RAG_APP_TRAINING__EMBED__PAIR_KINDS": '["question", "section"]'},
+    )
+    assert capped.exit_code == 0, capped.output
+    assert json.loads(capped.stdout.strip().splitlines()[-1])["pairs"] == {"section": 2, "question": 2}
+
     missing = runner.invoke(app, [*args, "--questions-file", str(tmp_path / "none.jsonl")], env=env)
     said = "".join(missing.output.replace("│", "").split())  # unwrapped from the error box
     assert missing.exit_code == 2 and "".join(f"{tmp_path / 'none.jsonl'}: no such file".split()) in said

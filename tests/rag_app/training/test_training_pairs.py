@@ -5,12 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from rag_app.evaluation.dev_sets import reserved_for_evaluation
 from rag_app.training.hard_negatives import HardNegativeMiner, category_bucket
 from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
-from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm, read_pairs, write_pairs
+from rag_app.training.training_pairs import (
+    TrainingPair,
+    chosen_by_kind,
+    count_by_kind,
+    pairs_without_llm,
+    read_pairs,
+    write_pairs,
+)
 
 
 def stmt(paper: str, text: str, kind: StatementKind = StatementKind.LEMMA, **fields) -> StatementRecord:
@@ -48,6 +56,19 @@ def test_pairs_of_every_kind_point_at_the_right_statement(tmp_path: Path) -> Non
     assert len(pairs_without_llm(CORPUS, per_anchor=1)) == len(pairs) - 1  # "Flat modules" keeps one statement
     write_pairs(pairs, tmp_path / "pairs.jsonl")
     assert list(read_pairs(tmp_path / "pairs.jsonl")) == pairs
+
+
+def test_pairs_chosen_by_kind_keep_a_scarce_kind_whole_and_cap_the_plentiful_ones_in_their_order() -> None:
+    pairs = [TrainingPair(f"name {i}", f"s{i}", "name") for i in range(10)]
+    pairs += [TrainingPair(f"question {i}", f"s{i}", "question") for i in range(3)]
+    pairs += [TrainingPair(f"section {i}", f"s{i}", "section") for i in range(5)]
+    chosen = chosen_by_kind(pairs, ["name", "question"], per_kind=4)
+    assert count_by_kind(chosen) == {"name": 4, "question": 3}
+    assert chosen == [pair for pair in pairs if pair in chosen]  # order kept
+    assert chosen == chosen_by_kind(pairs, ["question", "name"], per_kind=4)  # seeded, whatever the list's order
+    assert chosen_by_kind(pairs, ["name", "section", "question"], per_kind=None) == pairs
+    with pytest.raises(ValueError, match="unknown pair kinds \\['questions'\\]"):
+        chosen_by_kind(pairs, ["questions"], per_kind=4)
 
 
 def test_a_statement_formula_of_ten_to_sixty_tokens_is_a_formula_query() -> None:
