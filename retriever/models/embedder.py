@@ -101,21 +101,26 @@ class Embedder:
     def dimension(self) -> int:
         return int(self.model.get_embedding_dimension())
 
+    def prompt(self, role: str) -> str:
+        """The text the model's own card puts before a ``query`` or a ``document`` (EmbeddingGemma's
+        ``task: search result | query: ``); empty for models trained without one, as MiniLM."""
+        return str((self.model.prompts or {}).get(role, ""))
+
     def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        return self._encode(list(texts), show_progress)
+        return self._encode(list(texts), show_progress, "document")
 
     def embed_queries(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         """Many queries at once, as ``embed_query`` embeds one (training and evaluation)."""
-        return self._encode(list(texts), show_progress)
+        return self._encode(list(texts), show_progress, "query")
 
     def embed_query(self, text: str) -> np.ndarray:
         """One query's vector, computed each time: a search keeps it on its
         :class:`retriever.types.Query`, so that every stage reads one embedding."""
         encoder = self.query_encoder()
         if encoder is not None:
-            return encoder.embed(self.text_for_model(text))
+            return encoder.embed(self.prompt("query") + self.text_for_model(text))
         with torch_threads(self.query_threads if self.device == "cpu" else None):
-            return self._encode([text], show_progress=False)[0]
+            return self._encode([text], show_progress=False, role="query")[0]
 
     def query_encoder(self) -> OnnxQueryEncoder | None:
         """The ONNX Runtime encoder of one query, built at the first query (None: queries run on torch)."""
@@ -150,7 +155,7 @@ class Embedder:
             model.max_seq_length = max_seq_length
         try:
             outputs = model.encode(
-                [self.text_for_model(text, math_text) for text in texts],
+                [self.prompt("document") + self.text_for_model(text, math_text) for text in texts],
                 batch_size=self.batch_size,
                 output_value=None,
                 show_progress_bar=show_progress,
@@ -164,11 +169,12 @@ class Embedder:
             tokens.append(output["token_embeddings"][:length].float().cpu().numpy())
         return vectors.astype(np.float32), tokens
 
-    def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
+    def _encode(self, texts: list[str], show_progress: bool, role: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        prompt = self.prompt(role)
         vectors = self.model.encode(
-            [self.text_for_model(text) for text in texts],
+            [prompt + self.text_for_model(text) for text in texts],
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
