@@ -31,8 +31,9 @@ class EmbedTrainingSettings(BaseModel):
         default_factory=lambda: ["name", "defined-term", "section", "label", "mse", "formula", "question"],
         description="training pair kinds (see rag_app.training.training_pairs)",
     )
-    max_pairs_per_kind: int | None = Field(
-        None, ge=1, description="seeded sample of at most this many pairs of each kind; unset: all"
+    # One cap for every kind, or a cap per kind named ({"section": 400}; a kind not named is kept whole).
+    max_pairs_per_kind: int | dict[str, int] | None = Field(
+        None, description="seeded sample of at most this many pairs of each kind; unset: all"
     )
     max_pairs: int | None = Field(None, ge=2, description="seeded sample of the pairs; unset: all")
     llm_questions: bool = Field(False, description="also generate one question per statement with the LLM")
@@ -63,6 +64,14 @@ class EmbedTrainingSettings(BaseModel):
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     max_seq_length: int = Field(128, ge=16, description="tokens per text while training")
     checkpoint_steps: int = Field(50, ge=1, description="a checkpoint every N steps; a rerun resumes from it")
+
+    @model_validator(mode="after")
+    def _caps_are_positive(self) -> EmbedTrainingSettings:
+        caps = self.max_pairs_per_kind
+        values = caps.values() if isinstance(caps, dict) else [] if caps is None else [caps]
+        if any(cap < 1 for cap in values):
+            raise ValueError("max_pairs_per_kind must be at least 1")
+        return self
 
 
 class QueryAdapterTrainingSettings(BaseModel):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -77,15 +77,17 @@ def pairs_without_llm(
 
 
 def chosen_by_kind(
-    pairs: Sequence[TrainingPair], kinds: Iterable[str], per_kind: int | None, seed: int = 2026
+    pairs: Sequence[TrainingPair], kinds: Iterable[str], per_kind: int | Mapping[str, int] | None, seed: int = 2026
 ) -> list[TrainingPair]:
     """The pairs of ``kinds``, at most ``per_kind`` of each (a seeded sample), in their order.
 
-    The generated questions are the scarce, user-shaped kind: a cap per kind trains on all of them
-    beside as many of each plentiful kind, where a sample of all pairs would leave one in ten.
+    ``per_kind`` is one cap for every kind or a cap per kind named (a kind not named is kept whole).
+    The generated questions are the scarce, user-shaped kind: caps on the plentiful kinds train on all of
+    them beside a share of the others, where a sample of all pairs would leave one in ten.
     """
     wanted = set(kinds)
-    unknown = wanted - set(PAIR_KINDS)
+    caps = per_kind if isinstance(per_kind, Mapping) else dict.fromkeys(PAIR_KINDS, per_kind)
+    unknown = (wanted | set(caps)) - set(PAIR_KINDS)
     if unknown:
         raise ValueError(f"unknown pair kinds {sorted(unknown)}; known: {', '.join(PAIR_KINDS)}")
     rng = random.Random(seed)
@@ -95,8 +97,8 @@ def chosen_by_kind(
             positions[pair.kind].append(position)
     kept: list[int] = []
     for kind in PAIR_KINDS:
-        of_kind = positions.get(kind, [])
-        kept.extend(of_kind if per_kind is None or len(of_kind) <= per_kind else rng.sample(of_kind, per_kind))
+        of_kind, cap = positions.get(kind, []), caps.get(kind)
+        kept.extend(of_kind if cap is None or len(of_kind) <= cap else rng.sample(of_kind, cap))
     return [pairs[position] for position in sorted(kept)]
 
 

@@ -82,6 +82,8 @@ def test_overrides_are_validated_as_the_file_is(tmp_path: Path) -> None:
         settings.with_overrides({"training.embed.learning_rate": 0})
     with pytest.raises(SettingsOverrideError, match=r"training\.embed\.learning_speed: no such setting"):
         settings.with_overrides({"training.embed.learning_speed": 1})
+    with pytest.raises(SettingsOverrideError, match=r"max_pairs_per_kind must be at least 1"):
+        settings.with_overrides({"training.embed.max_pairs_per_kind": {"section": 0}})
     changed = settings.with_overrides({"training.embed.learning_rate": 1e-4, "retrieval.top_k": None})
     assert changed.training.embed.learning_rate == 1e-4 and changed.retrieval.top_k == settings.retrieval.top_k
     assert settings.training.embed.learning_rate is None  # the original is untouched

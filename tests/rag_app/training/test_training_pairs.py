@@ -67,6 +67,10 @@ def test_pairs_chosen_by_kind_keep_a_scarce_kind_whole_and_cap_the_plentiful_one
     assert chosen == [pair for pair in pairs if pair in chosen]  # order kept
     assert chosen == chosen_by_kind(pairs, ["question", "name"], per_kind=4)  # seeded, whatever the list's order
     assert chosen_by_kind(pairs, ["name", "section", "question"], per_kind=None) == pairs
+    per_named_kind = chosen_by_kind(pairs, ["name", "section", "question"], per_kind={"name": 2, "section": 1})
+    assert count_by_kind(per_named_kind) == {"name": 2, "section": 1, "question": 3}  # a kind not named: whole
+    with pytest.raises(ValueError, match="unknown pair kinds \\['sections'\\]"):
+        chosen_by_kind(pairs, ["name"], per_kind={"sections": 1})
     with pytest.raises(ValueError, match="unknown pair kinds \\['questions'\\]"):
         chosen_by_kind(pairs, ["questions"], per_kind=4)
 
