@@ -31,6 +31,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import ir_measures
 import numpy as np
+from headline_field import headline
 from ir_measures import RR, Success
 from scipy.stats import wilcoxon
 
@@ -121,6 +122,12 @@ def main() -> None:
     parser.add_argument("--queries-per-set", type=int, default=400)
     parser.add_argument("--distractors", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--context",
+        action="store_true",
+        help="read each statement after its headline (name, subsection, section, paper title; headline_field.py)"
+        " (use another --out: vectors are cached per spec)",
+    )
     args = parser.parse_args()
     settings = Settings()
     rng = random.Random(args.seed)
@@ -139,6 +146,8 @@ def main() -> None:
     others = sorted(set(records) - golds)
     pool = sorted(golds) + rng.sample(others, min(args.distractors, len(others)))
     texts = {docno: records[docno].search_text() for docno in pool}
+    if args.context:  # issue 60, point 2: the statement read with where it sits (no label words: judged on them)
+        texts = {docno: f"{headline(records[docno], [], label=False)} {text}" for docno, text in texts.items()}
     print(f"pool: {len(golds)} judged statements + {len(pool) - len(golds)} distractors", flush=True)
 
     ranked: dict[str, dict[str, dict[str, list[ScoredId]]]] = {}  # spec -> set -> qid -> hits
