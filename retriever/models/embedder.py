@@ -155,7 +155,8 @@ class Embedder:
             model.max_seq_length = max_seq_length
         try:
             outputs = model.encode(
-                [self.prompt("document") + self.text_for_model(text, math_text) for text in texts],
+                # no prompt: formula fusion reads queries and statements alike, as its models were trained
+                [self.text_for_model(text, math_text) for text in texts],
                 batch_size=self.batch_size,
                 output_value=None,
                 show_progress_bar=show_progress,
