@@ -52,7 +52,7 @@ class HashingEmbedder(Embedder):
     def dimension(self) -> int:
         return self.DIMENSION
 
-    def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
+    def _encode(self, texts: list[str], show_progress: bool, role: str) -> np.ndarray:
         vectors = np.zeros((len(texts), self.DIMENSION), dtype=np.float32)
         for row, text in enumerate(texts):
             for term in tokenize(text):

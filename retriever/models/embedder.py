@@ -104,7 +104,7 @@ class Embedder:
     def prompt(self, role: str) -> str:
         """The text the model's own card puts before a ``query`` or a ``document`` (EmbeddingGemma's
         ``task: search result | query: ``); empty for models trained without one, as MiniLM."""
-        return str((self.model.prompts or {}).get(role, ""))
+        return str((getattr(self.model, "prompts", None) or {}).get(role, ""))
 
     def embed_documents(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         return self._encode(list(texts), show_progress, "document")
