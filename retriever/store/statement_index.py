@@ -14,6 +14,7 @@ Every write goes to Chroma first, then to each derived store in ``StatementIndex
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -141,16 +142,20 @@ class StatementIndex:
                 f"name {embedder.identity!r}; vectors of two models cannot be mixed. Re-embed it with "
                 f"`rag-app reindex --index {directory}`, or set embedding.model back to {built_with!r}"
             )
-        try:
-            self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
-        except Exception as error:  # Chroma raises many kinds on a damaged database: name the file instead
-            if connection.is_server:  # a server's errors are its own (unreachable, refused)
-                raise
-            raise IndexDamagedError(
-                f"{directory / 'chroma' / 'chroma.sqlite3'} cannot be opened ({type(error).__name__}: "
-                f"{' '.join(str(error).split())[:200]}); it holds the statements and their vectors: restore it "
-                "from a copy, or ingest again into a new --index"
-            ) from error
+        # Chroma creates its database on first open; two processes creating one at once raced (one failed
+        # with the file "cannot be opened"), so a new index's store is created under the writer lock.
+        creating = not connection.is_server and not (directory / "chroma" / "chroma.sqlite3").exists()
+        with self.writer.hold() if creating else contextlib.nullcontext():  # a busy writer: its own error
+            try:
+                self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
+            except Exception as error:  # Chroma raises many kinds on a damaged database: name the file instead
+                if connection.is_server:  # a server's errors are its own (unreachable, refused)
+                    raise
+                raise IndexDamagedError(
+                    f"{directory / 'chroma' / 'chroma.sqlite3'} cannot be opened ({type(error).__name__}: "
+                    f"{' '.join(str(error).split())[:200]}); it holds the statements and their vectors: restore it "
+                    "from a copy, or ingest again into a new --index"
+                ) from error
         self.lexical = LexicalIndexes(directory)
         self.graph = StatementGraph(directory)  # what each statement references, and what references it
         # Every store derived from Chroma, in the order a write reaches them (see derived_stores).
