@@ -14,7 +14,6 @@ Every write goes to Chroma first, then to each derived store in ``StatementIndex
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
@@ -65,6 +64,7 @@ logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 PAPERS = "papers.sqlite"
 FUSION_OFF = "formula fusion is off: set formula.models (`packaged` or a model directory)"
+CREATE_ATTEMPTS = 4  # a new index's first open of Chroma, while another process may be creating it
 
 
 class IndexDamagedError(RuntimeError):
@@ -142,15 +142,20 @@ class StatementIndex:
                 f"name {embedder.identity!r}; vectors of two models cannot be mixed. Re-embed it with "
                 f"`rag-app reindex --index {directory}`, or set embedding.model back to {built_with!r}"
             )
-        # Chroma creates its database on first open; two processes creating one at once raced (one failed
-        # with the file "cannot be opened"), so a new index's store is created under the writer lock.
+        # Chroma creates its database on first open; two processes creating one index at once raced (one
+        # failed with the file "cannot be opened"), so a new index's first open is tried again once the
+        # other process has made it (the writer lock is not taken here: a waiting ingest says so itself).
         creating = not connection.is_server and not (directory / "chroma" / "chroma.sqlite3").exists()
-        with self.writer.hold() if creating else contextlib.nullcontext():  # a busy writer: its own error
+        for attempt in range(1, CREATE_ATTEMPTS + 1):
             try:
                 self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
+                break
             except Exception as error:  # Chroma raises many kinds on a damaged database: name the file instead
                 if connection.is_server:  # a server's errors are its own (unreachable, refused)
                     raise
+                if creating and attempt < CREATE_ATTEMPTS:
+                    time.sleep(0.5 * attempt)
+                    continue
                 raise IndexDamagedError(
                     f"{directory / 'chroma' / 'chroma.sqlite3'} cannot be opened ({type(error).__name__}: "
                     f"{' '.join(str(error).split())[:200]}); it holds the statements and their vectors: restore it "
