@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from tenacity import Retrying, stop_after_attempt, wait_incrementing
 
 from ingestion.records import StatementRecord
 from retriever.formulas.marf_index import MarfIndex, MarfIndexError
@@ -146,21 +147,19 @@ class StatementIndex:
         # failed with the file "cannot be opened"), so a new index's first open is tried again once the
         # other process has made it (the writer lock is not taken here: a waiting ingest says so itself).
         creating = not connection.is_server and not (directory / "chroma" / "chroma.sqlite3").exists()
-        for attempt in range(1, CREATE_ATTEMPTS + 1):
-            try:
-                self.store = ChromaStatementStore(directory / "chroma", self.collection_name, connection)
-                break
-            except Exception as error:  # Chroma raises many kinds on a damaged database: name the file instead
-                if connection.is_server:  # a server's errors are its own (unreachable, refused)
-                    raise
-                if creating and attempt < CREATE_ATTEMPTS:
-                    time.sleep(0.5 * attempt)
-                    continue
-                raise IndexDamagedError(
-                    f"{directory / 'chroma' / 'chroma.sqlite3'} cannot be opened ({type(error).__name__}: "
-                    f"{' '.join(str(error).split())[:200]}); it holds the statements and their vectors: restore it "
-                    "from a copy, or ingest again into a new --index"
-                ) from error
+        opening = Retrying(
+            stop=stop_after_attempt(CREATE_ATTEMPTS if creating else 1), wait=wait_incrementing(0.5, 0.5), reraise=True
+        )
+        try:
+            self.store = opening(ChromaStatementStore, directory / "chroma", self.collection_name, connection)
+        except Exception as error:  # Chroma raises many kinds on a damaged database: name the file instead
+            if connection.is_server:  # a server's errors are its own (unreachable, refused)
+                raise
+            raise IndexDamagedError(
+                f"{directory / 'chroma' / 'chroma.sqlite3'} cannot be opened ({type(error).__name__}: "
+                f"{' '.join(str(error).split())[:200]}); it holds the statements and their vectors: restore it "
+                "from a copy, or ingest again into a new --index"
+            ) from error
         self.lexical = LexicalIndexes(directory)
         self.graph = StatementGraph(directory)  # what each statement references, and what references it
         # Every store derived from Chroma, in the order a write reaches them (see derived_stores).
