@@ -32,7 +32,7 @@ from prompts import load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.answerer import Answerer
 from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
-from rag_app.answering.stages import Retrieval
+from rag_app.answering.stages import ModelCall, Retrieval
 from rag_app.ingest.arxiv_month import MonthReport, month_ingest
 from rag_app.ingest.ingest_report import IngestReport
 from rag_app.ingest.mse_ingest import MseIngest, MseReport
@@ -376,6 +376,7 @@ class MathRAG(GraphQueries):
         """
         started = time.perf_counter()
         search = self.rewrite_query(question, history)
+        calls = (ModelCall("query rewrite", (time.perf_counter() - started) * 1000),) if search.asked_llm else ()
         if self.settings.retrieval.typed_notation:
             # read here, not only inside the search, so that "searched for" shows the query searched
             search = dataclasses.replace(search, query=read_typed_notation(search.query))
@@ -388,7 +389,7 @@ class MathRAG(GraphQueries):
         result = run_search(searcher, Query(search.query), k or self.settings.retrieval.top_k, mode, where)
         result = result.with_hits(self._counted(result.hits))  # the sources show what they use and what uses them
         filter_ = where.describe() if where is not None else "everything"
-        retrieval = Retrieval(search, result, filter_, str(mode))
+        retrieval = Retrieval(search, result, filter_, str(mode), calls)
         # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
         answerer = Answerer(

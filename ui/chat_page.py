@@ -95,7 +95,7 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
         return None
     render_answer(answer, len(history))
     seconds = answer.timings_ms.get("total", 0) / 1000
-    st.caption(f"{seconds:.1f} s · {answer.model or 'no model'} · {answer.prompt}")
+    st.caption(f"{seconds:.1f} s · {answer.model_calls_text} · {answer.prompt}")
     return answer
 
 

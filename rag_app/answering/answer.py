@@ -9,7 +9,15 @@ from typing import Generic, TypeVar
 
 import retriever.deadline as deadline
 from rag_app.answering.attribution import SentenceSupport
-from rag_app.answering.stages import AnswerStatus, Checks, ContextReport, Generation, Relevance, Retrieval
+from rag_app.answering.stages import (
+    AnswerStatus,
+    Checks,
+    ContextReport,
+    Generation,
+    ModelCall,
+    Relevance,
+    Retrieval,
+)
 from retriever.deadline import DeadlinePassedError
 from retriever.types import SearchHit
 
@@ -81,6 +89,25 @@ class Answer:
         """The sources the answer numbers: those given to the model, else (nothing generated) those found."""
         generated = self.generation.llm_error is None and self.status is not AnswerStatus.NOT_FOUND
         return list(self.generation.sources) if generated else list(self.retrieval.hits)
+
+    @property
+    def model_calls(self) -> list[ModelCall]:
+        """Every call made to the language model for this answer, in order: the conversation's rewrite of
+        the question, the model's choice among the sources, the yes/no verdict, a written answer."""
+        calls = [*self.retrieval.model_calls, *self.generation.model_calls]
+        if self.style == "synthesis" and self.model and self.llm_error is None and "full_answer" in self.timings_ms:
+            calls.append(ModelCall("answer", self.timings_ms["full_answer"]))
+        return calls
+
+    @property
+    def model_calls_text(self) -> str:
+        """The model calls in a line a reader can take in: "no model call", or the model's name and what each
+        call was for and took ("Qwen2.5-1.5B: choice 6.3 s, verdict 4.1 s")."""
+        calls = self.model_calls
+        if not calls:
+            return "no model call"
+        listed = ", ".join(f"{call.purpose} {call.ms / 1000:.1f} s" for call in calls)
+        return f"{self.model or 'model'}: {listed}"
 
     @property
     def yes_no_verdict(self) -> str | None:
@@ -176,6 +203,8 @@ class Answer:
             "chosen_by": self.chosen_by,
             "yes_no_verdict": self.yes_no_verdict,
             "lead_in": self.lead_in,
+            "yes_no": self.generation.yes_no.to_dict() if self.generation.yes_no else None,
+            "model_calls": [call.to_dict() for call in self.model_calls],
             "removed_sentences": self.removed_sentences,
             "repeated_sentences": self.repeated_sentences,
             "truncated": self.truncated,

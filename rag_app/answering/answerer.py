@@ -18,6 +18,7 @@ import retriever.deadline as deadline
 from ingestion.records import StatementRecord
 from prompts import PromptTemplate, load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
+from rag_app.answering.claim_verdict import ClaimVerdict, compare
 from rag_app.answering.context import (
     asks_for_proof,
     definitions_note,
@@ -32,12 +33,19 @@ from rag_app.answering.stages import (
     Checks,
     ContextReport,
     Generation,
+    ModelCall,
     Relevance,
     Retrieval,
     YesNoLead,
 )
 from rag_app.answering.written_checks import CUT_OFF, WrittenAnswerChecks
-from rag_app.answering.yes_no_lead import checkable_lead_in, is_yes_no_question, parse_claim, verdict_of_claims
+from rag_app.answering.yes_no_lead import (
+    checkable_lead_in,
+    is_yes_no_question,
+    parse_claim,
+    rules_lead_in,
+    verdict_of_claims,
+)
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
@@ -188,6 +196,7 @@ class Answerer:
                 client, prompt, question, candidates, generation, quote.sources_budget_tokens,
                 quote.max_source_tokens, proofs=False,
             )  # fmt: skip
+            asked = time.perf_counter()
             reply, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
             given = len(generation.sources)
             generation = replace(
@@ -196,31 +205,54 @@ class Answerer:
                 picked=tuple(parse_selection(reply, given, quote.max_quotes)),
                 chosen_by="model",
                 choice=choice_probabilities(alternatives, given),
+                model_calls=(*generation.model_calls, ModelCall("choice", (time.perf_counter() - asked) * 1000)),
             )
         text, sentences = quoted_answer(generation.sources, generation.picked, quote.unsure_quotes)
         generation = replace(generation, quoted=tuple(sentences))
         if generation.picked and quote.yes_no_lead and is_yes_no_question(question):
             first = generation.picked[0]
-            try:
-                client = client or self.client()
-                lead = self._yes_no_lead(client, question, generation.sources[first - 1], first)
-            except (LLMUnavailableError, LLMServerError, PackagedModelError):
-                lead = YesNoLead(None, None, 0.0)  # the quote stands without the model's lead-in
-            generation = replace(generation, yes_no=lead)
+            lead, calls = self._yes_no_lead(client, question, generation.sources[first - 1], first)
+            generation = replace(generation, yes_no=lead, model_calls=(*generation.model_calls, *calls))
             if lead.lead_in:
                 text = f"{lead.lead_in}\n\n{text}"
         return text, generation
 
-    def _yes_no_lead(self, client: ChatClient, question: str, hit: SearchHit, number: int) -> YesNoLead:
-        """The lead-in for a yes/no question whose answer quotes ``hit`` as source ``number``: the model
+    def _yes_no_lead(
+        self, client: ChatClient | None, question: str, hit: SearchHit, number: int
+    ) -> tuple[YesNoLead, tuple[ModelCall, ...]]:
+        """The lead-in above the quote of source ``number`` for a yes/no question, decided as
+        ``answers.quote.yes_no_method`` says (:mod:`rag_app.answering.yes_no_lead`), and the model calls made."""
+        method = self.settings.answers.quote.yes_no_method
+        started = time.perf_counter()
+        comparison = compare(question, hit.record.text, definition=hit.record.kind.value == "definition")
+        rules = YesNoLead(
+            comparison.verdict.value, rules_lead_in(comparison, number), (time.perf_counter() - started) * 1000,
+            "rules", comparison.reason, comparison.missing, comparison.unmatched,
+        )  # fmt: skip
+        if method == "rules" or (method == "rules+model" and comparison.verdict is not ClaimVerdict.YES):
+            return rules, ()
+        try:
+            model_lead = self._model_lead(client or self.client(), question, hit, number)
+        except (LLMUnavailableError, LLMServerError, PackagedModelError):
+            failed = YesNoLead(None, None, 0.0, method)  # the quote stands without the model's lead-in
+            return (failed if method == "model" else replace(rules, lead_in=None, verdict=None, method=method)), ()
+        calls = (ModelCall("verdict", model_lead.ms),) if model_lead.verdict is not None else ()
+        if method == "model":
+            return model_lead, calls
+        agreed = model_lead.lead_in is not None  # the model's "Yes" beside the rules' own
+        combined = replace(rules, method=method, ms=rules.ms + model_lead.ms)
+        return (combined if agreed else replace(combined, verdict="none", lead_in=None)), calls
+
+    def _model_lead(self, client: ChatClient, question: str, hit: SearchHit, number: int) -> YesNoLead:
+        """The model's lead-in for a yes/no question whose answer quotes ``hit`` as source ``number``: the model
         reads the statement whole and judges "the answer is yes" and "the answer is no" TRUE or FALSE;
-        no verdict where that cannot be checked."""
+        no verdict where that cannot be checked (``verdict`` None: no call was made)."""
         quote = self.settings.answers.quote
         started = time.perf_counter()
         fence = new_fence_key()
         text = source_block(number, hit, fence)  # numbered as the answer quotes it
         if (client.count_tokens(text) or estimate_tokens(text)) > quote.yes_no_max_statement_tokens:
-            return YesNoLead(None, None, 0.0)  # read cut, a verdict could be wrong about the part not read
+            return YesNoLead(None, None, 0.0, "model")  # read cut, a verdict could be wrong about the part not read
         prompt = load_prompt(quote.yes_no_prompt)
         claims = []
         for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
@@ -228,7 +260,7 @@ class Answerer:
             claims.append(parse_claim(client.chat(messages, max_tokens=3, temperature=0.0)))
         verdict = verdict_of_claims(*claims)
         lead_in = checkable_lead_in(question, hit.record.text, verdict, number, quote.yes_no_min_overlap)
-        return YesNoLead(verdict.value, lead_in, (time.perf_counter() - started) * 1000)
+        return YesNoLead(verdict.value, lead_in, (time.perf_counter() - started) * 1000, "model")
 
     def _messages(
         self,

@@ -56,6 +56,7 @@ class Turn:
 class RewrittenQuery:
     query: str
     method: RewriteMethod
+    asked_llm: bool = False  # the LLM was asked for the rewrite (whatever it gave back)
 
     @property
     def rewritten(self) -> bool:
@@ -82,6 +83,7 @@ class QueryRewriter:
         # A question that stands on its own costs no LLM call (seconds of prompt reading on a CPU).
         if not recent or not refers_back(question):
             return RewrittenQuery(question, RewriteMethod.AS_ASKED)
+        asked = False
         if self.client is not None:
             try:
                 reply = self.client().chat(
@@ -89,14 +91,15 @@ class QueryRewriter:
                     max_tokens=self.max_tokens,
                     temperature=0.0,
                 )
+                asked = True
             except LLM_FAILURES as error:  # no rewrite: the question joined to the last query, and why in the log
                 logger.warning("the follow-up question was not rewritten by the LLM: %s", error)
                 reply = ""
             query = usable_rewrite(reply, question, recent)
             if query is not None:
                 method = RewriteMethod.AS_ASKED if _same(query, question) else RewriteMethod.LLM
-                return RewrittenQuery(question if method is RewriteMethod.AS_ASKED else query, method)
-        return RewrittenQuery(f"{recent[-1].search_query} {question}", RewriteMethod.JOINED)
+                return RewrittenQuery(question if method is RewriteMethod.AS_ASKED else query, method, asked)
+        return RewrittenQuery(f"{recent[-1].search_query} {question}", RewriteMethod.JOINED, asked)
 
 
 def refers_back(question: str) -> bool:

@@ -36,6 +36,7 @@ class Retrieval:
     result: SearchResult
     filter: str = "everything"  # the filter's description
     retriever: str = ""  # the retriever mode
+    model_calls: tuple[ModelCall, ...] = ()  # calls to the model the search made (the conversation's rewrite)
 
     @classmethod
     def of_hits(cls, hits: list[SearchHit], query: str, **fields: object) -> Retrieval:
@@ -90,12 +91,41 @@ class ContextReport:
 
 @dataclass(frozen=True, slots=True)
 class YesNoLead:
-    """A yes/no question's quoting answer: the model's verdict on the quoted statement and the line
-    shown above the quote (None where it could not be checked)."""
+    """A yes/no question's quoting answer: the verdict on the quoted statement and the line shown above
+    the quote (None where it could not be checked). ``method``: how it was decided ("rules", "model",
+    "rules+model"); ``reason``, ``missing`` (the statement's hypotheses the question does not state) and
+    ``unmatched`` (the question's terms the statement does not use): what decided it, for the reader to check."""
 
     verdict: str | None
     lead_in: str | None
     ms: float
+    method: str = "model"
+    reason: str = ""
+    missing: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "lead_in": self.lead_in,
+            "method": self.method,
+            "reason": self.reason,
+            "missing": list(self.missing),
+            "unmatched": list(self.unmatched),
+            "ms": round(self.ms, 1),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One call to the language model made for an answer: what it was for ("query rewrite", "choice",
+    "verdict") and how long it took."""
+
+    purpose: str
+    ms: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"purpose": self.purpose, "ms": round(self.ms, 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +147,7 @@ class Generation:
     picked: tuple[int, ...] = ()  # a quoting answer: the source numbers picked, best first (none: none answers)
     quoted: tuple[SentenceSupport, ...] = ()  # a quoting answer's sentences (each quotes a source whole)
     yes_no: YesNoLead | None = None
+    model_calls: tuple[ModelCall, ...] = ()  # every call made to the model for this answer, in order
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,19 @@
-"""The quoting answer's one-line lead-in for a yes/no question: "Yes, as [2] states:" above the quote.
+"""The quoting answer's one-line lead-in for a yes/no question, above the quote: a verdict a reader can check.
 
-A quote alone leaves a yes/no question for the reader to settle. The packaged model cannot be trusted to
-restate a theorem, so the lead-in says one word and points at the quote, and it is given only where the
-reader can check it against that quote:
+Three ways of deciding it (``answers.quote.yes_no_method``), measured side by side by
+``bench/yes_no_verdict.py`` on ``eval/questions/yes-no-claims.v1.jsonl``:
 
-- the question asks yes or no (it opens with "is", "does", "can", ...);
-- the model, reading the quoted statement whole, judges the claim "the answer is yes" TRUE and the claim
-  "the answer is no" FALSE (asked one verdict, it said YES to nearly everything);
-- the question has no negation ("not", "non-", "fail", ...): negation is where the model's verdicts
-  went wrong, so a negated question gets no lead-in;
-- the statement is about what the question names: most of the question's content words appear in it
-  (so a verdict on a statement about something else never reads as an answer).
-
-Only "Yes" is ever said: the model never judged a "no" rightly (bench/choice_quality.py on
-eval/questions/yes-no-questions.v1.jsonl). Anything else gives no lead-in, and the answer is the quote.
+- **rules** (the default): the question's claim compared with the quoted statement's hypotheses and
+  conclusion (:mod:`rag_app.answering.claim_verdict`). It says "Yes, as [n] states:" only where the statement
+  proves what was asked, "[n] states the opposite:" where it asserts the opposite, "Only under a hypothesis the
+  question does not state (...); [n]:" where it needs a hypothesis the question drops, and, where the
+  statement does not use the question's words or concludes something else, a notice that the quote does not
+  settle the question as asked. No model call.
+- **model**: the packaged model reads the statement whole and judges the claims "the answer is yes" and "the
+  answer is no" TRUE or FALSE; "Yes" where it judges yes TRUE and no FALSE, the question does not negate and the
+  statement shares most of its content words. It said "Yes" to 10 of 16 false claims that drop a hypothesis
+  (issue 74): kept to be measured against, not the default.
+- **rules+model**: "Yes" only where both say yes; the other lead-ins as the rules give them.
 """
 
 from __future__ import annotations
@@ -21,13 +21,16 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-# Auxiliary verbs that open a yes/no question in English (after an optional "so," or "but").
-_YES_NO_OPENING = re.compile(
-    r"^\s*(?:(?:so|but|and|then)\s*,?\s+)?"
-    r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had|isn't|aren't|"
-    r"doesn't|don't|can't)\b",
-    re.IGNORECASE,
+from rag_app.answering import claim_verdict
+from rag_app.answering.claim_verdict import (
+    CONVERSE,
+    EXPRESSION,
+    OTHER_CONCLUSION,
+    PART_OF_PHRASE,
+    ClaimComparison,
+    ClaimVerdict,
 )
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 # Words that carry no topic: question scaffolding, quantifiers, connectives.
 _SCAFFOLDING = """
@@ -56,8 +59,35 @@ class Verdict(Enum):
 
 
 def is_yes_no_question(question: str) -> bool:
-    """Whether ``question`` asks yes or no ("Is every PID a UFD?", "Does sum 1/p converge")."""
-    return bool(_YES_NO_OPENING.match(question))
+    """Whether ``question`` asks yes or no ("Is every PID a UFD?", "If p is prime, is ...?")."""
+    return claim_verdict.is_yes_no_question(question)
+
+
+_NOT_SETTLED = {
+    CONVERSE: "the question asks the converse of [{n}]",
+    OTHER_CONCLUSION: "[{n}] concludes something else than the question asks",
+    EXPRESSION: "[{n}] concludes about an expression the question does not name",
+    PART_OF_PHRASE: "what [{n}] concludes differs from what the question asks",
+}
+
+
+def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
+    """The lead-in for the rules' verdict on source ``number``: each form names what the reader checks in
+    the quote beneath it."""
+    if comparison.verdict is ClaimVerdict.YES:
+        return f"Yes, as [{number}] states:"
+    if comparison.verdict is ClaimVerdict.OPPOSITE:
+        return f"[{number}] states the opposite:"
+    if comparison.verdict is ClaimVerdict.ONLY_IF:
+        return f"Only under a hypothesis the question does not state ({', '.join(comparison.missing)}); [{number}]:"
+    if comparison.unmatched:
+        words = ", ".join(comparison.unmatched[:6])
+        return f"Not settled as asked: [{number}] does not speak of {words}. Quoted as it stands:"
+    notice = _NOT_SETTLED.get(comparison.reason)
+    if notice:
+        detail = f" ({', '.join(comparison.missing)})" if comparison.missing else ""
+        return f"Not settled as asked: {notice.format(n=number)}{detail}. Quoted as it stands:"
+    return None
 
 
 def negates(question: str) -> bool:

@@ -185,5 +185,6 @@ def ask(
             cited = "*" if number in answer.cited else " "
             link = f"  {record.url}" if record.url else ""
             typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")
+        _err(f"{answer.timings_ms.get('total', 0) / 1000:.1f} s · {answer.model_calls_text}")
         if answer.llm_error:
             raise typer.Exit(EXIT_NO_LLM)  # the sources are printed; the answer needed the model

@@ -43,6 +43,14 @@ class QuoteSettings(BaseModel):
     # TRUE and "the answer is no" FALSE, the question does not negate, and the statement uses most of its
     # content words. Two short model calls, yes/no questions only.
     yes_no_lead: bool = Field(True, description='"Yes, as [n] states:" above the quote of a yes/no question')
+    # How the lead-in is decided (issue 74, bench/yes_no_verdict.py): "rules" compares the question's claim with
+    # the quoted statement's hypotheses and conclusion (rag_app/answering/claim_verdict.py; no model call, and
+    # no "Yes" to any of the 173 false claims of eval/questions/yes-no-claims.v1.jsonl); "model" is the earlier
+    # verdict (two model calls, about 4 s; it said "Yes" to most false claims that drop a hypothesis);
+    # "rules+model" says "Yes" only where both do.
+    yes_no_method: Literal["rules", "model", "rules+model"] = Field(
+        "rules", description="how the yes/no lead-in is decided: rules (no model call), model, or rules+model"
+    )
     yes_no_prompt: str = Field("yes_no_verdict", description="the lead-in's prompt (its latest version) or NAME@vN")
     yes_no_min_overlap: float = Field(
         0.5, ge=0, le=1, description="share of the question's content words the quoted statement must use"

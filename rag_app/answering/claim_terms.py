@@ -1,0 +1,297 @@
+"""The terms a yes/no verdict compares: words (stemmed), numbers and formulas of a question or a statement.
+
+A question types its mathematics in ASCII (``a^(p-1)``, ``R^n``, ``|g| < |f|``); a statement keeps it as
+LaTeX. Both are read the same way: the question's typed notation is written as LaTeX first
+(:func:`retriever.text.query_notation.read_typed_notation`), then every formula of either is rendered as
+Unicode and its spaces dropped (``$\\mathbb{R}^n$`` and ``R^n`` both become ``ℝ^n``), so one formula can be
+looked for inside another. Words are lower-cased and stemmed (``converges``/``convergent`` → ``converg``);
+a hyphenated word stays one term (``path-connected`` is not ``connected``).
+
+Each word also carries its polarity: negative after "not", "no", "never", ... (``has no zeros``), or when
+it is the negative of an antonym pair (``diverges`` against ``converges``, ``nonconstant`` against
+``constant``), so that a question and a statement that say opposite things about one term can be told apart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import Stemmer
+
+from retriever.text.query_notation import read_typed_notation, to_latex
+from retriever.text.unicode_math_text import UnicodeMathText
+
+# Formulas: $$...$$, $...$, \[...\], \(...\), and the display environments statements use.
+_MATH = re.compile(
+    r"\$\$(.+?)\$\$|\$(.+?)\$|\\\[(.+?)\\\]|\\\((.+?)\\\)"
+    r"|\\begin\{(equation|align|gather|multline|eqnarray)\*?\}(.+?)\\end\{\5\*?\}",
+    re.DOTALL,
+)
+_PLACEHOLDER = "\ue000{}\ue001"  # a formula's place in the text, so that splitting on "." or "," misses it
+PLACEHOLDER = re.compile("\ue000(\\d+)\ue001")
+_LATEX_MARKUP = re.compile(r"\\(?:emph|textit|textbf|text|it|bf|em)\b|\{\\it\s|[{}]|\\[A-Za-z]+")
+# A formula naming one object (M, R, x_1, 𝔭) says nothing a question must repeat.
+_NAME_ONLY = re.compile(r"^[^\W\d_]{1,2}(?:_[^\W_]{1,2})?'?$")
+# Signs that make a formula a relation: a condition in a hypothesis, a result in a conclusion.
+RELATION = re.compile(r"[=<>≤≥≠≡∣∤⊆⊂⊇⊃∈∉≅≃∼≪→↦]|\\(?:le|ge|ne|equiv|mid|nmid|subset|in|cong|sim|ll)")
+
+# Words that carry no claim: the question's scaffolding, articles, connectives, quantifiers that every
+# phrasing of one claim may or may not use ("Is every X Y?", "Must an X be Y?", "Does an X always Y?").
+_SCAFFOLDING_WORDS = """
+    is are was were be been being does do did can could must should will would may might shall has have had a an
+    the of in on at to for from by with as and or if then than into onto over under about what which when
+    whenever where who whom whose why how that this these those it its it's there here such also still every
+    each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
+    assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
+    existing actually just case cases whole
+"""
+SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
+# Nouns that name the kind of object, not a hypothesis about it: a statement's "Let R be a ring" binds a
+# name; a question that leaves out "ring" has dropped nothing.
+_GENERIC_NOUNS_WORDS = """
+    set sets subset subsets space spaces function functions map maps mapping element elements point points
+    number numbers integer integers ring rings module modules group groups field fields matrix matrices sequence
+    sequences series family families object objects morphism morphisms scheme schemes graph graphs polynomial
+    polynomials vector vectors variable variables ideal ideals operator operators measure measures value values
+    term terms collection collections structure structures natural coefficient coefficients
+"""
+GENERIC_NOUNS = frozenset(_GENERIC_NOUNS_WORDS.split())
+_NEGATORS = frozenset({"not", "no", "never", "cannot", "can't", "isn't", "aren't", "doesn't", "don't", "nor", "fails"})
+# Antonym pairs (stems): the second member is the negative of the first.
+_ANTONYMS = {
+    "diverg": "converg",
+    "infinit": "finit",
+    "unbound": "bound",
+    "uncount": "countabl",
+    "nontrivi": "trivial",
+    "non-trivi": "trivial",
+    "nonconst": "constant",
+    "non-const": "constant",
+    "nonplanar": "planar",
+    "non-planar": "planar",
+    "unsolv": "solvabl",
+    "nonzero": "zero",
+    "non-zero": "zero",
+    "nonempti": "empti",
+    "non-empti": "empti",
+    "non-abelian": "abelian",
+    "nonabelian": "abelian",
+    "noncompact": "compact",
+    "non-compact": "compact",
+    "disconnect": "connect",
+    "non-homeomorph": "homeomorph",
+    "non-isomorph": "isomorph",
+    "nonisomorph": "isomorph",
+    "irreduc": "reduc",
+    "nonneg": "neg",
+    "non-neg": "neg",
+    "non-singular": "singular",
+    "nonsingular": "singular",
+    "nondegener": "degener",
+}
+# The same thing named two ways (stems, after abbreviations are expanded): each maps to one name.
+_SAME = {
+    "unitari": "unitari",
+    "colour": "color",
+    "neighbour": "neighbor",
+    "factoris": "factor",
+    "factoriz": "factor",
+    "factor": "factor",
+    "centr": "center",
+    "centre": "center",
+    "zero": "zero",
+    "root": "zero",
+    "compon": "compon",
+    "homeomorph": "homeomorph",
+    "label": "label",
+    "diagonaliz": "diagonaliz",
+    "diagonalis": "diagonaliz",
+    "normalis": "normaliz",
+    "character": "character",
+    "vertic": "vertex",
+}
+# Abbreviations people type, as the statements write them.
+ABBREVIATIONS = {
+    "PID": "principal ideal domain",
+    "PIDs": "principal ideal domains",
+    "UFD": "unique factorization domain",
+    "UFDs": "unique factorization domains",
+    "DVR": "discrete valuation ring",
+    "iid": "i.i.d.",
+    "RV": "random variable",
+    "RVs": "random variables",
+}
+_ABBREVIATION = re.compile(r"\b(" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + r")\b")
+_UNICODE = UnicodeMathText()
+_OPERAND = r"[A-Za-z0-9|][A-Za-z0-9_^()/+|,.\-]{0,14}(?<![,.])"
+_TYPED_RELATION = re.compile(rf"(?<![A-Za-z]){_OPERAND}\s*(?:<=|>=|!=|<|>|=|\+)\s*{_OPERAND}(?![A-Za-z])")
+_TOKEN = re.compile("\ue000(\\d+)\ue001|[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*|\\d+|[,.;:()]")
+_PUNCTUATION = frozenset(",.;:()")
+# Relation macros as their signs before rendering (pylatexenc drops some of them: ``\ne`` renders as nothing).
+_RELATION_SIGNS = {
+    "ne": "≠", "neq": "≠", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "nmid": "∤", "mid": "|", "equiv": "≡",
+    "subseteq": "⊆", "subset": "⊂", "ll": "≪", "cong": "≅", "sim": "∼", "simeq": "≃", "in": "∈", "notin": "∉",
+    "to": "→", "mapsto": "↦", "lt": "<", "gt": ">",
+}  # fmt: skip
+_RELATION_MACRO = re.compile(r"\\(" + "|".join(sorted(_RELATION_SIGNS, key=len, reverse=True)) + r")(?![A-Za-z])")
+_QUANTIFIERS = frozenset({"every", "any", "all", "each", "arbitrary"})
+_ARTICLES = frozenset({"a", "an", "the"})
+_NUMBER_SYSTEMS = frozenset("ℝℂℤℚℕ")
+_BLACKBOARD_LETTERS = {"R": "ℝ", "C": "ℂ", "Z": "ℤ", "Q": "ℚ", "N": "ℕ"}
+_COMPOUND = re.compile("\ue000(\\d+)\ue001-([A-Za-z]+)")
+# Letters that, before a hyphen, make another object: a p-group, a q-expansion, an n-cycle.
+_MEANINGFUL_PREFIXES = frozenset({"p", "q", "ℓ", "l", "n", "k", "m"})
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word as compared: its stem, its polarity, and how the text wrote it."""
+
+    stem: str
+    negative: bool
+    surface: str
+    phrase: int = 0  # words of one phrase (no scaffolding or formula between them) share a number
+    binds: bool = False  # the word after a formula that names an object ("$V$ vertices"): its type, not a claim
+    quantified: bool = False  # in a phrase opened by "every", "any", "all": the question generalizes it
+    of_link: bool = False  # "of" (and articles) between this word and the one before ("subgroup of order")
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """The comparable terms of one stretch of text: its words (scaffolding dropped) and its formulas,
+    each formula rendered and without spaces."""
+
+    words: tuple[Word, ...]
+    formulas: tuple[str, ...]
+    names: tuple[str, ...] = ()  # formulas that only name an object (M, R, x_1)
+
+    @property
+    def stems(self) -> frozenset[str]:
+        return frozenset(word.stem for word in self.words)
+
+    def merged(self, other: Terms) -> Terms:
+        return Terms(self.words + other.words, self.formulas + other.formulas, self.names + other.names)
+
+
+def formula_key(latex: str) -> str:
+    """A formula as compared: rendered as Unicode, without spaces, braces or ``\\left``/``\\right``."""
+    latex = _RELATION_MACRO.sub(lambda m: _RELATION_SIGNS[m.group(1)], latex)
+    rendered = _UNICODE.render(f"${latex}$")
+    rendered = rendered.replace("\\", "")
+    return re.sub(r"[\s{}]|left|right", "", rendered).replace("−", "-").replace("∣", "|")
+
+
+def split_math(latex: str) -> tuple[str, list[str]]:
+    """The text with each formula replaced by a numbered placeholder, and the formulas (LaTeX) in order."""
+    formulas: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        body = next(group for group in (*match.groups()[:4], match.group(6)) if group is not None)
+        formulas.append(body)
+        return _PLACEHOLDER.format(len(formulas) - 1)
+
+    return _MATH.sub(keep, latex), formulas
+
+
+def question_latex(question: str) -> str:
+    """A question as LaTeX: abbreviations written out, typed notation inside ``$...$``, and the plain
+    relations typed between them (``n >= 3``, ``|g| < |f|``) as formulas too."""
+    expanded = _ABBREVIATION.sub(lambda m: ABBREVIATIONS[m.group(1)], question)
+    latex = read_typed_notation(expanded)
+    parts = re.split(r"(\$[^$]*\$)", latex)
+    return "".join(part if part.startswith("$") else _TYPED_RELATION.sub(_relation, part) for part in parts)
+
+
+def _relation(match: re.Match[str]) -> str:
+    return f"${to_latex(match.group(0))}$"
+
+
+def terms_of(text: str, formulas: list[str]) -> Terms:
+    """The terms of ``text`` (placeholders standing for ``formulas``)."""
+    text = _COMPOUND.sub(lambda m: _compound(m, formulas), text)
+    text = _LATEX_MARKUP.sub(" ", text).replace("’", "'")
+    words: list[Word] = []
+    keys: list[str] = []
+    names: list[str] = []
+    negate_next = 0
+    phrase = 0
+    after_name = False
+    quantified = False
+    of_link = False
+    for match in _TOKEN.finditer(text):
+        token = match.group(0)
+        if match.group(1) is not None:  # a formula
+            number = int(match.group(1))
+            key = formula_key(formulas[number]) if number < len(formulas) else ""
+            after_name = bool(key) and bool(_NAME_ONLY.match(key)) and key not in _NUMBER_SYSTEMS
+            if key and not after_name:
+                keys.append(key)
+            elif key:
+                names.append(key)
+            phrase += 1
+            continue
+        if token in _PUNCTUATION:
+            phrase += 1
+            after_name = quantified = of_link = False
+            continue
+        lowered = token.lower()
+        if lowered in _NEGATORS:
+            negate_next = 3  # "not", "no": the next few words are denied ("is not solvable", "has no zeros")
+            phrase += 1
+            continue
+        if token in _BLACKBOARD_LETTERS:  # "R", "Z" typed alone: the number systems
+            keys.append(_BLACKBOARD_LETTERS[token])
+            phrase += 1
+            continue
+        if lowered in SCAFFOLDING or (len(lowered) < 2 and not lowered.isdigit()):
+            negate_next = max(0, negate_next - 1)
+            phrase += 1
+            after_name = False
+            if lowered in _QUANTIFIERS:
+                quantified = True
+            if lowered == "of":
+                of_link = True
+            elif lowered not in _ARTICLES:
+                of_link = False
+            continue
+        stem = stem_of(lowered)
+        negative = negate_next > 0
+        if stem in _ANTONYMS:
+            stem, negative = _ANTONYMS[stem], not negative
+        words.append(Word(stem, negative, token, phrase, after_name, quantified, of_link and bool(words)))
+        negate_next = max(0, negate_next - 1)
+        after_name = False
+        of_link = False
+    return Terms(tuple(words), tuple(keys), tuple(names))
+
+
+def _compound(match: re.Match[str], formulas: list[str]) -> str:
+    """``$p$-group`` as the word ``p-group`` (a p-group is not any group); ``$R$-module`` as ``module`` (R
+    only names the ring)."""
+    number = int(match.group(1))
+    key = formula_key(formulas[number]) if number < len(formulas) else ""
+    if key in _MEANINGFUL_PREFIXES or key.isdigit():
+        return f" {key}-{match.group(2)}"
+    return f" {match.group(2)}"
+
+
+def stem_of(word: str) -> str:
+    """One word's stem; a hyphenated word stems its last part (``path-connected`` → ``path-connect``)."""
+    head, _, last = word.rpartition("-")
+    stem = _stemmer().stemWord(last)
+    stem = _SAME.get(stem, stem)
+    return f"{head}-{stem}" if head else stem
+
+
+def is_generic(stem: str) -> bool:
+    return stem in _GENERIC_STEMS
+
+
+_GENERIC_STEMS = frozenset(stem_of(noun) for noun in GENERIC_NOUNS)

@@ -1,0 +1,381 @@
+"""What a quoted statement says about a yes/no question: a verdict that compares claims, not topics.
+
+A yes/no question makes a claim ("Is every bounded holomorphic function on the unit disc constant?"); the
+statement quoted under it proves one ("A bounded entire function is constant."). The lead-in above the quote
+may say "Yes" only where the statement proves what was asked, so the two are compared part by part:
+
+- the statement is read into claims: its hypotheses ("Let ... be", "If ..., then", "For ...,", the subject
+  of "A bounded entire function is ...") and its conclusion; "if and only if" and definitions read both ways;
+  "In particular", "hence", "so" start a further claim under the same hypotheses;
+- **Yes** where every word of the question is the statement's, every hypothesis of one of its claims is
+  stated by the question (a relation such as ``p ∤ a`` by the same formula), the question asks that claim's
+  conclusion (not its hypothesis: that is the converse), and nothing is asserted with the opposite polarity;
+- **the opposite** where the same terms are asserted with opposite polarity (``converges`` against
+  ``diverges``, ``constant`` against ``non-constant``, ``is planar`` against ``is not planar``);
+- **only under a hypothesis** where the claim's conclusion is asked but one of its hypotheses is not stated;
+- **nothing** otherwise: a word of the question the statement never uses (another object, another
+  conclusion), the converse, a question not answerable yes or no.
+
+Rules rather than the packaged model: asked "is the answer yes?", the model said yes to 10 of 16 false claims
+(issue 74); these rules read the quote in microseconds and say "Yes" only when they can show why
+(bench/yes_no_verdict.py measures both on eval/questions/yes-no-claims.v1.jsonl).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from rag_app.answering.claim_terms import (
+    PLACEHOLDER,
+    Terms,
+    Word,
+    formula_key,
+    is_generic,
+    question_latex,
+    split_math,
+    stem_of,
+    terms_of,
+)
+
+# Auxiliary verbs that open a yes/no question in English (after an optional "so," or "but").
+_YES_NO_OPENING = re.compile(
+    r"^\s*(?:(?:so|but|and|then)\s*,?\s+)?"
+    r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had|isn't|aren't|"
+    r"doesn't|don't|can't)\b",
+    re.IGNORECASE,
+)
+_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had)"
+# "If p is prime and p does not divide a, is a^(p-1) = 1 mod p?": a yes/no question after its hypotheses.
+_PREFACED_YES_NO = re.compile(
+    rf"^\s*(?:if|for|in|on|over|when|whenever|given|with|under|let|suppose|assume)\b.*,\s*{_AUXILIARY}\b[^,]*\?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
+# Words a statement may write as a sign in its formulas.
+_WORD_SIGNS = {
+    "isomorph": "≅",
+    "congruent": "≡",
+    "asymptot": "∼",
+    "equal": "=",
+    "integr": "∫∮",
+    "complex": "ℂ",
+    "plane": "ℂ",
+    "real": "ℝ",
+    "integ": "ℤ",
+    "ration": "ℚ",
+    "natur": "ℕ",
+    "divid": "|∣",
+    "sum": "∑",
+    "product": "∏",
+    "converg": "→",
+    "tend": "→",
+    "contain": "⊆⊂",
+    "insid": "⊆⊂",
+    "zero": "0",
+    "greater": ">",
+    "less": "<",
+    "most": "≤",
+    "least": "≥",
+    "infin": "∞",
+    "union": "∪",
+    "intersect": "∩",
+    "cap": "∩",
+    "divisor": "|∣",
+}
+_GREEK_LETTERS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "zeta": "ζ", "theta": "θ",
+    "lambda": "λ", "mu": "μ", "nu": "ν", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φϕ",
+    "chi": "χ", "omega": "ω",
+}  # fmt: skip
+# The verbs that end a statement's subject ("A bounded entire function | is constant").
+_VERB = re.compile(
+    r"\b(?:is|are|has|have|satisfies|satisfy|admits|admit|converges|converge|diverges|diverge|extends|extend|"
+    r"lifts|factors|factor|maps|attains|attain|agree|agrees|equals|contains|contain|divides|forms|form|"
+    r"induce|induces|generate|generates|lies|lie|holds|exists|exist|occur|occurs|can|must|splits|coincide|"
+    r"coincides|tends|commute|commutes|becomes|take|takes)\b"
+)
+_CONTEXT = re.compile(r"^(?:let|suppose|assume|fix|consider|given|write|denote)\b", re.IGNORECASE)
+_IF_THEN = re.compile(r"^(?:if|when|whenever|provided(?: that)?)\s+(.+?)(?:,\s*then\s+|\s+then\s+)(.+)$", re.I | re.S)
+_IF_COMMA = re.compile(r"^(?:if|when|whenever|provided(?: that)?)\s+(.+),\s+(.+)$", re.I | re.S)
+_SCOPE = re.compile(r"^(?:for|on|in|over|under|given)\s+(.+?),\s+(.+)$", re.I | re.S)
+_IFF = re.compile(r"\s(?:if and only if|iff|exactly when|precisely when)\s", re.I)
+_THERE_IS = re.compile(r"^there\s+(?:is|are|exists?)\b", re.I)
+_FURTHER = re.compile(
+    r"^(?:then|moreover|furthermore|in particular|hence|thus|so|consequently|conversely|equivalently|indeed|"
+    r"that is|i\.e\.|also)\b,?\s*",
+    re.I,
+)
+_CLAUSE_BREAK = re.compile(r"(?<=[.;:])\s+|;\s*|\.\s*$|,\s+(?:so|hence|thus|in particular)\s+", re.I)
+_ABBREVIATED = re.compile(r"\b(?:i\.e|e\.g|resp|cf|etc)\.", re.I)
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}|\\ref\{[^}]*\}|~")
+_ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
+# A hypothesis formula that states a condition (``p ∤ a``, ``gcd(a,n) = 1``, ``n ≥ 3``): the question must
+# state it too. A formula that only names or types an object (``f : D^n → D^n``) need not be repeated.
+_CONDITION = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪]|\|")
+_EXPRESSION = re.compile(r"[+\-*·]")
+RELATION_SIGN = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪≅∼≃∈→↦|]")
+# Nouns a question may add without asking anything more: "the set of primes", "the number of zeros".
+_FILLER = frozenset(stem_of(word) for word in ("set", "number", "element", "value", "collection", "itself"))
+
+
+# Why a statement does not settle the question as asked (the reader is told, above the quote).
+CONVERSE = "the question asks the converse"
+OTHER_CONCLUSION = "the statement concludes something else than the question asks"
+EXPRESSION = "the statement concludes about an expression the question does not name"
+PART_OF_PHRASE = "the question asks part of what the statement concludes"
+
+
+class ClaimVerdict(Enum):
+    YES = "yes"
+    OPPOSITE = "opposite"
+    ONLY_IF = "only-if"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class StatementClaim:
+    """One claim of a statement: what it assumes and what it concludes (both ways, for an equivalence)."""
+
+    hypotheses: Terms
+    conclusion: Terms
+    equivalence: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimComparison:
+    """The verdict, with what decided it: the statement's hypotheses the question does not state
+    (``missing``, as the statement words them), the question's terms the statement does not use
+    (``unmatched``), and a short reason."""
+
+    verdict: ClaimVerdict
+    reason: str
+    missing: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
+
+
+def is_yes_no_question(question: str) -> bool:
+    """Whether ``question`` asks yes or no ("Is every PID a UFD?", "Does sum 1/p converge", "If p is prime,
+    is ...?")."""
+    return bool(_YES_NO_OPENING.match(question) or _PREFACED_YES_NO.match(question))
+
+
+def statement_claims(latex: str, definition: bool = False) -> list[StatementClaim]:
+    """The claims of a statement (LaTeX), in order. Sentences opening with "Let", "Suppose", ... are the
+    hypotheses of every claim after them; ``definition``: every claim reads both ways."""
+    text, formulas = split_math(_ENVIRONMENT.sub(" ", latex))
+    text = _ABBREVIATED.sub(lambda m: m.group(0).replace(".", ""), text)
+    context = Terms((), ())
+    claims: list[StatementClaim] = []
+    for clause in _clauses(text):
+        if _CONTEXT.match(clause) and not re.search(r"\bthen\b", clause, re.I):
+            context = context.merged(terms_of(clause, formulas))
+            continue
+        for claim in _claim(clause, formulas, definition):
+            claims.append(StatementClaim(context.merged(claim.hypotheses), claim.conclusion, claim.equivalence))
+    return claims
+
+
+def compare(question: str, statement_latex: str, definition: bool = False) -> ClaimComparison:
+    """The verdict of ``statement_latex`` on the yes/no ``question`` (see the module's note)."""
+    if not is_yes_no_question(question):
+        return ClaimComparison(ClaimVerdict.NONE, "not a yes/no question")
+    if _ANSWER_OPENING.match(statement_latex):
+        # An answer post ("Yes. By the structure theorem ...") answers its own thread's question, not
+        # necessarily this one; its first word is no verdict on a claim it does not state.
+        return ClaimComparison(ClaimVerdict.NONE, "an answer to another question")
+    asked_text, asked_formulas = split_math(question_latex(_QUESTION_IFF.sub(",", question)))
+    asked = terms_of(asked_text, asked_formulas)
+    claims = statement_claims(statement_latex, definition)
+    if not asked.words or not claims:
+        return ClaimComparison(ClaimVerdict.NONE, "nothing to compare")
+    all_stems = frozenset().union(*(c.hypotheses.stems | c.conclusion.stems for c in claims))
+    all_formulas = " ".join(f for c in claims for f in c.hypotheses.formulas + c.conclusion.formulas)
+    all_formulas += " " + " ".join(n for c in claims for n in c.hypotheses.names + c.conclusion.names)
+    unmatched = _unmatched(asked, all_stems, all_formulas)
+    if unmatched:
+        return ClaimComparison(ClaimVerdict.NONE, "the question says what the statement does not", unmatched=unmatched)
+    results = [_compare_claim(asked, claim) for claim in claims]
+    found = {result.verdict for result in results if result is not None}
+    if ClaimVerdict.YES in found and ClaimVerdict.OPPOSITE not in found:
+        return next(r for r in results if r is not None and r.verdict is ClaimVerdict.YES)
+    if ClaimVerdict.OPPOSITE in found and ClaimVerdict.YES not in found:
+        return next(r for r in results if r is not None and r.verdict is ClaimVerdict.OPPOSITE)
+    if ClaimVerdict.YES in found:
+        return ClaimComparison(ClaimVerdict.NONE, "the statement's claims disagree about the question")
+    if ClaimVerdict.ONLY_IF in found:
+        return next(r for r in results if r is not None and r.verdict is ClaimVerdict.ONLY_IF)
+    reasons = [r.reason for r in results if r is not None]
+    return ClaimComparison(ClaimVerdict.NONE, reasons[0] if reasons else OTHER_CONCLUSION)
+
+
+def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | None:
+    """This claim's verdict, or None where the question does not ask its conclusion."""
+    asked_stems = asked.stems
+    asked_formulas = " ".join(asked.formulas)
+    conclusion_stems = {w.stem for w in claim.conclusion.words if not is_generic(w.stem)}
+    concluded = bool(conclusion_stems & asked_stems) or any(f in asked_formulas for f in claim.conclusion.formulas)
+    if not concluded:
+        return None
+    concluded_formulas = " ".join(claim.conclusion.formulas)
+    predicate = [w for w in _predicate(asked.words) if w.stem not in claim.conclusion.stems]
+    predicate = [w for w in predicate if not _written_otherwise(w, concluded_formulas) or w.quantified]
+    if predicate:
+        if all(w.stem in claim.hypotheses.stems for w in predicate):
+            return ClaimComparison(ClaimVerdict.NONE, CONVERSE)
+        return ClaimComparison(ClaimVerdict.NONE, OTHER_CONCLUSION)
+    unasked = [f for f in claim.conclusion.formulas if _EXPRESSION.search(f) and not RELATION_SIGN.search(f)]
+    unasked = [f for f in unasked if f not in asked_formulas]
+    if unasked:  # "f and f + g have the same number of zeros": asked of f and g, another claim
+        return ClaimComparison(ClaimVerdict.NONE, EXPRESSION, tuple(unasked))
+    uncovered = _uncovered_phrase(asked_stems, claim.conclusion.words)
+    if uncovered:
+        return ClaimComparison(ClaimVerdict.NONE, PART_OF_PHRASE, uncovered)
+    missing = [
+        w.surface for w in claim.hypotheses.words if not is_generic(w.stem) and not w.binds and not _stated(w, asked)
+    ]
+    missing += [f for f in claim.hypotheses.formulas if _CONDITION.search(f) and f not in asked_formulas]
+    if _opposed(asked.words, claim.conclusion.words):
+        if missing:
+            return ClaimComparison(ClaimVerdict.NONE, "the opposite, under a hypothesis not stated", tuple(missing))
+        return ClaimComparison(ClaimVerdict.OPPOSITE, "the statement asserts the opposite")
+    if missing:
+        return ClaimComparison(ClaimVerdict.ONLY_IF, "a hypothesis the question does not state", tuple(missing))
+    return ClaimComparison(ClaimVerdict.YES, "the statement proves the claim")
+
+
+def _predicate(words: tuple[Word, ...]) -> list[Word]:
+    """What the question asks of its subject: its last word, with the words "of" ties to it ("does G have
+    a subgroup of order d": subgroup, order)."""
+    predicate = [words[-1]]
+    while predicate[0].of_link and len(predicate) < len(words):
+        predicate.insert(0, words[len(words) - len(predicate) - 1])
+    return predicate
+
+
+def _uncovered_phrase(asked: frozenset[str], concluded: tuple[Word, ...]) -> tuple[str, ...]:
+    """The words of a concluded phrase the question uses only in part: asked "does every bounded sequence
+    converge?", "has a convergent subsequence" concludes something else ("subsequence" is not asked)."""
+    phrases: dict[int, list[Word]] = {}
+    for word in concluded:
+        phrases.setdefault(word.phrase, []).append(word)
+    left: list[str] = []
+    for words in phrases.values():
+        if any(w.stem in asked for w in words):
+            left += [w.surface for w in words if w.stem not in asked and not is_generic(w.stem)]
+    return tuple(left)
+
+
+def _stated(hypothesis: Word, asked: Terms) -> bool:
+    """Whether the question states this hypothesis, with the same polarity."""
+    return any(w.stem == hypothesis.stem and w.negative == hypothesis.negative for w in asked.words)
+
+
+def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
+    """Whether a term the question asserts is concluded with the opposite polarity (and only so)."""
+    for stem in {w.stem for w in asked} & {w.stem for w in concluded}:
+        asked_signs = {w.negative for w in asked if w.stem == stem}
+        concluded_signs = {w.negative for w in concluded if w.stem == stem}
+        if len(asked_signs) == 1 and len(concluded_signs) == 1 and asked_signs != concluded_signs:
+            return True
+    return False
+
+
+def _unmatched(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
+    """The question's words and formulas that the statement never uses."""
+    missing = [w.surface for w in asked.words if w.stem not in stems and not _written_otherwise(w, formulas)]
+    missing += [f for f in asked.formulas if f not in formulas]
+    return tuple(dict.fromkeys(missing))
+
+
+def _written_otherwise(word: Word, formulas: str) -> bool:
+    """Whether the statement says the word another way: a number or a sign in its formulas (``isomorphic``
+    as ``≅``, ``pi`` as ``π``), or the word only names the kind of object ("function" for ``f``)."""
+    if word.stem in _FILLER or (is_generic(word.stem) and not word.quantified):
+        return True  # ("over every field" against "over ℚ" generalizes: not said otherwise)
+    if word.stem.isdigit():
+        return word.stem in formulas
+    signs = _WORD_SIGNS.get(word.stem, "") + _GREEK_LETTERS.get(word.surface.lower(), "")
+    if any(sign in formulas for sign in signs):
+        return True
+    # an operator written in the formula ("mod", "log", "gcd", "dim", "Re")
+    operator = re.compile(rf"(?<![a-z]){re.escape(word.surface.lower())}(?![a-z])")
+    return len(word.surface) >= 2 and operator.search(formulas.lower()) is not None
+
+
+def _clauses(text: str) -> list[str]:
+    """The sentences and clauses of a statement, with "then", "in particular", ... at their start removed."""
+    clauses = []
+    for raw in _CLAUSE_BREAK.split(text):
+        clause = " ".join(raw.split()).strip(" ,.")
+        while (stripped := _FURTHER.sub("", clause, count=1)) != clause:
+            clause = stripped
+        if clause:
+            clauses.append(clause)
+    return clauses
+
+
+def _claim(clause: str, formulas: list[str], definition: bool) -> list[StatementClaim]:
+    """One clause read as claims: hypotheses and conclusion (several for an equivalence)."""
+    if match := _SCOPE.match(clause):
+        scope = terms_of(match.group(1), formulas)
+        return [
+            StatementClaim(scope.merged(inner.hypotheses), inner.conclusion, inner.equivalence)
+            for inner in _claim(match.group(2), formulas, definition)
+        ]
+    if match := _IF_THEN.match(clause) or _IF_COMMA.match(clause):
+        given = terms_of(match.group(1), formulas)
+        inner = [c for c in _claim(match.group(2), formulas, False) if c.equivalence]  # "then A iff B"
+        if inner:
+            return [StatementClaim(given.merged(c.hypotheses), c.conclusion, True) for c in inner]
+        concluded = terms_of(match.group(2), formulas)
+        both_ways = [StatementClaim(concluded, given, True)] if definition else []
+        return [StatementClaim(given, concluded, definition), *both_ways]
+    if len(parts := _IFF.split(clause)) > 1:
+        return _equivalence(parts, formulas)
+    if _THERE_IS.match(clause):
+        return [StatementClaim(Terms((), ()), terms_of(clause, formulas), definition)]
+    subject, predicate = _subject_split(clause)
+    if definition and (parts := re.split(r"\bif\b", predicate, maxsplit=1)) and len(parts) == 2:
+        return _equivalence([subject + " " + parts[0], parts[1]], formulas)
+    conclusion = terms_of(predicate, formulas)
+    if not conclusion.words and not conclusion.formulas:
+        return []
+    return [StatementClaim(terms_of(subject, formulas), conclusion, definition)]
+
+
+def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:
+    """An equivalence, "A is B iff C iff D": each side implies each other, under the subject A. Asked "is
+    every A B?", the claim C ⟹ B needs C, a hypothesis the question must state."""
+    subject, first = _subject_split(parts[0])
+    sides = [terms_of(side, formulas) for side in [first, *parts[1:]]]
+    held = terms_of(subject, formulas)
+    return [
+        StatementClaim(held.merged(given), concluded, True)
+        for i, given in enumerate(sides)
+        for j, concluded in enumerate(sides)
+        if i != j
+    ]
+
+
+def _subject_split(clause: str) -> tuple[str, str]:
+    """``"A bounded entire function is constant"`` → (``"A bounded entire function"``, ``"is constant"``);
+    no verb: all of it is the conclusion."""
+    for match in _VERB.finditer(clause):
+        before = clause[: match.start()]
+        if PLACEHOLDER.search(before[-3:] if before else "") and not before.strip():
+            continue
+        return before, clause[match.start() :]
+    return "", clause
+
+
+__all__ = [
+    "ClaimComparison",
+    "ClaimVerdict",
+    "StatementClaim",
+    "compare",
+    "formula_key",
+    "is_yes_no_question",
+    "statement_claims",
+]
