@@ -203,11 +203,11 @@ class Answer:
             "chosen_by": self.chosen_by,
             "yes_no_verdict": self.yes_no_verdict,
             "lead_in": self.lead_in,
-            "yes_no": self.generation.yes_no.to_dict() if self.generation.yes_no else None,
-            "model_calls": [call.to_dict() for call in self.model_calls],
             "removed_sentences": self.removed_sentences,
             "repeated_sentences": self.repeated_sentences,
             "truncated": self.truncated,
+            "yes_no": self.generation.yes_no.to_dict() if self.generation.yes_no else None,
+            "model_calls": [call.to_dict() for call in self.model_calls],
         }
 
 

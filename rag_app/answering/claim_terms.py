@@ -254,8 +254,7 @@ def terms_of(text: str, formulas: list[str]) -> Terms:
             negate_next = max(0, negate_next - 1)
             phrase += 1
             after_name = False
-            if lowered in _QUANTIFIERS:
-                quantified = True
+            quantified = lowered in _QUANTIFIERS  # "every finite field": up to the next small word
             if lowered == "of":
                 of_link = True
             elif lowered not in _ARTICLES:

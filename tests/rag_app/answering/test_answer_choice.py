@@ -57,11 +57,17 @@ def test_with_no_model_to_be_had_a_clear_first_result_is_still_quoted(tmp_path: 
     sure, _ = answer(tmp_path, "flat module over a field", "[2]", "", scores=(3.0, 1.5), down=down)
     assert sure.chosen_by == "ranker" and sure.status is AnswerStatus.ANSWERED and sure.llm_error is None
     assert sure.text.startswith("[1] ") and "flat module" in sure.text
-    # a yes/no question: the quote stands, without the lead-in only the model could check
+    # a yes/no question: the rules read the quote, so its lead-in needs no model either
     yes_no, _ = answer(
         tmp_path / "yn", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5), down=down
     )
-    assert yes_no.chosen_by == "ranker" and yes_no.lead_in is None and yes_no.text.startswith("[1] ")
+    assert yes_no.chosen_by == "ranker" and yes_no.lead_in == "Yes, as [1] states:" and yes_no.model_calls == []
+    # the model's way of deciding: without the model, the quote stands without the lead-in
+    by_model, _ = answer(
+        tmp_path / "model", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5), down=down,
+        yes_no_method="model",
+    )  # fmt: skip
+    assert by_model.lead_in is None and by_model.text.startswith("[1] ") and by_model.model_calls == []
 
 
 def test_with_no_model_to_be_had_a_close_call_lists_the_statements_under_a_plain_notice(tmp_path: Path) -> None:

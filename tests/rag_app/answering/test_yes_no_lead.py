@@ -135,16 +135,47 @@ def answer(
     return stream.result(), client
 
 
-def test_a_yes_no_question_gets_the_lead_in_above_the_quote(tmp_path: Path) -> None:
-    result, client = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "YES")
+def test_a_yes_no_question_gets_the_rules_lead_in_above_the_quote_without_a_model_call(tmp_path: Path) -> None:
+    result, client = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "NO")
     assert result.text.startswith("Yes, as [2] states:\n\n[2] Lemma (Nakayama)")
+    assert (result.lead_in, result.yes_no_verdict) == ("Yes, as [2] states:", "yes")
+    assert client.verdict_prompts == [], "the rules read the quote: the model's verdict (NO here) is not asked"
+    assert [call.purpose for call in result.model_calls] == ["choice"]
+    data = result.to_dict()
+    assert data["yes_no"]["method"] == "rules" and data["yes_no"]["verdict"] == "yes"
+    assert [call["purpose"] for call in data["model_calls"]] == ["choice"]
+    assert result.model_calls_text.startswith("scripted: choice ")
+
+
+def test_a_dropped_hypothesis_gets_only_if_and_a_changed_object_a_notice(tmp_path: Path) -> None:
+    dropped, _ = answer(tmp_path, "Is every domain a unique factorization domain?", "[2]", "YES")
+    assert dropped.yes_no_verdict == "only-if" and dropped.lead_in is not None
+    assert dropped.lead_in.startswith("Only under a hypothesis the question does not state (principal")
+    assert dropped.text.startswith(dropped.lead_in + "\n\n[2] ")
+    other, _ = answer(tmp_path / "other", "Is every principal ideal domain a field?", "[2]", "YES")
+    assert other.yes_no_verdict == "none" and other.lead_in is not None and "Yes" not in other.lead_in
+    assert (
+        other.lead_in
+        == "Not settled as asked: what [2] concludes differs from what the question asks. Quoted as it stands:"
+    )
+    moved, _ = answer(tmp_path / "moved", "Is every principal ideal domain over the rationals a UFD?", "[2]", "YES")
+    assert moved.lead_in == "Not settled as asked: [2] does not speak of rationals. Quoted as it stands:"
+
+
+def test_the_model_way_asks_two_claims_and_reports_both_calls(tmp_path: Path) -> None:
+    result, client = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "YES", yes_no_method="model")
     assert (result.lead_in, result.yes_no_verdict) == ("Yes, as [2] states:", "yes")
     assert PID in client.verdict_prompts[0] and "<source 2 key=" in client.verdict_prompts[0]
     assert "yes_no" in result.timings_ms and result.to_dict()["lead_in"] == "Yes, as [2] states:"
+    assert [call.purpose for call in result.model_calls] == ["choice", "verdict"]
+    both, _ = answer(
+        tmp_path / "both", "Is every principal ideal domain a UFD?", "[2]", "NO", yes_no_method="rules+model"
+    )
+    assert both.lead_in is None and both.yes_no_verdict == "none", "the rules' yes needs the model's too"
 
 
 def test_no_lead_in_when_unclear_off_or_not_a_yes_no_question(tmp_path: Path) -> None:
-    unclear, _ = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "UNCLEAR")
+    unclear, _ = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "UNCLEAR", yes_no_method="model")
     assert unclear.text.startswith("[2] ") and unclear.lead_in is None and unclear.yes_no_verdict == "unclear"
     off, client = answer(tmp_path / "off", "Is every principal ideal domain a UFD?", "[2]", "YES", yes_no_lead=False)
     assert off.lead_in is None and client.verdict_prompts == []
