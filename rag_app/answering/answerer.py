@@ -224,7 +224,7 @@ class Answerer:
         ``answers.quote.yes_no_method`` says (:mod:`rag_app.answering.yes_no_lead`), and the model calls made."""
         method = self.settings.answers.quote.yes_no_method
         started = time.perf_counter()
-        comparison = compare(question, hit.record.text, definition=hit.record.kind.value == "definition")
+        comparison = compare(question, hit.record.text, hit.record.kind.value)
         rules = YesNoLead(
             comparison.verdict.value, rules_lead_in(comparison, number), (time.perf_counter() - started) * 1000,
             "rules", comparison.reason, comparison.missing, comparison.unmatched,

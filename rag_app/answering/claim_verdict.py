@@ -49,7 +49,7 @@ _YES_NO_OPENING = re.compile(
 _AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had)"
 # "If p is prime and p does not divide a, is a^(p-1) = 1 mod p?": a yes/no question after its hypotheses.
 _PREFACED_YES_NO = re.compile(
-    rf"^\s*(?:if|for|in|on|over|when|whenever|given|with|under|let|suppose|assume)\b.*,\s*{_AUXILIARY}\b[^,]*\?\s*$",
+    rf"^\s*(?:if|for|in|on|over|when|whenever|given|with|under|let|suppose|assume)\b.*?,\s*{_AUXILIARY}\b.*\?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
 _QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
@@ -127,6 +127,12 @@ EXPRESSION = "the statement concludes about an expression the question does not 
 PART_OF_PHRASE = "the question asks part of what the statement concludes"
 
 
+UNPROVED = "a {kind}, not a proved statement"
+# What a paper proves or defines: the statements a verdict may rest on.
+PROVED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact"})
+UNPROVED_KINDS = frozenset({"conjecture", "question", "problem", "exercise", "hypothesis", "assumption"})
+
+
 class ClaimVerdict(Enum):
     YES = "yes"
     OPPOSITE = "opposite"
@@ -177,10 +183,18 @@ def statement_claims(latex: str, definition: bool = False) -> list[StatementClai
     return claims
 
 
-def compare(question: str, statement_latex: str, definition: bool = False) -> ClaimComparison:
-    """The verdict of ``statement_latex`` on the yes/no ``question`` (see the module's note)."""
+def compare(question: str, statement_latex: str, kind: str = "theorem") -> ClaimComparison:
+    """The verdict of ``statement_latex``, a statement of ``kind`` (a ``StatementKind`` value), on the yes/no
+    ``question`` (see the module's note). Only what a paper proves or defines is read for a verdict: a
+    conjecture, a question or an exercise settles nothing (the reader is told), and an answer post, a remark
+    or an example argues in prose whose hypotheses the rules cannot read."""
     if not is_yes_no_question(question):
         return ClaimComparison(ClaimVerdict.NONE, "not a yes/no question")
+    if kind in UNPROVED_KINDS:
+        return ClaimComparison(ClaimVerdict.NONE, UNPROVED.format(kind=kind))
+    if kind not in PROVED_KINDS:
+        return ClaimComparison(ClaimVerdict.NONE, f"a {kind} is not read for a verdict")
+    definition = kind == "definition"
     if _ANSWER_OPENING.match(statement_latex):
         # An answer post ("Yes. By the structure theorem ...") answers its own thread's question, not
         # necessarily this one; its first word is no verdict on a claim it does not state.
@@ -225,6 +239,8 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
         if all(w.stem in claim.hypotheses.stems for w in predicate):
             return ClaimComparison(ClaimVerdict.NONE, CONVERSE)
         return ClaimComparison(ClaimVerdict.NONE, OTHER_CONCLUSION)
+    if not claim.equivalence and _hypotheses_last(asked.words, claim):
+        return ClaimComparison(ClaimVerdict.NONE, CONVERSE)
     unasked = [f for f in claim.conclusion.formulas if _EXPRESSION.search(f) and not RELATION_SIGN.search(f)]
     unasked = [f for f in unasked if f not in asked_formulas]
     if unasked:  # "f and f + g have the same number of zeros": asked of f and g, another claim
@@ -243,6 +259,17 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
     if missing:
         return ClaimComparison(ClaimVerdict.ONLY_IF, "a hypothesis the question does not state", tuple(missing))
     return ClaimComparison(ClaimVerdict.YES, "the statement proves the claim")
+
+
+def _hypotheses_last(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
+    """Whether the question names the claim's hypotheses after its conclusion ("Is every unique
+    factorization domain a principal ideal domain?" against "A principal ideal domain is a unique
+    factorization domain."): the converse, in the order questions are asked ("Is every X Y?")."""
+    only_hypotheses = claim.hypotheses.stems - claim.conclusion.stems
+    only_conclusion = claim.conclusion.stems - claim.hypotheses.stems
+    at_h = [i for i, w in enumerate(asked) if w.stem in only_hypotheses and not is_generic(w.stem)]
+    at_c = [i for i, w in enumerate(asked) if w.stem in only_conclusion and not is_generic(w.stem)]
+    return bool(at_h and at_c) and max(at_h) > max(at_c)
 
 
 def _predicate(words: tuple[Word, ...]) -> list[Word]:

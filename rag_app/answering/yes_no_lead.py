@@ -83,6 +83,8 @@ def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
     if comparison.unmatched:
         words = ", ".join(comparison.unmatched[:6])
         return f"Not settled as asked: [{number}] does not speak of {words}. Quoted as it stands:"
+    if comparison.reason.endswith(", not a proved statement"):
+        return f"Not settled as asked: [{number}] is {comparison.reason}. Quoted as it stands:"
     notice = _NOT_SETTLED.get(comparison.reason)
     if notice:
         detail = f" ({', '.join(comparison.missing)})" if comparison.missing else ""
