@@ -44,7 +44,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.answering.claim_verdict import compare
+from rag_app.answering.claim_verdict import compare, is_yes_no_question
 from rag_app.answering.yes_no_lead import rules_lead_in
 from rag_app.evaluation.query_set import EvalQuery, QuerySet
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
@@ -114,9 +114,9 @@ def run_one(rag: MathRAG, query: EvalQuery, quote: str, with_model: bool) -> dic
     row: dict[str, Any] = {
         "qid": query.qid,
         "question": query.text,
-        "truth": query.metadata["expected"],
-        "kind": query.metadata["kind"],
-        "corpus": query.metadata["corpus"],
+        "truth": query.metadata.get("expected", "unknown"),
+        "kind": query.metadata.get("kind", "-"),
+        "corpus": query.metadata.get("corpus", query.qid.rsplit("-", 1)[0]),
         "gold_rank": rank,
     }
     if quote == "gold":
@@ -126,8 +126,8 @@ def run_one(rag: MathRAG, query: EvalQuery, quote: str, with_model: bool) -> dic
     else:
         rag.settings.answers.quote.yes_no_method = "rules"
         answer = rag.ask(query.text)
-        picked = answer.quoted_sources
-        quoted = answer.sources[picked[0] - 1] if picked else None
+        picked = answer.generation.picked
+        quoted = answer.generation.sources[picked[0] - 1] if picked else None
         row["chosen_by"] = answer.chosen_by
         row["system_lead_in"] = answer.lead_in
         row["answer_ms"] = answer.timings_ms.get("total")
@@ -148,7 +148,7 @@ def run_one(rag: MathRAG, query: EvalQuery, quote: str, with_model: bool) -> dic
 
 
 def confusion(rows: list[dict[str, Any]], way: str) -> dict[str, dict[str, int]]:
-    table = {truth: Counter() for truth in ("yes", "no")}
+    table = {truth: Counter() for truth in ("yes", "no", "unknown")}
     for row in rows:
         if way == "none":
             table[row["truth"]]["nothing"] += 1
@@ -206,7 +206,9 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     ]
     for way, data in summary["ways"].items():
         lines += [f"## {way}", "", "| truth | " + " | ".join(SAID) + " |", "| --- |" + " ---: |" * len(SAID)]
-        for truth in ("yes", "no"):
+        for truth in ("yes", "no", "unknown"):
+            if not any(data["confusion"][truth].values()):
+                continue
             lines.append(f"| {truth} | " + " | ".join(str(data["confusion"][truth][s]) for s in SAID) + " |")
         lines += [
             "",
@@ -237,18 +239,16 @@ def main() -> None:
     parser.add_argument("--model-verdict", action="store_true", help="also the model's verdict (two calls each)")
     parser.add_argument("--stride", type=int, default=1, help="every N-th question only")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--name", default="", help="a name for the results (default: from the set and options)")
     args = parser.parse_args()
     if not (args.index / "manifest.json").exists():
         build_index(args.index)
-    queries = [q for q in QuerySet.load(args.set).queries][:: args.stride]
+    queries = [q for q in QuerySet.load(args.set).queries if is_yes_no_question(q.text)][:: args.stride]
     rag = MathRAG(Settings(index_dir=args.index, answers={"style": "quote"}))
     rows = [run_one(rag, q, args.quote, args.model_verdict) for q in tqdm(queries, desc=f"claims ({args.quote})")]
     ways = ["rules", *(["model", "rules+model"] if args.model_verdict else []), "none"]
-    suffix = (
-        f"-{args.quote}"
-        + ("-model" if args.model_verdict else "")
-        + (f"-stride{args.stride}" if args.stride > 1 else "")
-    )
+    options = ("-model" if args.model_verdict else "") + (f"-stride{args.stride}" if args.stride > 1 else "")
+    suffix = f"-{args.name}" if args.name else f"-{args.quote}{options}"
     meta = {
         "set": args.set.name,
         "quote": args.quote,

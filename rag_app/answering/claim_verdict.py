@@ -110,10 +110,12 @@ _FURTHER = re.compile(
 _CLAUSE_BREAK = re.compile(r"(?<=[.;:])\s+|;\s*|\.\s*$|,\s+(?:so|hence|thus|in particular)\s+", re.I)
 _ABBREVIATED = re.compile(r"\b(?:i\.e|e\.g|resp|cf|etc)\.", re.I)
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}|\\ref\{[^}]*\}|~")
+_PARENTHESIZED = re.compile(r"\((?:[^()\uE000]|\uE000\d+\uE001)*\)")
 _ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
 # A hypothesis formula that states a condition (``p ∤ a``, ``gcd(a,n) = 1``, ``n ≥ 3``): the question must
 # state it too. A formula that only names or types an object (``f : D^n → D^n``) need not be repeated.
 _CONDITION = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪]|\|")
+_PLAIN_LETTERS = {"ℝ": "R", "ℂ": "C", "ℤ": "Z", "ℚ": "Q", "ℕ": "N"}
 _EXPRESSION = re.compile(r"[+\-*·]")
 RELATION_SIGN = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪≅∼≃∈→↦|]")
 # Nouns a question may add without asking anything more: "the set of primes", "the number of zeros".
@@ -172,6 +174,9 @@ def statement_claims(latex: str, definition: bool = False) -> list[StatementClai
     hypotheses of every claim after them; ``definition``: every claim reads both ways."""
     text, formulas = split_math(_ENVIRONMENT.sub(" ", latex))
     text = _ABBREVIATED.sub(lambda m: m.group(0).replace(".", ""), text)
+    # "(faithfully) flat", "(resp. ...)", "(see ...)": a reading the claim may or may not carry, never a word
+    # a question can rest on
+    text = _PARENTHESIZED.sub(" ", text)
     context = Terms((), ())
     claims: list[StatementClaim] = []
     for clause in _clauses(text):
@@ -312,8 +317,14 @@ def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
 def _unmatched(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
     """The question's words and formulas that the statement never uses."""
     missing = [w.surface for w in asked.words if w.stem not in stems and not _written_otherwise(w, formulas)]
-    missing += [f for f in asked.formulas if f not in formulas]
+    missing += [f for f in asked.formulas if f not in formulas and not _named_plainly(f, formulas)]
     return tuple(dict.fromkeys(missing))
+
+
+def _named_plainly(formula: str, formulas: str) -> bool:
+    """``R`` typed alone is ℝ or a ring named R: either is what the statement says when it writes R."""
+    plain = _PLAIN_LETTERS.get(formula)
+    return plain is not None and re.search(rf"(?<![A-Za-z]){plain}(?![a-z])", formulas) is not None
 
 
 def _written_otherwise(word: Word, formulas: str) -> bool:

@@ -1,0 +1,131 @@
+"""The yes/no verdict that compares claims: the question's against the quoted statement's (units)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_app.answering.claim_terms import formula_key, question_latex
+from rag_app.answering.claim_verdict import ClaimVerdict, compare, is_yes_no_question, statement_claims
+
+LIOUVILLE = "A bounded entire function is constant."
+MERTENS = (
+    r"As $x \to \infty$, $\sum_{p \le x} \frac{1}{p} = \log\log x + M + O(1/\log x)$ for a constant $M$; in "
+    r"particular the sum of the reciprocals of the primes diverges."
+)
+NAKAYAMA = (
+    r"Let $M$ be a finitely generated $R$-module and $I \subseteq \operatorname{Jac}(R)$ an ideal. If $IM = M$, "
+    r"then $M = 0$."
+)
+COMPACT_CLOSED = (
+    "A compact subset of a Hausdorff space is closed. Hence a continuous bijection from a compact space onto a "
+    "Hausdorff space is a homeomorphism."
+)
+TWO_SQUARES = r"An odd prime $p$ is a sum of two squares $p = x^2 + y^2$ if and only if $p \equiv 1 \pmod{4}$."
+FREDHOLM = (
+    r"If $K$ is a compact operator on a Banach space and $\lambda \ne 0$, then $K - \lambda I$ is injective if and "
+    r"only if it is surjective."
+)
+ROUCHE = (
+    r"If $f$ and $g$ are holomorphic inside and on a simple closed curve $\gamma$ and $|g| < |f|$ on $\gamma$, then "
+    r"$f$ and $f + g$ have the same number of zeros inside $\gamma$."
+)
+P_GROUP = r"A nontrivial finite $p$-group has a nontrivial center."
+PID_UFD = "A principal ideal domain is a unique factorization domain."
+
+
+def verdict(question: str, statement: str, kind: str = "theorem") -> ClaimVerdict:
+    return compare(question, statement, kind).verdict
+
+
+@pytest.mark.parametrize(
+    ("question", "statement"),
+    [
+        ("Must an entire function that is bounded be constant?", LIOUVILLE),
+        ("Does the sum of the reciprocals of the primes diverge?", MERTENS),
+        (r"If $M$ is a finitely generated $R$-module, $I \subseteq \operatorname{Jac}(R)$ an ideal and $IM = M$, is "
+         r"$M = 0$?", NAKAYAMA),
+        ("Is a continuous bijection from a compact space onto a Hausdorff space a homeomorphism?", COMPACT_CLOSED),
+        ("If f and g are holomorphic inside and on a simple closed curve with |g| < |f| on it, do f and f + g have the "
+         "same number of zeros inside?", ROUCHE),
+        ("Does every nontrivial finite p-group have a nontrivial center?", P_GROUP),
+        ("Is every PID a UFD?", PID_UFD),
+    ],
+)  # fmt: skip
+def test_yes_where_the_statement_proves_the_claim(question: str, statement: str) -> None:
+    assert verdict(question, statement) is ClaimVerdict.YES
+
+
+@pytest.mark.parametrize(
+    ("question", "statement"),
+    [
+        ("Is every entire function constant?", LIOUVILLE),  # "bounded" dropped
+        (r"If $M$ is a module, $I \subseteq \operatorname{Jac}(R)$ an ideal and $IM = M$, is $M = 0$?", NAKAYAMA),
+        ("Is every continuous bijection onto a Hausdorff space a homeomorphism?", COMPACT_CLOSED),
+        ("Is every odd prime a sum of two squares?", TWO_SQUARES),  # the other side of the equivalence
+        ("For a compact operator K on a Banach space, is K injective if and only if it is surjective?", FREDHOLM),
+    ],
+)
+def test_only_under_a_hypothesis_the_question_drops(question: str, statement: str) -> None:
+    comparison = compare(question, statement)
+    assert comparison.verdict is ClaimVerdict.ONLY_IF and comparison.missing
+
+
+@pytest.mark.parametrize(
+    ("question", "statement"),
+    [
+        ("Is every bounded holomorphic function on the unit disc constant?", LIOUVILLE),  # another object
+        ("Is every closed subset of a Hausdorff space compact?", COMPACT_CLOSED),  # the converse
+        ("Is every unique factorization domain a principal ideal domain?", PID_UFD),  # the converse
+        ("Do f and g have the same number of zeros inside when |g| < |f| on the curve?", ROUCHE),  # f + g asked as g
+        ("Does every nontrivial finite group have a nontrivial center?", P_GROUP),  # p-group is not group
+        ("Is the sum of the reciprocals of the primes convergent?", MERTENS),  # "series" or not: never yes
+        ("Does every bounded sequence in R^n converge?", "Every bounded sequence in $\\mathbb{R}^n$ has a convergent "
+         "subsequence."),  # a stronger conclusion
+        ("Is every group of order p^3 abelian?", "Every group of order $p^2$, with $p$ prime, is abelian."),
+        ("Is every flat ring map faithfully flat?",
+         "A composition of (faithfully) flat ring maps is (faithfully) flat."),
+    ],
+)  # fmt: skip
+def test_never_yes_to_a_claim_the_statement_does_not_prove(question: str, statement: str) -> None:
+    assert verdict(question, statement) is not ClaimVerdict.YES
+
+
+def test_the_opposite_where_the_statement_asserts_it() -> None:
+    assert verdict("Does the sum of the reciprocals of the primes converge?", MERTENS) is ClaimVerdict.OPPOSITE
+    planar = (
+        r"A simple planar graph with $n \ge 3$ vertices has at most $3n - 6$ edges; in particular $K_5$ is not planar."
+    )
+    assert verdict("Is K_5 planar?", planar) is ClaimVerdict.OPPOSITE
+    assert verdict("Is K_5 non-planar?", planar) is ClaimVerdict.YES
+
+
+def test_only_what_a_paper_proves_is_read_for_a_verdict() -> None:
+    conjecture = compare("Must an entire function that is bounded be constant?", LIOUVILLE, "conjecture")
+    assert conjecture.verdict is ClaimVerdict.NONE and "not a proved statement" in conjecture.reason
+    assert verdict("Is every bounded entire function constant?", LIOUVILLE, "answer") is ClaimVerdict.NONE
+    assert verdict("Is every bounded entire function constant?", "Yes. " + LIOUVILLE, "theorem") is ClaimVerdict.NONE
+
+
+def test_statements_are_read_into_hypotheses_and_conclusions() -> None:
+    (claim,) = statement_claims(LIOUVILLE)
+    assert {w.stem for w in claim.hypotheses.words} == {"bound", "entir", "function"}
+    assert {w.stem for w in claim.conclusion.words} == {"constant"}
+    nakayama = statement_claims(NAKAYAMA)[-1]
+    assert "IM=M" in nakayama.hypotheses.formulas and "M=0" in nakayama.conclusion.formulas
+    assert "finit" in nakayama.hypotheses.stems  # the "Let ..." sentence holds for every claim after it
+    sides = statement_claims(TWO_SQUARES)
+    assert len(sides) == 2 and all(claim.equivalence for claim in sides)
+
+
+def test_yes_no_questions_with_their_hypotheses_first_are_recognised() -> None:
+    assert is_yes_no_question("If p is prime and does not divide a, is a^(p-1) = 1 mod p?")
+    assert is_yes_no_question("For integers a and b not both zero, are there x and y with ax + by = gcd(a, b)?")
+    assert not is_yes_no_question("If I have a ring, what is its spectrum?")
+    assert not is_yes_no_question("For which n is Z/nZ a field?")
+
+
+def test_typed_and_latex_formulas_meet() -> None:
+    assert formula_key(r"\mathbb{R}^n") == "ℝ^n"
+    assert formula_key(r"\lambda \ne 0") == "λ≠0"
+    assert "$n \\ge 3$" in question_latex("a graph on n >= 3 vertices")
+    assert "principal ideal domain" in question_latex("Is every PID a UFD?")
