@@ -174,6 +174,8 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
                 "llm_error": answer.llm_error,
                 "cited": answer.cited,
                 "sources": [compact_hit(hit) for hit in answer.sources],
+                "lead_in": answer.lead_in,  # "Yes, as [n] states:", "[n] states the opposite:", ... or None
+                "model_calls": [call.to_dict() for call in answer.model_calls],
             }
 
     return server

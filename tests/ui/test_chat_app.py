@@ -80,6 +80,7 @@ def test_a_question_streams_an_answer_whose_citations_link_to_the_sources(
     history = at.session_state["history"]
     assert history[0].cited == [1] and history[0].retriever == "hybrid-formula"
     assert any(c.value.endswith("answer_with_citations@v4") for c in at.caption), "elapsed time, model and prompt"
+    assert any(": answer " in c.value for c in at.caption), "the model call that wrote the answer, and its time"
 
 
 def test_a_quoting_answer_shows_the_chosen_statement_whole_under_its_title(
@@ -112,6 +113,7 @@ def test_a_statement_the_ranker_chose_says_so_under_the_answer(
     captions = [c.value for c in at.chat_message[1].caption]
     assert any("quoted without asking the language model" in c for c in captions)
     assert not any("confidence" in c for c in captions)
+    assert any(" · no model call · " in c.value for c in at.caption), "no model call was made, and it says so"
 
 
 def test_a_follow_up_is_searched_with_the_conversation(

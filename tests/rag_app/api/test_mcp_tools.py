@@ -80,5 +80,6 @@ def test_ask_quotes_its_sources_through_the_tool(demo_rag: MathRAG) -> None:
             assert not answer.is_error, answer.content
             payload = answer.structured_content
             assert payload["sources"] and payload["status"] and "cite_as" in payload["sources"][0]
+            assert "lead_in" in payload and all({"purpose", "ms"} <= set(c) for c in payload["model_calls"])
 
     anyio.run(session)
