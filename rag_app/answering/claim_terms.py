@@ -125,7 +125,13 @@ ABBREVIATIONS = {
 }
 _ABBREVIATION = re.compile(r"\b(" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + r")\b")
 _UNICODE = UnicodeMathText()
-_OPERAND = r"[A-Za-z0-9|][A-Za-z0-9_^()/+|,.\-]{0,14}(?<![,.])"
+_LETTER_VARIANTS = str.maketrans({"ϕ": "φ", "ϵ": "ε", "ϑ": "θ", "ϱ": "ρ"})
+_PMOD = re.compile(r"\\pmod\s*\{([^{}]*)\}|\\pmod\s*(\w)")
+# "a^(p-1) congruent to 1 mod p" typed in words: the congruence a statement writes with ≡
+_TYPED_CONGRUENCE = re.compile(
+    r"(?<![\w$])(\$[^$]+\$|[\w^()+\-!/]+) (?:is )?congruent to (\$[^$]+\$|[\w^()+\-/]+) mod(?:ulo)? (\$[^$]+\$|\w+)"
+)
+_OPERAND = r"(?:[A-Za-z0-9|][A-Za-z0-9_^/+|.\-]{0,14}(?:\([^()$]{0,20}\))?)+(?<![,.])"
 _TYPED_RELATION = re.compile(rf"(?<![A-Za-z]){_OPERAND}\s*(?:<=|>=|!=|<|>|=|\+)\s*{_OPERAND}(?![A-Za-z])")
 _TOKEN = re.compile("\ue000(\\d+)\ue001|[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*|\\d+|[,.;:()]")
 _PUNCTUATION = frozenset(",.;:()")
@@ -182,10 +188,13 @@ class Terms:
 
 def formula_key(latex: str) -> str:
     """A formula as compared: rendered as Unicode, without spaces, braces or ``\\left``/``\\right``."""
+    latex = _PMOD.sub(lambda m: f"(\\mathrm{{mod}}\\ {m.group(1) or m.group(2)})", latex)
+    latex = latex.replace("\\bmod", "\\mathrm{mod}")
     latex = _RELATION_MACRO.sub(lambda m: _RELATION_SIGNS[m.group(1)], latex)
     rendered = _UNICODE.render(f"${latex}$")
     rendered = rendered.replace("\\", "")
-    return re.sub(r"[\s{}]|left|right", "", rendered).replace("−", "-").replace("∣", "|")
+    rendered = re.sub(r"[\s{}]|left|right", "", rendered).replace("−", "-").replace("∣", "|")
+    return rendered.translate(_LETTER_VARIANTS)
 
 
 def split_math(latex: str) -> tuple[str, list[str]]:
@@ -204,9 +213,14 @@ def question_latex(question: str) -> str:
     """A question as LaTeX: abbreviations written out, typed notation inside ``$...$``, and the plain
     relations typed between them (``n >= 3``, ``|g| < |f|``) as formulas too."""
     expanded = _ABBREVIATION.sub(lambda m: ABBREVIATIONS[m.group(1)], question)
-    latex = read_typed_notation(expanded)
+    latex = _TYPED_CONGRUENCE.sub(_congruence, read_typed_notation(expanded))
     parts = re.split(r"(\$[^$]*\$)", latex)
     return "".join(part if part.startswith("$") else _TYPED_RELATION.sub(_relation, part) for part in parts)
+
+
+def _congruence(match: re.Match[str]) -> str:
+    left, right, modulus = (to_latex(group.strip("$")) for group in match.groups())
+    return f"${left} \\equiv {right} \\pmod{{{modulus}}}$"
 
 
 def _relation(match: re.Match[str]) -> str:
