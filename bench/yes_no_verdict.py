@@ -23,6 +23,7 @@ on first use (about 25 minutes on 2 CPUs) under ``--index``. Summaries go to ``b
 per-question rows (they quote third-party statements) to ``bench/results/yes_no_verdict-rows/`` (ignored).
 
     python bench/yes_no_verdict.py [--quote gold|ranker|system] [--model-verdict] [--stride N] [--index DIR]
+        [--set FILE] [--name NAME] [--rescore ROWS.jsonl]
 """
 
 from __future__ import annotations
@@ -147,6 +148,22 @@ def run_one(rag: MathRAG, query: EvalQuery, quote: str, with_model: bool) -> dic
     return row
 
 
+def rescore(rag: MathRAG, row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row with the rules' verdict decided again on the same quote (after a change to the rules; the
+    model's verdicts, which cost minutes, are kept)."""
+    if not row.get("quoted"):
+        return row
+    quoted = next((hit for hit in rag.search(row["question"], k=100) if hit.record.docno == row["quoted"]), None)
+    if quoted is None:
+        return row
+    row = {**row, "rules": rules_verdict(row["question"], quoted)}
+    if "model" in row:
+        both = row["rules"]["said"] == "yes" and row["model"]["said"] == "yes"
+        fallback = "nothing" if row["rules"]["said"] == "yes" else row["rules"]["said"]
+        row["rules+model"] = {"said": "yes" if both else fallback}
+    return row
+
+
 def confusion(rows: list[dict[str, Any]], way: str) -> dict[str, dict[str, int]]:
     table = {truth: Counter() for truth in ("yes", "no", "unknown")}
     for row in rows:
@@ -239,13 +256,18 @@ def main() -> None:
     parser.add_argument("--model-verdict", action="store_true", help="also the model's verdict (two calls each)")
     parser.add_argument("--stride", type=int, default=1, help="every N-th question only")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--rescore", type=Path, help="a rows file: decide the rules' verdicts again on its quotes")
     parser.add_argument("--name", default="", help="a name for the results (default: from the set and options)")
     args = parser.parse_args()
     if not (args.index / "manifest.json").exists():
         build_index(args.index)
     queries = [q for q in QuerySet.load(args.set).queries if is_yes_no_question(q.text)][:: args.stride]
     rag = MathRAG(Settings(index_dir=args.index, answers={"style": "quote"}))
-    rows = [run_one(rag, q, args.quote, args.model_verdict) for q in tqdm(queries, desc=f"claims ({args.quote})")]
+    if args.rescore:
+        stored = [json.loads(line) for line in args.rescore.read_text().splitlines() if line.strip()]
+        rows = [rescore(rag, row) for row in tqdm(stored, desc="rules again")]
+    else:
+        rows = [run_one(rag, q, args.quote, args.model_verdict) for q in tqdm(queries, desc=f"claims ({args.quote})")]
     ways = ["rules", *(["model", "rules+model"] if args.model_verdict else []), "none"]
     options = ("-model" if args.model_verdict else "") + (f"-stride{args.stride}" if args.stride > 1 else "")
     suffix = f"-{args.name}" if args.name else f"-{args.quote}{options}"

@@ -34,8 +34,6 @@ PLACEHOLDER = re.compile("\ue000(\\d+)\ue001")
 _LATEX_MARKUP = re.compile(r"\\(?:emph|textit|textbf|text|it|bf|em)\b|\{\\it\s|[{}]|\\[A-Za-z]+")
 # A formula naming one object (M, R, x_1, 𝔭) says nothing a question must repeat.
 _NAME_ONLY = re.compile(r"^[^\W\d_]{1,2}(?:_[^\W_]{1,2})?'?$")
-# Signs that make a formula a relation: a condition in a hypothesis, a result in a conclusion.
-RELATION = re.compile(r"[=<>≤≥≠≡∣∤⊆⊂⊇⊃∈∉≅≃∼≪→↦]|\\(?:le|ge|ne|equiv|mid|nmid|subset|in|cong|sim|ll)")
 
 # Words that carry no claim: the question's scaffolding, articles, connectives, quantifiers that every
 # phrasing of one claim may or may not use ("Is every X Y?", "Must an X be Y?", "Does an X always Y?").

@@ -31,7 +31,6 @@ from rag_app.answering.claim_terms import (
     PLACEHOLDER,
     Terms,
     Word,
-    formula_key,
     is_generic,
     question_latex,
     split_math,
@@ -117,7 +116,7 @@ _ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
 _CONDITION = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪]|\|")
 _PLAIN_LETTERS = {"ℝ": "R", "ℂ": "C", "ℤ": "Z", "ℚ": "Q", "ℕ": "N"}
 _EXPRESSION = re.compile(r"[+\-*·]")
-RELATION_SIGN = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪≅∼≃∈→↦|]")
+_RELATION_SIGN = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪≅∼≃∈→↦|]")
 # Nouns a question may add without asking anything more: "the set of primes", "the number of zeros".
 _FILLER = frozenset(stem_of(word) for word in ("set", "number", "element", "value", "collection", "itself"))
 
@@ -246,7 +245,7 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
         return ClaimComparison(ClaimVerdict.NONE, OTHER_CONCLUSION)
     if not claim.equivalence and _hypotheses_last(asked.words, claim):
         return ClaimComparison(ClaimVerdict.NONE, CONVERSE)
-    unasked = [f for f in claim.conclusion.formulas if _EXPRESSION.search(f) and not RELATION_SIGN.search(f)]
+    unasked = [f for f in claim.conclusion.formulas if _EXPRESSION.search(f) and not _RELATION_SIGN.search(f)]
     unasked = [f for f in unasked if f not in asked_formulas]
     if unasked:  # "f and f + g have the same number of zeros": asked of f and g, another claim
         return ClaimComparison(ClaimVerdict.NONE, EXPRESSION, tuple(unasked))
@@ -413,7 +412,6 @@ __all__ = [
     "ClaimVerdict",
     "StatementClaim",
     "compare",
-    "formula_key",
     "is_yes_no_question",
     "statement_claims",
 ]
