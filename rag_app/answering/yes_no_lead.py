@@ -82,13 +82,13 @@ def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
         return f"Only under a hypothesis the question does not state ({', '.join(comparison.missing)}); [{number}]:"
     if comparison.unmatched:
         words = ", ".join(comparison.unmatched[:6])
-        return f"Not settled as asked: [{number}] does not speak of {words}. Quoted as it stands:"
+        return f"Check against the question: [{number}] does not speak of {words}. Quoted as it stands:"
     if comparison.reason.endswith(", not a proved statement"):
-        return f"Not settled as asked: [{number}] is {comparison.reason}. Quoted as it stands:"
+        return f"Check against the question: [{number}] is {comparison.reason}. Quoted as it stands:"
     notice = _NOT_SETTLED.get(comparison.reason)
     if notice:
         detail = f" ({', '.join(comparison.missing)})" if comparison.missing else ""
-        return f"Not settled as asked: {notice.format(n=number)}{detail}. Quoted as it stands:"
+        return f"Check against the question: {notice.format(n=number)}{detail}. Quoted as it stands:"
     return None
 
 

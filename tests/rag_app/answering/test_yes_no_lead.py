@@ -156,10 +156,10 @@ def test_a_dropped_hypothesis_gets_only_if_and_a_changed_object_a_notice(tmp_pat
     assert other.yes_no_verdict == "none" and other.lead_in is not None and "Yes" not in other.lead_in
     assert (
         other.lead_in
-        == "Not settled as asked: what [2] concludes differs from what the question asks. Quoted as it stands:"
+        == "Check against the question: what [2] concludes differs from what the question asks. Quoted as it stands:"
     )
     moved, _ = answer(tmp_path / "moved", "Is every principal ideal domain over the rationals a UFD?", "[2]", "YES")
-    assert moved.lead_in == "Not settled as asked: [2] does not speak of rationals. Quoted as it stands:"
+    assert moved.lead_in == "Check against the question: [2] does not speak of rationals. Quoted as it stands:"
 
 
 def test_the_model_way_asks_two_claims_and_reports_both_calls(tmp_path: Path) -> None:
