@@ -169,8 +169,8 @@ def confusion(rows: list[dict[str, Any]], way: str) -> dict[str, dict[str, int]]
     for row in rows:
         if way == "none":
             table[row["truth"]]["nothing"] += 1
-        elif way in row:
-            table[row["truth"]][row[way]["said"]] += 1
+        else:  # a question with nothing quoted (nothing picked) was told nothing, whatever the way
+            table[row["truth"]][row.get(way, {}).get("said", "nothing")] += 1
     return {truth: {s: counts.get(s, 0) for s in SAID} for truth, counts in table.items()}
 
 
