@@ -53,7 +53,7 @@ _GENERIC_NOUNS_WORDS = """
     number numbers integer integers ring rings module modules group groups field fields matrix matrices sequence
     sequences series family families object objects morphism morphisms scheme schemes graph graphs polynomial
     polynomials vector vectors variable variables ideal ideals operator operators measure measures value values
-    term terms collection collections structure structures natural coefficient coefficients
+    term terms collection collections structure structures coefficient coefficients
 """
 GENERIC_NOUNS = frozenset(_GENERIC_NOUNS_WORDS.split())
 _NEGATORS = frozenset({"not", "no", "never", "cannot", "can't", "isn't", "aren't", "doesn't", "don't", "nor", "fails"})

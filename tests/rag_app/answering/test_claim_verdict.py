@@ -82,6 +82,8 @@ def test_only_under_a_hypothesis_the_question_drops(question: str, statement: st
         ("Does every bounded sequence in R^n converge?", "Every bounded sequence in $\\mathbb{R}^n$ has a convergent "
          "subsequence."),  # a stronger conclusion
         ("Is every group of order p^3 abelian?", "Every group of order $p^2$, with $p$ prime, is abelian."),
+        ("If a type has decidable equality, is it necessarily a set?",  # proved of one type: a special case
+         r"The type ${\mathbb{N}}$ of natural numbers has decidable equality, and hence is a set."),
         ("Is every flat ring map faithfully flat?",
          "A composition of (faithfully) flat ring maps is (faithfully) flat."),
     ],
