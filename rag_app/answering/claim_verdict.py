@@ -106,7 +106,11 @@ _FURTHER = re.compile(
     r"that is|i\.e\.|also)\b,?\s*",
     re.I,
 )
-_CLAUSE_BREAK = re.compile(r"(?<=[.;:])\s+|;\s*|\.\s*$|,\s+(?:so|hence|thus|in particular)\s+", re.I)
+_CLAUSE_BREAK = re.compile(
+    r"(?<=[.;:])\s+|;\s*|\.\s*$|,\s+(?:so|hence|thus|in particular)\s+"
+    r"|,\s+and\s+(?=(?:every|each|any|all|an?|the)\s)",  # "Every metric space is normal, and every compact ..."
+    re.I,
+)
 _ABBREVIATED = re.compile(r"\b(?:i\.e|e\.g|resp|cf|etc)\.", re.I)
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}|\\ref\{[^}]*\}|~")
 _PARENTHESIZED = re.compile(r"\((?:[^()\uE000]|\uE000\d+\uE001)*\)")

@@ -92,6 +92,12 @@ def test_never_yes_to_a_claim_the_statement_does_not_prove(question: str, statem
     assert verdict(question, statement) is not ClaimVerdict.YES
 
 
+def test_each_claim_of_a_statement_is_read_apart() -> None:
+    normal = "Every metric space is normal, and every compact Hausdorff space is normal."
+    assert verdict("Is every compact Hausdorff space normal?", normal) is ClaimVerdict.YES
+    assert verdict("Is every Hausdorff space normal?", normal) is ClaimVerdict.ONLY_IF
+
+
 def test_the_opposite_where_the_statement_asserts_it() -> None:
     assert verdict("Does the sum of the reciprocals of the primes converge?", MERTENS) is ClaimVerdict.OPPOSITE
     planar = (
