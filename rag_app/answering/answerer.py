@@ -338,11 +338,15 @@ def _timings(
     retrieval: Retrieval, generation: Generation, retrieval_ms: float, stream: AnswerStream, validation_started: float
 ) -> dict[str, float]:
     """Milliseconds from the question: retrieval (the cross-encoder's share of it: rerank), the yes/no
-    verdict, first text, whole answer, validation, total."""
+    verdict, the calls made to the model before the answer's text (``model_calls``: the rewrite, the choice,
+    the model's verdict; ``model_calls`` in the answer lists each), first text, whole answer, validation, total."""
     now = time.perf_counter()
     timings = {"retrieval": retrieval_ms}
     if generation.yes_no is not None and generation.yes_no.ms:
         timings["yes_no"] = generation.yes_no.ms
+    calls = [*retrieval.model_calls, *generation.model_calls]
+    if calls:
+        timings["model_calls"] = sum(call.ms for call in calls)
     if retrieval.result.reranker:
         timings["rerank"] = retrieval.result.rerank_ms
     if stream.first_chunk_s is not None:

@@ -168,6 +168,7 @@ def test_the_model_way_asks_two_claims_and_reports_both_calls(tmp_path: Path) ->
     assert PID in client.verdict_prompts[0] and "<source 2 key=" in client.verdict_prompts[0]
     assert "yes_no" in result.timings_ms and result.to_dict()["lead_in"] == "Yes, as [2] states:"
     assert [call.purpose for call in result.model_calls] == ["choice", "verdict"]
+    assert result.timings_ms["model_calls"] == pytest.approx(sum(c.ms for c in result.model_calls), abs=0.2)
     both, _ = answer(
         tmp_path / "both", "Is every principal ideal domain a UFD?", "[2]", "NO", yes_no_method="rules+model"
     )
