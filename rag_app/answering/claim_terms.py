@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
-import Stemmer
-
+from retriever.text.math_tokenizer import english_stemmer
 from retriever.text.query_notation import read_typed_notation, to_latex
 from retriever.text.unicode_math_text import UnicodeMathText
 
@@ -91,23 +89,15 @@ _ANTONYMS = {
 }
 # The same thing named two ways (stems, after abbreviations are expanded): each maps to one name.
 _SAME = {
-    "unitari": "unitari",
     "colour": "color",
     "neighbour": "neighbor",
     "factoris": "factor",
     "factoriz": "factor",
-    "factor": "factor",
     "centr": "center",
     "centre": "center",
-    "zero": "zero",
     "root": "zero",
-    "compon": "compon",
-    "homeomorph": "homeomorph",
-    "label": "label",
-    "diagonaliz": "diagonaliz",
     "diagonalis": "diagonaliz",
     "normalis": "normaliz",
-    "character": "character",
     "vertic": "vertex",
 }
 # Abbreviations people type, as the statements write them.
@@ -147,11 +137,6 @@ _BLACKBOARD_LETTERS = {"R": "ℝ", "C": "ℂ", "Z": "ℤ", "Q": "ℚ", "N": "ℕ
 _COMPOUND = re.compile("\ue000(\\d+)\ue001-([A-Za-z]+)")
 # Letters that, before a hyphen, make another object: a p-group, a q-expansion, an n-cycle.
 _MEANINGFUL_PREFIXES = frozenset({"p", "q", "ℓ", "l", "n", "k", "m"})
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +281,7 @@ def _compound(match: re.Match[str], formulas: list[str]) -> str:
 def stem_of(word: str) -> str:
     """One word's stem; a hyphenated word stems its last part (``path-connected`` → ``path-connect``)."""
     head, _, last = word.rpartition("-")
-    stem = _stemmer().stemWord(last)
+    stem = english_stemmer().stemWord(last)
     stem = _SAME.get(stem, stem)
     return f"{head}-{stem}" if head else stem
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rag_app.answering.claim_terms import (
-    PLACEHOLDER,
     Terms,
     Word,
     is_generic,
@@ -403,12 +402,8 @@ def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:
 def _subject_split(clause: str) -> tuple[str, str]:
     """``"A bounded entire function is constant"`` → (``"A bounded entire function"``, ``"is constant"``);
     no verb: all of it is the conclusion."""
-    for match in _VERB.finditer(clause):
-        before = clause[: match.start()]
-        if PLACEHOLDER.search(before[-3:] if before else "") and not before.strip():
-            continue
-        return before, clause[match.start() :]
-    return "", clause
+    match = _VERB.search(clause)
+    return (clause[: match.start()], clause[match.start() :]) if match else ("", clause)
 
 
 __all__ = [

@@ -26,12 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-import Stemmer
-
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from rag_app.answering.citations import CITATION_PATTERN
 from retriever.formulas.normalizer import normalize_formula
+from retriever.text.math_tokenizer import english_stemmer
 
 # Words that carry no mathematical claim of their own. Quantifiers and negations are deliberately not
 # here: they are words that change what a sentence asserts. "and", "or" and "if" are, because they are
@@ -97,11 +96,6 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CONNECTIVE = re.compile(r"\b([A-Za-z][\w-]*)\s+(and|or)\s+([A-Za-z][\w-]*)\b", re.I)
 
 
-@cache
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
-
-
 def _without_math(text: str) -> str:
     spans = find_formula_spans(text)
     for span in reversed(spans):
@@ -116,7 +110,7 @@ def _words(text: str) -> list[str]:
 def content_terms(text: str) -> set[str]:
     """Stemmed words of ``text`` outside its formulas, function words left out."""
     words = [w for w in _words(text) if w and w not in _FUNCTION_WORDS]
-    return set(_stemmer().stemWords(words))
+    return set(english_stemmer().stemWords(words))
 
 
 def canonical_formula(latex: str) -> tuple[str, ...]:
@@ -157,12 +151,12 @@ RESTATED_SHARE = 0.75
 
 @cache
 def _object_stems() -> frozenset[str]:
-    return frozenset(_stemmer().stemWords(list(_OBJECT_NOUNS)))
+    return frozenset(english_stemmer().stemWords(list(_OBJECT_NOUNS)))
 
 
 @cache
 def _symbol_stems() -> dict[str, tuple[str, ...]]:
-    return {_stemmer().stemWord(word): symbols for word, symbols in _SYMBOL_WORDS.items()}
+    return {english_stemmer().stemWord(word): symbols for word, symbols in _SYMBOL_WORDS.items()}
 
 
 def _said_by_symbol(term: str, source: str) -> bool:
@@ -217,7 +211,7 @@ class StatementChecker:
         problems: list[str] = []
         source_terms = content_terms(source)
         question_terms = content_terms(question)
-        stem = _stemmer().stemWord
+        stem = english_stemmer().stemWord
         negations = {stem(n) for n in _NEGATIONS}
         inserted = sorted(
             term

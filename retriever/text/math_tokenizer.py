@@ -17,7 +17,8 @@ _STOPWORDS = frozenset(STOPWORDS_EN)
 
 
 @lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
+def english_stemmer() -> Stemmer.Stemmer:
+    """The one English Snowball stemmer the lexical channel, the statement check and the yes/no verdict share."""
     return Stemmer.Stemmer("english")
 
 
@@ -32,4 +33,4 @@ def tokenize(text: str) -> list[str]:
             lowered = token.lower()
             if lowered not in _STOPWORDS:
                 words.append(lowered)
-    return tokens + _stemmer().stemWords(words)
+    return tokens + english_stemmer().stemWords(words)
