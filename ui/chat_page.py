@@ -76,8 +76,9 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
         ):
             placeholder = st.empty()
             text = ""
-            for chunk in stream:
-                text += chunk
+            for chunk in stream.events():
+                # an update (the model's choice after the quote shown first) replaces what was shown, saying so
+                text = text + chunk if isinstance(chunk, str) else chunk.text
                 placeholder.markdown(to_streamlit_markdown(text) + " ▌")
             answer = stream.result()
         placeholder.empty()

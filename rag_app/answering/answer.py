@@ -22,7 +22,7 @@ from retriever.deadline import DeadlinePassedError
 from retriever.types import SearchHit
 
 # AnswerStatus and ContextReport were first defined here: importing them from here keeps working.
-__all__ = ["Answer", "AnswerStatus", "AnswerStream", "ContextReport"]
+__all__ = ["Answer", "AnswerStatus", "AnswerStream", "AnswerUpdate", "ContextReport"]
 
 T = TypeVar("T")
 
@@ -208,7 +208,24 @@ class Answer:
             "truncated": self.truncated,
             "yes_no": self.generation.yes_no.to_dict() if self.generation.yes_no else None,
             "model_calls": [call.to_dict() for call in self.model_calls],
+            "shown_first": self.generation.shown_first.to_dict() if self.generation.shown_first else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerUpdate:
+    """The model's part of an answer whose first part was shown without it (a quote of the search's first
+    result): the answer's whole text as it now stands, to replace what was shown, and for a reader that cannot
+    take text back (a terminal, a client that appends) what to append, which says what changed."""
+
+    text: str
+    appended: str
+    changed: bool  # the statement shown first is no longer the answer's first quote (or the model is not there)
+    notice: str  # the sentence that says what became of what was shown first
+
+    def to_dict(self) -> dict[str, object]:
+        """The fields of a ``text`` event of ``/v1/ask/stream`` that carries an update (``text``: what to append)."""
+        return {"text": self.appended, "replace": self.text, "changed": self.changed, "notice": self.notice}
 
 
 class AnswerStream:
@@ -218,12 +235,16 @@ class AnswerStream:
     ``first_chunk_s`` is when the first chunk arrived, in seconds after ``started`` (a perf_counter).
     ``chunks`` returns the :class:`Generation` record when it ends; ``finish`` turns the text streamed
     and that record into the :class:`Answer`.
+
+    Iterating gives text to append, always. :meth:`events` gives the same chunks, and an
+    :class:`AnswerUpdate` where the model's part comes after a first part shown without it: a reader that
+    can redraw (the chat, an HTTP client) replaces what it showed with the update's text.
     """
 
     def __init__(
         self,
         sources: list[SearchHit],
-        chunks: Generator[str, None, Generation],
+        chunks: Generator[str | AnswerUpdate, None, Generation],
         finish: Callable[[str, Generation, AnswerStream], Answer],
         started: float | None = None,
     ) -> None:
@@ -233,11 +254,16 @@ class AnswerStream:
         self.generated_s: float | None = None
         self._chunks = chunks
         self._finish = finish
-        self._parts: list[str] = []
+        self._text = ""  # the answer as it stands: chunks appended, an update's text in place of all before
         self._generation: Generation | None = None
         self._answer: Answer | None = None
 
     def __iter__(self) -> Iterator[str]:
+        for event in self.events():
+            yield event if isinstance(event, str) else event.appended
+
+    def events(self) -> Iterator[str | AnswerUpdate]:
+        """Text chunks to append, and updates that replace what was shown (see the class)."""
         while self._generation is None:
             try:
                 deadline.check("the next chunk of the answer")
@@ -251,15 +277,15 @@ class AnswerStream:
                 break
             if self.first_chunk_s is None:
                 self.first_chunk_s = time.perf_counter() - self.started
-            self._parts.append(chunk)
+            self._text = self._text + chunk if isinstance(chunk, str) else chunk.text
             yield chunk
         if self.generated_s is None:
             self.generated_s = time.perf_counter() - self.started
 
     def result(self) -> Answer:
         if self._answer is None:
-            for _ in self:  # finish generation if the caller stopped early
+            for _ in self.events():  # finish generation if the caller stopped early
                 pass
             assert self._generation is not None  # set when the chunks ended
-            self._answer = self._finish("".join(self._parts), self._generation, self)
+            self._answer = self._finish(self._text, self._generation, self)
         return self._answer

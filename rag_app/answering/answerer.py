@@ -17,7 +17,7 @@ import numpy as np
 import retriever.deadline as deadline
 from ingestion.records import StatementRecord
 from prompts import PromptTemplate, load_prompt
-from rag_app.answering.answer import Answer, AnswerStream
+from rag_app.answering.answer import Answer, AnswerStream, AnswerUpdate
 from rag_app.answering.claim_verdict import ClaimVerdict, compare
 from rag_app.answering.context import (
     asks_for_proof,
@@ -27,7 +27,14 @@ from rag_app.answering.context import (
     pack_sources,
     source_block,
 )
-from rag_app.answering.quoted_answer import choice_probabilities, parse_selection, quoted_answer, ranker_is_sure
+from rag_app.answering.quoted_answer import (
+    choice_probabilities,
+    parse_selection,
+    quoted_answer,
+    ranker_is_sure,
+    shown_first_heading,
+)
+from rag_app.answering.quoted_answer import quote as quote_block
 from rag_app.answering.stages import (
     AnswerStatus,
     Checks,
@@ -36,6 +43,7 @@ from rag_app.answering.stages import (
     ModelCall,
     Relevance,
     Retrieval,
+    ShownFirst,
     YesNoLead,
 )
 from rag_app.answering.written_checks import CUT_OFF, WrittenAnswerChecks
@@ -98,7 +106,7 @@ class Answerer:
         # The model reads the question as asked, and what it means in the conversation.
         prompt_question = f"{question}\n(In this conversation: {search.query})" if search.rewritten else question
 
-        def chunks() -> Generator[str, None, Generation]:
+        def chunks() -> Generator[str | AnswerUpdate, None, Generation]:
             generation = Generation(prompt.identity, checks.style)
             if not relevance.passed:
                 yield _not_found_notice(relevance.score, checks.min_relevance, bool(hits))
@@ -106,9 +114,7 @@ class Answerer:
             try:
                 deadline.check("the LLM")
                 if quoting:
-                    text, generation = self._quote(prompt, prompt_question, retrieval, relevance, generation)
-                    yield text
-                    return generation
+                    return (yield from self._quote(prompt, prompt_question, retrieval, relevance, generation, started))
                 client = self.client()
                 generation = replace(generation, model=client.model, server=client.base_url)
                 candidates = self._source_candidates(hits, similarities, checks.max_sources, checks.source_margin)
@@ -149,9 +155,7 @@ class Answerer:
             return Checks(text, AnswerStatus.NOT_FOUND)
         if generation.llm_error is not None:
             # (asked only once a relevant statement was found: there are statements to list)
-            notice = f"The language model is not available ({generation.llm_error})."
-            listed = " The statements retrieved for your question are listed below."
-            return Checks(notice + listed, AnswerStatus.LLM_UNAVAILABLE, text)
+            return Checks(_llm_unavailable_notice(generation.llm_error), AnswerStatus.LLM_UNAVAILABLE, text)
         if generation.style == "quote":
             sentences = list(generation.quoted)
             status = AnswerStatus.ANSWERED if generation.picked else AnswerStatus.UNSUPPORTED
@@ -178,18 +182,29 @@ class Answerer:
         retrieval: Retrieval,
         relevance: Relevance,
         generation: Generation,
-    ) -> tuple[str, Generation]:
+        started: float,
+    ) -> Generator[str | AnswerUpdate, None, Generation]:
         """The quoting answer's text: the model picks among short views of the sources; the answer quotes
         its picks. Where the learned ranker's first result clearly leads (``answers.quote.ranker_sure_margin``),
         it is quoted without asking the model: that answer needs no model at all (it is given when the
-        server is down too; only the yes/no lead-in, which the model writes, is then left out)."""
+        server is down too). Where the model chooses, the search's first result is quoted at once
+        (``answers.quote.show_first``) and the model's choice follows as an :class:`AnswerUpdate`."""
         quote = self.settings.answers.quote
         hits, similarities = retrieval.hits, relevance.similarities
         candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
-        client: ChatClient | None = None
         if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
             generation = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="ranker")
-        else:
+            text, generation = self._quoted_text(None, question, generation)
+            yield text
+            return generation
+        shown: ShownFirst | None = None
+        if quote.show_first and candidates:
+            first = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="search")
+            first_text, _ = self._quoted_text(None, question, first, model_allowed=False)
+            shown = ShownFirst((1,), (time.perf_counter() - started) * 1000)
+            shown_text = first_text
+            yield f"{shown_first_heading(len(candidates))}\n\n{first_text}"
+        try:
             client = self.client()
             generation = replace(generation, model=client.model, server=client.base_url)
             messages, generation = self._messages(
@@ -198,27 +213,48 @@ class Answerer:
             )  # fmt: skip
             asked = time.perf_counter()
             reply, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
-            given = len(generation.sources)
-            generation = replace(
-                generation,
-                reply=reply,
-                picked=tuple(parse_selection(reply, given, quote.max_quotes)),
-                chosen_by="model",
-                choice=choice_probabilities(alternatives, given),
-                model_calls=(*generation.model_calls, ModelCall("choice", (time.perf_counter() - asked) * 1000)),
-            )
+        except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
+            if shown is None:
+                raise
+            notice = "The language model is not available, so the statement shown first was not checked by it."
+            yield AnswerUpdate(_llm_unavailable_notice(str(error)), f"\n\n{notice}", True, notice)
+            return replace(generation, llm_error=str(error), shown_first=replace(shown, notice=notice))
+        given = len(generation.sources)
+        generation = replace(
+            generation,
+            reply=reply,
+            picked=tuple(parse_selection(reply, given, quote.max_quotes)),
+            chosen_by="model",
+            choice=choice_probabilities(alternatives, given),
+            model_calls=(*generation.model_calls, ModelCall("choice", (time.perf_counter() - asked) * 1000)),
+        )
+        text, generation = self._quoted_text(client, question, generation)
+        if shown is None:
+            yield text
+            return generation
+        update = _update_after_shown_first(shown, shown_text, generation, text)
+        yield update
+        kept = bool(generation.picked) and generation.picked[0] in shown.picked
+        return replace(generation, shown_first=replace(shown, kept=kept, notice=update.notice))
+
+    def _quoted_text(
+        self, client: ChatClient | None, question: str, generation: Generation, model_allowed: bool = True
+    ) -> tuple[str, Generation]:
+        """The quote of ``generation``'s picks, under the yes/no lead-in where the question asks yes or no
+        (``model_allowed``: the lead-in may ask the model, where ``answers.quote.yes_no_method`` says so)."""
+        quote = self.settings.answers.quote
         text, sentences = quoted_answer(generation.sources, generation.picked, quote.unsure_quotes)
         generation = replace(generation, quoted=tuple(sentences))
         if generation.picked and quote.yes_no_lead and is_yes_no_question(question):
             first = generation.picked[0]
-            lead, calls = self._yes_no_lead(client, question, generation.sources[first - 1], first)
+            lead, calls = self._yes_no_lead(client, question, generation.sources[first - 1], first, model_allowed)
             generation = replace(generation, yes_no=lead, model_calls=(*generation.model_calls, *calls))
             if lead.lead_in:
                 text = f"{lead.lead_in}\n\n{text}"
         return text, generation
 
     def _yes_no_lead(
-        self, client: ChatClient | None, question: str, hit: SearchHit, number: int
+        self, client: ChatClient | None, question: str, hit: SearchHit, number: int, model_allowed: bool = True
     ) -> tuple[YesNoLead, tuple[ModelCall, ...]]:
         """The lead-in above the quote of source ``number`` for a yes/no question, decided as
         ``answers.quote.yes_no_method`` says (:mod:`rag_app.answering.yes_no_lead`), and the model calls made."""
@@ -231,6 +267,10 @@ class Answerer:
         )  # fmt: skip
         if method == "rules" or (method == "rules+model" and comparison.verdict is not ClaimVerdict.YES):
             return rules, ()
+        if not model_allowed:  # shown before the model's part: no "Yes" the model has not seen
+            return replace(
+                rules, lead_in=None, method=method
+            ) if method == "model" or comparison.verdict is ClaimVerdict.YES else rules, ()
         try:
             model_lead = self._model_lead(client or self.client(), question, hit, number)
         except (LLMUnavailableError, LLMServerError, PackagedModelError):
@@ -322,6 +362,41 @@ class Answerer:
             if note:
                 notes[hit.record.id] = note
         return notes
+
+
+def _update_after_shown_first(shown: ShownFirst, shown_text: str, generation: Generation, text: str) -> AnswerUpdate:
+    """What the model's choice makes of the statement shown first (``shown_text``, as it was shown): the answer
+    as it now stands, and what a reader who saw it is told (``changed``: the first quote is no longer the
+    answer's first, or the line above it changed)."""
+    given = len(generation.sources)
+    read = f"The model read the {given} statements found" if given > 1 else "The model read the statement found"
+    first = ", ".join(f"[{number}]" for number in shown.picked)
+    picked = generation.picked
+    if not picked:
+        notice = f"{read} and judged that none of them answers the question; {first} was the search's first result."
+        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice)
+    chosen = " and ".join(f"[{number}]" for number in picked)
+    if picked[0] not in shown.picked:
+        notice = f"{read} and chose {chosen} instead of {first}, the search's first result shown first."
+        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice)
+    lead_in = generation.yes_no.lead_in if generation.yes_no else None
+    if not text.startswith(shown_text):  # the same first quote under another lead-in (the model's verdict)
+        notice = f"{read} and chose {chosen}; the line above {first} now reads: {lead_in or '(none)'}"
+        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice)
+    added = [number for number in picked if number not in shown.picked]
+    if not added:
+        notice = f"{read} and chose {first} as well."
+        return AnswerUpdate(text, f"\n\n{notice}", False, notice)
+    more = " and ".join(f"[{number}]" for number in added)
+    notice = f"{read} and chose {chosen}: {more} added."
+    added_quotes = "\n\n".join(quote_block(generation.sources[number - 1], number) for number in added)
+    return AnswerUpdate(text, f"\n\n{notice}\n\n{added_quotes}", False, notice)
+
+
+def _llm_unavailable_notice(error: str) -> str:
+    return (
+        f"The language model is not available ({error}). The statements retrieved for your question are listed below."
+    )
 
 
 def _not_found_notice(relevance: float | None, threshold: float, any_hits: bool) -> str:

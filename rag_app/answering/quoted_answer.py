@@ -19,6 +19,14 @@ from retriever.types import SearchHit
 NONE_STATED = "None of the statements found was judged to answer this question."
 CLOSEST_ONE = "The closest one, quoted as it stands (read it before relying on it):"
 CLOSEST_SEVERAL = "The {count} closest, quoted as they stand (read them before relying on any):"
+
+
+def shown_first_heading(count: int) -> str:
+    """The line above the search's first result while the model reads the sources (answers.quote.show_first)."""
+    read = f"the {count} statements found" if count > 1 else "it"
+    return f"The search's first result, shown while the model reads {read}:"
+
+
 NO_SOURCES = "No statement could be given to the model, so none is quoted: the retrieved ones are listed below."
 _NONE = re.compile(r"\bnone\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+")

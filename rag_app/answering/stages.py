@@ -129,6 +129,22 @@ class ModelCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ShownFirst:
+    """What a quoting answer showed before the model had read its sources: the search's first result,
+    quoted at once (with its yes/no lead-in), and what became of it when the model's choice came.
+    ``kept``: the model's first pick is the statement shown first (None: the model's choice did not come);
+    ``notice``: what the reader was told of it."""
+
+    picked: tuple[int, ...]
+    ms: float  # when it was shown, from the question
+    kept: bool | None = None
+    notice: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"picked": list(self.picked), "ms": round(self.ms, 1), "kept": self.kept, "notice": self.notice}
+
+
+@dataclass(frozen=True, slots=True)
 class Generation:
     """What the model was given and what came back. A quoting answer adds its picks: ``chosen_by``
     ("model", or "ranker" when the learned ranker's first result led clearly), the probabilities of
@@ -148,6 +164,7 @@ class Generation:
     quoted: tuple[SentenceSupport, ...] = ()  # a quoting answer's sentences (each quotes a source whole)
     yes_no: YesNoLead | None = None
     model_calls: tuple[ModelCall, ...] = ()  # every call made to the model for this answer, in order
+    shown_first: ShownFirst | None = None  # a quote shown before the model's choice came (answers.quote.show_first)
 
 
 @dataclass(frozen=True, slots=True)

@@ -249,7 +249,9 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     @app.post(
         "/v1/ask/stream",
-        summary="The answer as server-sent events: `sources`, `text` chunks, `answer` (`ask --json`), then `checks`",
+        summary="The answer as server-sent events: `sources`, `text` chunks, `answer` (`ask --json`), then `checks`. "
+        "Where the model chooses, the first `text` quotes the search's first result at once; the model's choice "
+        "follows as a `text` event that also carries `replace` (the answer as it now stands), `changed` and `notice`",
     )
     async def ask_stream(request: AskRequest) -> StreamingResponse:
         request = request.checked(limits)
@@ -262,11 +264,13 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
         async def events() -> AsyncIterator[str]:
             yield _event("sources", {"sources": [hit.to_dict() for hit in stream.sources]})
-            chunks = iter(stream)
+            chunks = stream.events()
             try:
                 async with asyncio.timeout_at(deadline):
                     async for chunk in iterate_in_threadpool(chunks):
-                        yield _event("text", {"text": chunk})
+                        # An update (the model's choice after the quote shown first) is text to append that says
+                        # what changed, and for a client that redraws, the answer as it now stands ("replace").
+                        yield _event("text", {"text": chunk} if isinstance(chunk, str) else chunk.to_dict())
                     record = (await run_in_threadpool(stream.result)).to_dict()
             except TimeoutError:
                 reason = f"the answer ran past its time limit (api.ask_timeout_s = {limits.ask_timeout_s:g} s)"

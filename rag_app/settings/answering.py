@@ -38,6 +38,12 @@ class QuoteSettings(BaseModel):
         description='learned-ranker score lead of the first result over the second that skips the model; "none": '
         "the model always chooses",
     )
+    # Where the model chooses, the search's first result is quoted at once (with its yes/no lead-in, which
+    # needs no model) and the model's choice follows as an update that says what changed (issue 75: on 2 CPUs
+    # the model reads its prompt for 6-9 s before it can choose; bench/ask_latency.py).
+    show_first: bool = Field(
+        True, description="quote the search's first result at once while the model chooses; its choice follows"
+    )
     # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
     # (rag_app/answering/yes_no_lead.py): reading the quoted statement whole, the model judges "the answer is yes"
     # TRUE and "the answer is no" FALSE, the question does not negate, and the statement uses most of its

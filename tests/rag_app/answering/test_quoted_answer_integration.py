@@ -15,6 +15,7 @@ from rag_app.cli import app
 from rag_app.serving.llm_server import LLMServerProcess
 from tests.conftest import make_settings
 from tests.llm_servers import forced_output
+from tests.rag_app.answering.test_yes_no_lead import after_notice
 
 pytestmark = pytest.mark.llm
 
@@ -38,8 +39,10 @@ def test_the_statement_the_model_picks_is_quoted_whole(
     answer = rag.ask(QUESTION, k=5)
     assert answer.raw_text == "[2]" and answer.style == "quote" and answer.prompt == "answer_select@v1"
     picked = answer.sources[1].record
-    assert answer.text.startswith(f"[2] {picked.display_name}, in *{picked.source_title}*:")
-    body = " ".join(line.removeprefix("> ") for line in answer.text.splitlines()[2:])
+    quoted = after_notice(answer)  # the model chose another than the search's first result, shown first
+    assert answer.text.startswith("The model read the ") and "chose [2] instead of [1]" in answer.text
+    assert quoted.startswith(f"[2] {picked.display_name}, in *{picked.source_title}*:")
+    body = " ".join(line.removeprefix("> ") for line in quoted.splitlines()[2:])
     assert " ".join(picked.text.split()) == " ".join(body.split())  # word for word, nothing cut
     assert answer.cited == [2] and answer.status is AnswerStatus.ANSWERED
     assert [(s.cited, s.stated) for s in answer.sentences] == [([2], True)]
@@ -61,7 +64,7 @@ def test_no_pick_quotes_the_closest_statement_under_a_notice(
 ) -> None:
     answer = quoting_rag(demo_index_dir, tmp_path, llm_server, "NONE").ask(QUESTION, k=5)
     closest = list(range(1, min(3, len(answer.sources)) + 1))  # answers.quote.unsure_quotes = 3
-    assert answer.text.startswith(NONE_STATED) and answer.sources and answer.cited == closest
+    assert after_notice(answer).startswith(NONE_STATED) and answer.sources and answer.cited == closest
     assert all(f"[{n}] {answer.sources[n - 1].record.display_name}" in answer.text for n in closest)
     assert answer.status is AnswerStatus.UNSUPPORTED
 

@@ -276,6 +276,46 @@ def test_healthz_and_status_say_when_the_llm_server_died_and_why(demo_index_dir:
         rag.close()
 
 
+def sse_events(client: httpx.Client, path: str, body: dict[str, object]) -> list[tuple[str, dict]]:
+    """The named events of a server-sent event stream, each with its data."""
+    events, name = [], ""
+    with client.stream("POST", path, json=body) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                events.append((name, json.loads(line.removeprefix("data: "))))
+    return events
+
+
+def test_the_stream_quotes_the_first_result_at_once_and_then_the_models_other_choice(
+    demo_index_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 75: the search's first result comes as the first text; the model's choice (here [2]) follows as a
+    text event that says what changed, with the answer as it now stands for a client that redraws."""
+    quote = {"style": "quote", "quote": {"ranker_sure_margin": None}}  # the model always chooses
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, answers=quote))
+    watched = WatchedServer(ScriptedLLMServer(model_alias="scripted", log_path=tmp_path / "llm.log", reply="[2]"))
+    rag.llm.watched = watched
+    watched.start()
+    try:
+        with serving(rag) as url, httpx.Client(base_url=url, timeout=120) as client:
+            question = {"question": "What does the Galois correspondence say?", "k": 3}
+            events = sse_events(client, "/v1/ask/stream", question)
+    finally:
+        rag.close()
+    names = [name for name, _ in events]
+    assert names == ["sources", "text", "text", "answer", "checks"], names
+    first, update, answered = events[1][1], events[2][1], events[3][1]
+    assert first["text"].startswith("The search's first result, shown while the model reads the 3 statements found")
+    assert "[1] " in first["text"] and "replace" not in first
+    assert update["changed"] is True and "chose [2] instead of [1]" in update["notice"]
+    assert update["text"].startswith("\n\n---\n\n" + update["notice"])  # appended after the first quote
+    assert update["replace"] == answered["answer"] and answered["answer"].startswith(update["notice"])
+    assert answered["cited"] == [2] and answered["shown_first"]["kept"] is False
+    assert answered["timings_ms"]["first_token"] < answered["timings_ms"]["full_answer"]
+
+
 def test_a_page_that_rebinds_its_name_to_loopback_is_refused(demo_api: tuple[MathRAG, str]) -> None:
     """Issue 61, defect 6: with no token on loopback, `/v1/*` answered any Host (DNS rebinding)."""
     _, url = demo_api
