@@ -79,6 +79,10 @@ def ask_one(rag: MathRAG, query: EvalQuery, gold: set[str]) -> dict[str, Any]:
         "lead_in": answer.lead_in,
         "answer_ms": round(elapsed_ms),
         "first_token_ms": answer.timings_ms.get("first_token"),
+        "choice_ms": next((round(call.ms) for call in answer.model_calls if call.purpose == "choice"), None),
+        "prompt_tokens": answer.context.tokens if answer.chosen_by == "model" else None,
+        # what the reader sees quoted: the picks, or the closest under the notice
+        "shows_answer": bool(set(answer.cited) & set(gold_numbers)),
     }
 
 
@@ -281,6 +285,42 @@ def yes_no_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def paired_summary(baseline: list[dict[str, Any]], rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """This run against ``baseline`` on the questions both answered: how often each shows an answering
+    statement (its pick, or the closest quoted under the notice), the questions where only one does (a
+    paired randomization test over them), and the model's choice time and prompt tokens where it chose."""
+    from rag_app.evaluation.significance import paired_test
+
+    before = {row["qid"]: row for row in baseline}
+    both = [(before[row["qid"]], row) for row in rows if row["qid"] in before]
+
+    def shows(row: dict[str, Any]) -> float:
+        if "shows_answer" in row:
+            return float(row["shows_answer"])
+        unsure = row["status"] == AnswerStatus.UNSUPPORTED.value
+        return float(row["first_answers"] if unsure else row["picked_answers"])
+
+    test = paired_test(name, "this run", "shows an answering statement",
+                       {a["qid"]: shows(a) for a, _ in both}, {b["qid"]: shows(b) for _, b in both})  # fmt: skip
+    chose = [(a, b) for a, b in both if a.get("choice_ms") and b.get("choice_ms")]
+    return {
+        "baseline": name,
+        "questions": len(both),
+        "shows an answering statement, baseline": sum(shows(a) for a, _ in both),
+        "shows an answering statement, this run": sum(shows(b) for _, b in both),
+        "only the baseline shows one": sum(shows(a) > shows(b) for a, b in both),
+        "only this run shows one": sum(shows(b) > shows(a) for a, b in both),
+        "randomization p": round(test.randomization_p, 4),
+        "the model chose in both": len(chose),
+        "choice ms p50, baseline": float(np.median([a["choice_ms"] for a, _ in chose])) if chose else None,
+        "choice ms p50, this run": float(np.median([b["choice_ms"] for _, b in chose])) if chose else None,
+        "prompt tokens mean, baseline": round(float(np.mean([a["prompt_tokens"] for a, _ in chose])), 1)
+        if chose and all(a.get("prompt_tokens") for a, _ in chose) else None,
+        "prompt tokens mean, this run": round(float(np.mean([b["prompt_tokens"] for _, b in chose])), 1)
+        if chose and all(b.get("prompt_tokens") for _, b in chose) else None,
+    }  # fmt: skip
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Choosing the statement: the model's pick against the ranker's first result",
@@ -301,6 +341,11 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {name} | {value[0]:,} / {value[1]:,} | | |")
         else:
             lines.append(f"| {name} | {value} | | |")
+    paired = result.get("paired")
+    if paired:
+        lines += ["", f"Paired with `{paired['baseline']}` (the same questions):", "", "| measure | value |",
+                  "| --- | ---: |"]  # fmt: skip
+        lines += [f"| {name} | {value} |" for name, value in paired.items() if name != "baseline"]
     policies = result.get("policies") or {}
     if policies:
         lines += [
@@ -340,6 +385,15 @@ def main() -> None:
         help="summarize an answers file of an earlier run (choice_quality-answers.jsonl) without asking again",
     )  # fmt: skip
     parser.add_argument(
+        "--model", default=None, help="the packaged chat model (llm.local_model), e.g. qwen2.5-coder-0.5b-instruct"
+    )
+    parser.add_argument("--max-source-tokens", type=int, default=None, help="answers.quote.max_source_tokens")
+    parser.add_argument("--reading-gap", type=float, default=None, help="answers.quote.reading_gap")
+    parser.add_argument(
+        "--paired", type=Path,
+        help="an answers file of another run over the same questions: the two compared question by question",
+    )  # fmt: skip
+    parser.add_argument(
         "--max-sources", type=int, default=None,
         help="sources the model chooses among (answers.quote.max_sources; the token budget grows with it)",
     )  # fmt: skip
@@ -358,6 +412,12 @@ def main() -> None:
         settings.llm.llama_cpp = settings.llm.llama_cpp.model_copy(update={"prompt_logits": args.prompt_logits})
     if args.model_always:
         settings.answers.quote.ranker_sure_margin = None
+    if args.model:
+        settings.llm.local_model = args.model
+    if args.max_source_tokens:
+        settings.answers.quote.max_source_tokens = args.max_source_tokens
+    if args.reading_gap is not None:
+        settings.answers.quote.reading_gap = args.reading_gap
     if args.max_sources:
         quote = settings.answers.quote
         per_source = quote.sources_budget_tokens / quote.max_sources
@@ -385,6 +445,9 @@ def write_summary(args: argparse.Namespace, rows: list[dict[str, Any]], model: s
         "summary": summarize(rows),
         "policies": policy_table(rows),
     }
+    if getattr(args, "paired", None):
+        baseline = [json.loads(line) for line in args.paired.read_text().splitlines() if line.strip()]
+        result["paired"] = paired_summary(baseline, rows, str(args.paired))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "choice_quality.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "choice_quality.md").write_text(markdown(result))

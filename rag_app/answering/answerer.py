@@ -197,6 +197,8 @@ class Answerer:
             text, generation = self._quoted_text(None, question, generation)
             yield text
             return generation
+        if retrieval.learned_ranker and quote.reading_gap is not None:
+            candidates = [hit for hit in candidates if candidates[0].score - hit.score <= quote.reading_gap]
         shown: ShownFirst | None = None
         if quote.show_first and candidates:
             first = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="search")

