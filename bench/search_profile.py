@@ -8,13 +8,21 @@ three configurations, on the same machine in one process, so before and after re
 - ``before``: torch embeds the query on torch's own thread count, nothing kept between searches
   (what a search cost before issue 61's work on its cost);
 - ``one thread``: torch embeds the query on one thread, nothing kept;
-- ``default``: the query through ONNX Runtime, the statements read lately and their ranking profiles kept.
+- ``channels in turn``: ``default`` with the channels searched one after another (before issue 75);
+- ``default``: the query through ONNX Runtime, the statements read lately and their ranking profiles kept,
+  the vector channel in a worker thread beside the lexical ones (issue 75).
+
+Each configuration also measures its floor in the same run: the questions embedded alone, as its search
+embeds them; every search figure is given as a multiple of that embedding's p50 too (bench/floors.py).
 
 Each stage's wall-clock time is measured around its function (nested stages are inside their parents:
 the query's embedding is inside the channels). Also times the index's status both ways: ``/v1/status``
 (each store's count) and ``rag-app status`` / ``/v1/status?full=true`` (ids compared, vector files read).
 
     python bench/search_profile.py [--index DIR] [--queries 100] [--out bench/results]
+
+Issue 75 ran it on ``--index ~/.cache/rag-app-claims/index`` (bench/yes_no_verdict.py builds it: the demo
+corpus, the Stacks project, our MSE threads, the HoTT book and the thesis sample).
 
 Results: ``bench/results/search_profile.{md,json}``. Run it on an idle machine: a background job on the
 other core changes the torch rows most (that is what the one-thread row is about).
@@ -28,6 +36,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -39,25 +48,42 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
+import retriever.models.learned_ranker as learned_ranker_module
 from rag_app import MathRAG, Settings
 from rag_app.evaluation.runner import eval_index_dir
+from rag_app.pipeline import MathRAG as _MathRAG
+from retriever.formulas.formula_lexical_searcher import FormulaLexicalSearcher
 from retriever.models.learned_ranker import LearnedRanker
 from retriever.search.bm25_searcher import BM25Searcher
 from retriever.search.channel_ranker import ChannelRanker
+from retriever.search.dense_searcher import DenseSearcher
+from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.search.first_stage_searcher import FirstStageSearcher
+from retriever.search.hybrid_searcher import HybridSearcher
 from retriever.search.ranking_features import StatementProfiles
 from retriever.store.chroma_store import ChromaStatementStore
 from retriever.store.index_health import IndexHealth
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floors import query_embedding_floor, ratio
+
+ROOT = Path(__file__).resolve().parents[1]
+
 # (stage, class, method): wall-clock time inside each, per search
 STAGES: list[tuple[str, Any, str]] = [
-    ("first stage (channels, fusion, records)", FirstStageSearcher, "run"),
-    ("  channels and fusion", ChannelRanker, "rank"),
-    ("    query embedding", None, "embed_query"),
-    ("    dense nearest neighbours (Chroma query)", ChromaStatementStore, "query"),
-    ("    BM25 (words and formulas)", BM25Searcher, "search"),
-    ("  records and vectors (memory or Chroma)", ChromaStatementStore, "get_with_vectors"),
-    ("learned ranker (features and scores)", LearnedRanker, "scores"),
+    ("duplicates collapsed (the whole search below it)", DuplicateCollapsingSearcher, "run"),
+    ("  first stage (channels, fusion, records)", FirstStageSearcher, "run"),
+    ("    channels and fusion", ChannelRanker, "rank"),
+    ("      vector channel (in a worker thread: beside the lexical ones)", DenseSearcher, "search"),
+    ("        query embedding", None, "embed_query"),
+    ("        dense nearest neighbours (Chroma query)", ChromaStatementStore, "query"),
+    ("      BM25 words", BM25Searcher, "search"),
+    ("      formulas (lexical)", FormulaLexicalSearcher, "search"),
+    ("      rank fusion", HybridSearcher, "fuse"),
+    ("    records and vectors (memory or Chroma)", ChromaStatementStore, "get_with_vectors"),
+    ("  learned ranker (features and scores)", LearnedRanker, "scores"),
+    ("    features", learned_ranker_module, "feature_matrix"),
+    ("uses and used-by counts of the hits (statement graph)", _MathRAG, "_counted"),
 ]
 
 
@@ -94,9 +120,9 @@ class StageClock:
 
 
 def configure(rag: MathRAG, name: str, threads: int) -> None:
-    """One of the three configurations (see the module's docstring), caches emptied."""
+    """One of the configurations (see the module's docstring), caches emptied."""
     embedder = rag.index.embedder
-    keep = name == "default"
+    keep = name in ("default", "channels in turn")
     embedder.query_threads = 1 if name != "before" else None
     embedder.onnx_dir = rag.settings.resolved_onnx_dir if keep else None
     embedder._query_encoder_tried = False  # built again (or not) at the next query
@@ -106,6 +132,10 @@ def configure(rag: MathRAG, name: str, threads: int) -> None:
     if stack.learned_ranker_configured():
         stack.learned_ranker.profiles = StatementProfiles(max_statements=20_000 if keep else 0)
     torch.set_num_threads(threads)
+    ranker = stack.ranker
+    if not hasattr(ranker, "parallel_executor"):
+        ranker.parallel_executor = ranker.executor  # type: ignore[attr-defined]
+    ranker.executor = ranker.parallel_executor if name == "default" else None  # type: ignore[attr-defined]
 
 
 def one_pass(rag: MathRAG, questions: list[str]) -> tuple[list[float], dict[str, float]]:
@@ -147,19 +177,27 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args()
     index = args.index or eval_index_dir(Settings())
-    rag = MathRAG(Settings(index_dir=index))
-    set_lines = Path("eval/questions/user-questions.v1.jsonl").read_text().splitlines()[1:]  # after the header
+    rag = MathRAG(Settings(index_dir=index, data_dir=index.parent / "data"))
+    set_lines = (ROOT / "eval/questions/user-questions.v1.jsonl").read_text().splitlines()[1:]  # after the header
     questions = [json.loads(line)["query"] for line in set_lines][: args.queries]
     threads = torch.get_num_threads()
     for question in ("warm up", "the models load", "Nakayama's lemma"):
         rag.search(question, k=10)
     runs: dict[str, dict[str, Any]] = {}
-    for name in ("before", "one thread", "default"):
+    for name in ("before", "one thread", "channels in turn", "default"):
         configure(rag, name, threads)
         rag.search("the query encoder is built", k=10)
+        floor = query_embedding_floor(rag.index.embedder, questions)
         for phase in ("cold", "warm"):
             latencies, stages = one_pass(rag, questions)
-            runs[f"{name}, {phase}"] = {**summary(latencies), "stages_ms": {k: round(v, 1) for k, v in stages.items()}}
+            timing = summary(latencies)
+            runs[f"{name}, {phase}"] = {
+                **timing,
+                "query_embedding_floor": floor,
+                "p50_x_embedding": ratio(timing["p50_ms"], floor["p50_ms"]),
+                "p95_x_embedding": ratio(timing["p95_ms"], floor["p50_ms"]),
+                "stages_ms": {k: round(v, 1) for k, v in stages.items()},
+            }
     result = {
         "index": str(index),
         "statements": rag.index.count(),
@@ -183,6 +221,11 @@ def main() -> None:
         "| --- |" + " ---: |" * len(names),
         "| **search p50 ms** | " + " | ".join(f"**{runs[n]['p50_ms']}**" for n in names) + " |",
         "| search p95 ms | " + " | ".join(str(runs[n]["p95_ms"]) for n in names) + " |",
+        "| floor: the query embedding alone, p50 ms (same run) | "
+        + " | ".join(str(runs[n]["query_embedding_floor"]["p50_ms"]) for n in names)
+        + " |",
+        "| **search p50 / embedding p50** | " + " | ".join(f"**{runs[n]['p50_x_embedding']}x**" for n in names) + " |",
+        "| search p95 / embedding p50 | " + " | ".join(f"{runs[n]['p95_x_embedding']}x" for n in names) + " |",
         *(
             f"| {label.replace('  ', '&nbsp;&nbsp;')} | "
             + " | ".join(str(runs[n]["stages_ms"].get(label, 0.0)) for n in names)

@@ -46,6 +46,9 @@ from urllib.parse import urlencode
 import httpx
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floors import query_embedding_floor, ratio
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INDEX = Path.home() / ".local/share/rag-app/eval/index/packaged-all-MiniLM-L6-v2-unicode-math"
 QUESTIONS = ROOT / "eval/questions/user-questions.v1.jsonl"
@@ -350,6 +353,14 @@ def bad_request_phase(url: str, headers: dict[str, str]) -> list[dict[str, Any]]
     return rows
 
 
+def embedding_floor(index: Path, questions: list[str]) -> dict[str, float]:
+    """The questions' embedding alone, as the server's searches embed them (bench/floors.py)."""
+    from rag_app import MathRAG, Settings
+
+    rag = MathRAG(Settings(index_dir=index, data_dir=index.parent / "data"))
+    return query_embedding_floor(rag.index.embedder, questions)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, default=DEFAULT_INDEX)
@@ -360,12 +371,18 @@ def main() -> None:
     parser.add_argument("--ask-clients", type=int, default=8)
     parser.add_argument("--max-queued-asks", type=int, default=8, help="api.max_queued_asks for the run")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--max-concurrent-searches", type=int, default=None, help="api.max_concurrent_searches for the run"
+    )
     args = parser.parse_args()
     questions = [json.loads(line)["query"] for line in QUESTIONS.read_text().splitlines()[1:] if line.strip()]
+    floor = embedding_floor(args.index, questions)  # before the server starts: this process alone on the CPUs
     port = free_port()
     token = "bench-token"  # every request carries it but the bad-request table's wrong one
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", "RAG_APP_API__TOKEN": token,
            "RAG_APP_API__MAX_QUEUED_ASKS": str(args.max_queued_asks)}  # fmt: skip
+    if args.max_concurrent_searches:
+        env["RAG_APP_API__MAX_CONCURRENT_SEARCHES"] = str(args.max_concurrent_searches)
     args.out.mkdir(parents=True, exist_ok=True)
     log = Path(tempfile.mkdtemp(prefix="serve-load-")) / "server.log"  # read when the server fails
     server = start_server(args.index, port, env, log)
@@ -386,6 +403,11 @@ def main() -> None:
     result = {
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
         "index": str(args.index),
+        "max_concurrent_searches": args.max_concurrent_searches or "default",
+        "query_embedding_floor": floor,
+        # throughput against the floor: searches/s as a share of what one core embeds per second (1000 / p50)
+        "search_per_embedding_rate": ratio(search["per_second"], 1000 / floor["p50_ms"]),
+        "one_client_p50_x_embedding": ratio(one["httpx"]["client"]["p50_ms"], floor["p50_ms"]),
         "one_client": one,
         "search": search,
         "search_by_wrk": by_wrk,
@@ -400,7 +422,12 @@ def main() -> None:
         f"--search-clients {args.search_clients} --search-seconds {args.search_seconds:g} --wrk-seconds "
         f"{args.wrk_seconds:g} --ask-clients {args.ask_clients} --max-queued-asks {args.max_queued_asks}`",
         "",
-        f"- machine: {result['machine']}; index: `{args.index}`",
+        f"- machine: {result['machine']}; index: `{args.index}`; api.max_concurrent_searches: "
+        f"{result['max_concurrent_searches']}",
+        f"- floor, measured in this run before the server started: the questions' embedding alone, p50 "
+        f"{floor['p50_ms']} ms (one core embeds {1000 / floor['p50_ms']:.0f} queries/s). One client's search p50 = "
+        f"**{result['one_client_p50_x_embedding']}x** that embedding; 32 clients' searches/s = "
+        f"**{result['search_per_embedding_rate']}x** one core's embeddings/s.",
         "",
         "| one client | seconds | requests | per second | p50 ms | p95 ms | server's own p50 ms "
         "| server's own p95 ms |",

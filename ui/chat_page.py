@@ -96,7 +96,9 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
         return None
     render_answer(answer, len(history))
     seconds = answer.timings_ms.get("total", 0) / 1000
-    st.caption(f"{seconds:.1f} s · {answer.model_calls_text} · {answer.prompt}")
+    first = answer.timings_ms.get("first_token")
+    shown_at = f"first words at {first / 1000:.1f} s · " if first is not None and seconds - first / 1000 >= 0.5 else ""
+    st.caption(f"{shown_at}{seconds:.1f} s · {answer.model_calls_text} · {answer.prompt}")
     return answer
 
 

@@ -116,6 +116,24 @@ def test_a_statement_the_ranker_chose_says_so_under_the_answer(
     assert any(" · no model call · " in c.value for c in at.caption), "no model call was made, and it says so"
 
 
+def test_the_first_result_shown_while_the_model_chose_another_is_replaced_with_a_notice(
+    app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
+) -> None:
+    """Issue 75: the search's first result is shown at once; the model's other choice replaces it, saying so."""
+    forced(app_env, llm_server, "[2]")
+    app_env.setenv("RAG_APP_ANSWERS__STYLE", "quote")
+    app_env.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "none")  # the model always chooses
+    at = ask(start(), QUESTION)
+    answer = at.session_state["history"][0]
+    assert answer.chosen_by == "model" and answer.cited == [2]
+    assert answer.generation.shown_first is not None and answer.generation.shown_first.kept is False
+    shown = " ".join(m.value for m in at.chat_message[1].markdown)
+    # the numbers link to their source cards
+    assert "chose [\\[2\\]](#src-0-2) instead of [\\[1\\]](#src-0-1), the search's first result shown first" in shown
+    assert "shown while the model reads" not in shown, "the first quote's heading is gone once the model chose"
+    assert any(c.value.startswith("first words at ") for c in at.caption), "when the first words came, and the rest"
+
+
 def test_a_follow_up_is_searched_with_the_conversation(
     app_env: pytest.MonkeyPatch, llm_server: LLMServerProcess
 ) -> None:
