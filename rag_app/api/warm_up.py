@@ -1,7 +1,8 @@
 """A server's warm-up: what every search would otherwise pay for at its first meeting, paid once at start.
 
 A search reads its ~100 candidates' records and vectors (from Chroma: 14-25 ms) and the learned ranker
-reads each candidate's text (0.25 ms a statement); both are kept between searches (``RecordCache``,
+reads each candidate's profile (made at ingest, read from ``ranking_profiles.sqlite``); both are kept between
+searches (``RecordCache``,
 ``StatementProfiles``). A server whose index fits in the cache reads every statement and its profile at
 start, in a thread beside the first requests: on the 17,780-statement development index about 10 s,
 after which a search meets no statement for the first time (bench/results/search_profile.md: p50 56 ms
@@ -38,8 +39,8 @@ def warm_up(rag: MathRAG) -> WarmedUp:
     stack = rag.search_stack
     if records and stack.learned_ranker_configured():
         profiles = stack.learned_ranker.profiles
-        for record in records:
-            profiles.of(record)
+        for start in range(0, len(records), 500):  # read as made at ingest (made here only where missing)
+            profiles.of_many(records[start : start + 500])
     return WarmedUp(len(records), time.perf_counter() - started)
 
 

@@ -246,7 +246,9 @@ class SearchStack:
             if not self._auto_ranker_looked_up:  # once: this is asked at every search
                 with self._ranker_lock:
                     if not self._auto_ranker_looked_up:
-                        self._learned_ranker = LearnedRanker.configured("auto", self.index.embedder.identity)
+                        self._learned_ranker = self._reading_kept_profiles(
+                            LearnedRanker.configured("auto", self.index.embedder.identity)
+                        )
                         self._auto_ranker_looked_up = True  # after the ranker: a reader that sees it sees that
             return self._learned_ranker is not None
         return True
@@ -260,8 +262,16 @@ class SearchStack:
                 if self._learned_ranker is None:
                     spec = self.settings.ranker.model
                     spec = "packaged" if not spec or spec in ("none", "auto") else spec
-                    self._learned_ranker = LearnedRanker.load(spec, self.index.embedder.identity)
+                    self._learned_ranker = self._reading_kept_profiles(
+                        LearnedRanker.load(spec, self.index.embedder.identity)
+                    )
         return self._learned_ranker
+
+    def _reading_kept_profiles(self, ranker: LearnedRanker | None) -> LearnedRanker | None:
+        """``ranker`` reading the statements' profiles this index made at ingest (none made at search time)."""
+        if ranker is not None:
+            ranker.profiles.kept = self.index.ranking_profiles.read
+        return ranker
 
     def ensemble(self) -> EnsembleRanker:
         """The channels fused with the companion model's; ValueError when that model is off."""

@@ -25,7 +25,7 @@ import re
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,12 +120,45 @@ class StatementProfiles:
     """The profiles of the statements ranked lately (least recently used dropped past ``max_statements``):
     a statement comes back search after search, and its profile costs about 0.25 ms to make (100
     candidates: 25 ms of a search). Keyed by every field a profile reads, so a statement that changed
-    under its id gets a new one."""
+    under its id gets a new one. ``kept``: the profiles made at ingest (the index's
+    :class:`retriever.store.ranking_profiles.RankingProfiles` ``read``), asked for those not in memory
+    before any is made."""
 
-    def __init__(self, max_statements: int = 20_000) -> None:
+    def __init__(
+        self,
+        max_statements: int = 20_000,
+        kept: Callable[[Sequence[str]], Mapping[str, StatementProfile]] | None = None,
+    ) -> None:
         self.max_statements = max_statements
+        self.kept = kept
         self._profiles: OrderedDict[tuple[object, ...], StatementProfile] = OrderedDict()
         self._lock = threading.Lock()
+
+    def of_many(self, records: Sequence[StatementRecord]) -> list[StatementProfile]:
+        """The profiles of ``records``, in their order: from memory, else as made at ingest, else made now."""
+        keys = [_profile_key(record) for record in records]
+        found: list[StatementProfile | None] = []
+        with self._lock:
+            for key in keys:
+                profile = self._profiles.get(key)
+                if profile is not None:
+                    self._profiles.move_to_end(key)
+                found.append(profile)
+        missing = [row for row, profile in enumerate(found) if profile is None]
+        if not missing:
+            return found  # type: ignore[return-value]
+        stored = self.kept([records[row].id for row in missing]) if self.kept is not None else {}
+        made: list[tuple[tuple[object, ...], StatementProfile]] = []
+        for row in missing:
+            profile = stored.get(records[row].id) or StatementProfile.of(records[row])
+            found[row] = profile
+            made.append((keys[row], profile))
+        with self._lock:
+            for key, profile in made:
+                self._profiles[key] = profile
+            while len(self._profiles) > self.max_statements:
+                self._profiles.popitem(last=False)
+        return found  # type: ignore[return-value]
 
     def of(self, record: StatementRecord) -> StatementProfile:
         key = _profile_key(record)
@@ -148,8 +181,9 @@ def feature_matrix(query: str, hits: Sequence[SearchHit], profiles: StatementPro
     profile = QueryProfile.of(query)
     best = _best_scores(hits)
     top_fused = max((hit.score for hit in hits), default=0.0)
-    profile_of = profiles.of if profiles is not None else StatementProfile.of
-    rows = [_row(profile, hit, profile_of(hit.record), best, top_fused) for hit in hits]
+    records = [hit.record for hit in hits]
+    statements = profiles.of_many(records) if profiles is not None else [StatementProfile.of(r) for r in records]
+    rows = [_row(profile, hit, statement, best, top_fused) for hit, statement in zip(hits, statements, strict=True)]
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(FEATURE_NAMES))
 
 

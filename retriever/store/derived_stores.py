@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from retriever.store.companion_index import CompanionIndex
     from retriever.store.duplicate_groups import DuplicateGroups
     from retriever.store.lexical_indexes import LexicalIndexes
+    from retriever.store.ranking_profiles import RankingProfiles
     from retriever.store.statement_graph import StatementGraph
 
 logger = logging.getLogger(__name__)
@@ -259,6 +260,63 @@ class StatementGraphStore:
             return
         store = self.index.store
         _catch_up_from_chroma(store, known, self.graph.remove, self.graph.add, self.name, show_progress)
+
+
+class RankingProfilesStore:
+    """What the learned ranker reads off each statement alone (``retriever.store.ranking_profiles``): kept
+    for every index, made with every write, so that no search makes them; it needs no vectors."""
+
+    name = "ranking profiles"
+
+    def __init__(self, index: OwningIndex, profiles: RankingProfiles) -> None:
+        self.index = index
+        self.profiles = profiles
+
+    def kept(self) -> bool:
+        return True
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return True
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        try:  # never makes an ingest fail: left behind, searches make what they lack and `repair` rebuilds it
+            self.profiles.add(records)
+        except sqlite3.DatabaseError as error:
+            logger.warning("the ranking profiles %s were not updated (%s): run `rag-app repair`", self.profiles.path,
+                           error)  # fmt: skip
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        try:
+            self.profiles.remove(ids)
+        except sqlite3.DatabaseError as error:
+            logger.warning("the ranking profiles %s were not updated (%s): run `rag-app repair`", self.profiles.path,
+                           error)  # fmt: skip
+
+    def ids(self) -> set[str]:
+        return self.profiles.ids()
+
+    def count(self) -> int:
+        return self.profiles.count()
+
+    @property
+    def catch_up(self) -> Callable[..., None]:
+        return self._catch_up
+
+    def _catch_up(self, quick: bool, show_progress: bool) -> None:
+        """The profiles it lacks are made from the statements in Chroma, those Chroma no longer has are
+        forgotten; ``quick``: only when the counts differ."""
+        try:
+            known = self.profiles.ids()
+        except StoreFileBusyError:
+            raise  # another process holds it: the file is fine
+        except sqlite3.DatabaseError:  # a damaged file: everything in it is derived, so it starts again
+            logger.warning("the ranking profiles %s are damaged: made again from the statements", self.profiles.path)
+            self.profiles.recreate()
+            known = set()
+        if quick and len(known) == self.index.searchable_count():
+            return
+        store = self.index.store
+        _catch_up_from_chroma(store, known, self.profiles.remove, self.profiles.add, self.name, show_progress)
 
 
 def _catch_up_from_chroma(

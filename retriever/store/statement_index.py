@@ -7,7 +7,8 @@ Layout of an index directory::
     papers.sqlite   which papers are in, at which version and content hash (``ingest arxiv``)
     chroma/         the Chroma persistent store (records and vectors): the source of truth
     bm25/, formula_bm25/, bm25.stale   the lexical indexes (``retriever.store.lexical_indexes``)
-    duplicates.sqlite, dense2/, marf/, graph.sqlite   the other derived stores (``retriever.store.derived_stores``)
+    duplicates.sqlite, dense2/, marf/, graph.sqlite, ranking_profiles.sqlite
+                    the other derived stores (``retriever.store.derived_stores``)
 
 Every write goes to Chroma first, then to each derived store in ``StatementIndex.derived``.
 """
@@ -40,6 +41,7 @@ from retriever.store.derived_stores import (
     DuplicateGroupsStore,
     FormulaIndexStore,
     MarfVectorsStore,
+    RankingProfilesStore,
     StatementGraphStore,
     WordIndexStore,
 )
@@ -53,6 +55,7 @@ from retriever.store.lexical_indexes import (  # noqa: F401 - FORMULA_LEXICAL, F
     LexicalIndexes,
 )
 from retriever.store.paper_manifest import PaperManifest
+from retriever.store.ranking_profiles import RankingProfiles
 from retriever.store.reload_guard import ReloadGuard
 from retriever.store.statement_graph import StatementGraph
 from retriever.types import VectorUpdate
@@ -162,6 +165,7 @@ class StatementIndex:
             ) from error
         self.lexical = LexicalIndexes(directory)
         self.graph = StatementGraph(directory)  # what each statement references, and what references it
+        self.ranking_profiles = RankingProfiles(directory)  # what the learned ranker reads off each statement
         # Every store derived from Chroma, in the order a write reaches them (see derived_stores).
         self.derived: list[DerivedStore] = [
             DuplicateGroupsStore(self, duplicates),
@@ -170,6 +174,7 @@ class StatementIndex:
             FormulaIndexStore(self),
             MarfVectorsStore(self),
             StatementGraphStore(self, self.graph),
+            RankingProfilesStore(self, self.ranking_profiles),
         ]
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
         self._manifest_seen = file_stamp(directory / MANIFEST)  # the last write this process knows of
