@@ -8,9 +8,11 @@ three configurations, on the same machine in one process, so before and after re
 - ``before``: torch embeds the query on torch's own thread count, nothing kept between searches
   (what a search cost before issue 61's work on its cost);
 - ``one thread``: torch embeds the query on one thread, nothing kept;
-- ``channels in turn``: ``default`` with the channels searched one after another (before issue 75);
+- ``channels in turn``: ``default`` with the channels searched one after another and the statements'
+  ranking profiles made at search time (before issue 75);
 - ``default``: the query through ONNX Runtime, the statements read lately and their ranking profiles kept,
-  the vector channel in a worker thread beside the lexical ones (issue 75).
+  the vector channel in a worker thread beside the lexical ones and the ranking profiles made at ingest,
+  read from ``ranking_profiles.sqlite`` (issue 75).
 
 Each configuration also measures its floor in the same run: the questions embedded alone, as its search
 embeds them; every search figure is given as a multiple of that embedding's p50 too (bench/floors.py).
@@ -130,7 +132,9 @@ def configure(rag: MathRAG, name: str, threads: int) -> None:
     rag.index.store.cache.max_statements = 20_000 if keep else 0
     stack = rag.search_stack
     if stack.learned_ranker_configured():
-        stack.learned_ranker.profiles = StatementProfiles(max_statements=20_000 if keep else 0)
+        # kept: the profiles made at ingest (issue 75), read by the default stack only
+        kept = rag.index.ranking_profiles.read if name == "default" else None
+        stack.learned_ranker.profiles = StatementProfiles(max_statements=20_000 if keep else 0, kept=kept)
     torch.set_num_threads(threads)
     ranker = stack.ranker
     if not hasattr(ranker, "parallel_executor"):
