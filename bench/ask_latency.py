@@ -306,6 +306,11 @@ def main() -> None:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     result["questions"] = str(args.set) if args.set else "the twenty demo questions"
+    if args.set:  # its statements may be third-party text (the HoTT book, arXiv papers): not quoted in results
+        for run in runs.values():
+            for row in run.get("answers", []):
+                row.pop("answer", None)
+                row.pop("raw_answer", None)
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     (args.out / f"{name}.md").write_text(markdown(result))
     print(markdown(result))
