@@ -21,8 +21,6 @@ another list is refused rather than fed shifted columns.
 from __future__ import annotations
 
 import math
-import re
-import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -30,11 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ingestion import Source, StatementKind, StatementRecord
+from ingestion import StatementRecord
 from retriever.formulas.formula_share import formula_share, formula_tokens
 from retriever.formulas.query_formulas import query_formulas
 from retriever.text.math_tokenizer import tokenize
+from retriever.text.statement_profile import FIELDS, KINDS, SOURCES, StatementProfile
 from retriever.types import SearchHit
+
+# KINDS, SOURCES, FIELDS and StatementProfile were first defined here: importing them from here keeps working.
+__all__ = ["FEATURE_NAMES", "FIELDS", "KINDS", "SOURCES", "StatementProfile", "StatementProfiles", "feature_matrix"]
 
 FEATURES_VERSION = 1
 
@@ -42,9 +44,6 @@ FEATURES_VERSION = 1
 _CHANNEL_SLOTS: dict[str, str] = {"dense": "dense", "fusion": "dense", "bm25": "bm25", "formula": "formula",
                                   "dense2": "dense2"}  # fmt: skip
 CHANNELS = ("dense", "bm25", "formula", "dense2")
-KINDS = tuple(StatementKind)
-SOURCES = tuple(Source)
-FIELDS = ("name", "section", "title", "defined_terms", "label", "text")
 _NAME, _SECTION = FIELDS.index("name"), FIELDS.index("section")
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -73,8 +72,6 @@ CATEGORICAL = ("kind", "source")
 GRAPH_FEATURE_NAMES: tuple[str, ...] = ("uses_log", "used_by_log", "linked_to_top", "paper_pagerank")
 TOP_LINKED = 5
 
-_LABEL_SPLIT = re.compile(r"[-_:./\s]+")
-
 
 @dataclass(frozen=True, slots=True)
 class QueryProfile:
@@ -90,30 +87,6 @@ class QueryProfile:
         formulas = query_formulas(query)
         tokens = {token for formula in formulas for token in formula_tokens(formula)}
         return cls(frozenset(tokenize(query)), formula_share(query), len(formulas), frozenset(tokens))
-
-
-@dataclass(frozen=True, slots=True)
-class StatementProfile:
-    """What is read off a statement alone, the same for every query: its columns of the row, its
-    fields' terms and its formula tokens (the larger part of a row's cost: tokenizing its text)."""
-
-    columns: tuple[float, ...]  # kind, source, log length, formula share, has name
-    field_terms: tuple[frozenset[str], ...]  # in the order of FIELDS
-    formula_tokens: frozenset[str]
-
-    @classmethod
-    def of(cls, record: StatementRecord) -> StatementProfile:
-        text = record.text
-        columns = (
-            float(KINDS.index(record.kind)),
-            float(SOURCES.index(record.source)),
-            math.log1p(len(text)),
-            formula_share(text[:4_000]),  # the opening is enough to tell prose from a formula-heavy statement
-            float(bool(record.name)),
-        )
-        terms = _field_terms(record)
-        tokens = {token for formula in record.formulas for token in formula_tokens(formula)}
-        return cls(columns, tuple(_interned(terms[field]) for field in FIELDS), _interned(tokens))
 
 
 class StatementProfiles:
@@ -245,24 +218,6 @@ def _profile_key(record: StatementRecord) -> tuple[object, ...]:
     return (record.id, record.text, record.name, record.section, record.title, record.label, record.formulas,
             record.kind, record.source, str(record.metadata.get("subsection", "")),
             str(record.metadata.get("defined_terms", "")))  # fmt: skip
-
-
-def _interned(terms: set[str]) -> frozenset[str]:
-    """Terms shared by many statements kept once in memory."""
-    return frozenset(sys.intern(term) for term in terms)
-
-
-def _field_terms(record: StatementRecord) -> dict[str, set[str]]:
-    label = " ".join(_LABEL_SPLIT.split(record.label)) if record.label else ""
-    defined = str(record.metadata.get("defined_terms", "") or "")
-    return {
-        "name": set(tokenize(record.name)),
-        "section": set(tokenize(f"{record.section} {record.metadata.get('subsection', '') or ''}")),
-        "title": set(tokenize(record.title)),
-        "defined_terms": set(tokenize(defined)),
-        "label": set(tokenize(label)),
-        "text": set(tokenize(record.text[:4_000])),
-    }
 
 
 def _share(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:

@@ -1,6 +1,6 @@
 """What the learned ranker reads off each statement alone, made at ingest and kept beside the index.
 
-A statement's ranking profile (:class:`retriever.search.ranking_features.StatementProfile`: its kind,
+A statement's ranking profile (:class:`retriever.text.statement_profile.StatementProfile`: its kind,
 length and formula share, its fields' terms, its formula tokens) is the same for every query, and making
 one costs about 0.25 ms (tokenizing its text): 25 ms for the 100 candidates of a search that meets them
 for the first time (bench/results/search_profile.md, the cold columns). So each is made once, when its
@@ -24,12 +24,12 @@ from contextlib import closing
 from pathlib import Path
 
 from ingestion.records import StatementRecord
-from retriever.search.ranking_features import FEATURES_VERSION, StatementProfile
 from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.text.statement_profile import PROFILE_RULES_VERSION, StatementProfile
 
 PROFILES_DB = "ranking_profiles.sqlite"
-# Changes with the rules that make a profile (the feature list's version, and this file's layout).
-PROFILE_VERSION = 100 * FEATURES_VERSION + 1
+# Changes with the rules that make a profile, and with this file's layout.
+PROFILE_VERSION = 100 * PROFILE_RULES_VERSION + 1
 
 
 class RankingProfiles:
