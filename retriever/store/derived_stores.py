@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -29,12 +30,27 @@ if TYPE_CHECKING:
     from retriever.store.companion_index import CompanionIndex
     from retriever.store.duplicate_groups import DuplicateGroups
     from retriever.store.lexical_indexes import LexicalIndexes
-    from retriever.store.ranking_profiles import RankingProfiles
     from retriever.store.statement_graph import StatementGraph
 
 logger = logging.getLogger(__name__)
 # Statements read from Chroma per batch when a store catches up.
 CATCH_UP_BATCH = 20_000
+
+
+class StatementFile(Protocol):
+    """A derived store's SQLite file made from the records alone (the statement graph, the ranking profiles)."""
+
+    path: Path
+
+    def add(self, records: Sequence[StatementRecord]) -> None: ...
+
+    def remove(self, ids: Iterable[str]) -> None: ...
+
+    def ids(self) -> set[str]: ...
+
+    def count(self) -> int: ...
+
+    def recreate(self) -> None: ...
 
 
 class OwningIndex(Protocol):
@@ -207,15 +223,18 @@ class DuplicateGroupsStore:
         _catch_up_from_chroma(store, known, groups.remove, add, self.name, show_progress)
 
 
-class StatementGraphStore:
-    """The labels each statement references and what they resolve to (``retriever.store.statement_graph``):
-    kept for every index, written with every write; it needs no vectors."""
+class _StatementFileStore:
+    """A derived store kept in one SQLite file of its own, made from each statement's record alone (it needs
+    no vectors): kept for every index, written with every write, and never the reason an ingest fails (left
+    behind, `rag-app status` says so and `repair` rebuilds it). ``file``: its add, remove, ids, count, recreate
+    and path; ``what``: how the warnings name it."""
 
-    name = "statement graph"
+    name: str
+    what: str
 
-    def __init__(self, index: OwningIndex, graph: StatementGraph) -> None:
+    def __init__(self, index: OwningIndex, file: StatementFile) -> None:
         self.index = index
-        self.graph = graph
+        self.file = file
 
     def kept(self) -> bool:
         return True
@@ -224,99 +243,60 @@ class StatementGraphStore:
         return True
 
     def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
-        try:  # the graph never makes an ingest fail: left behind, `rag-app status` says so and `repair` rebuilds it
-            self.graph.add(records)
+        try:
+            self.file.add(records)
         except sqlite3.DatabaseError as error:
-            logger.warning("the statement graph %s was not updated (%s): run `rag-app repair`", self.graph.path, error)
+            logger.warning("%s %s not updated (%s): run `rag-app repair`", self.what, self.file.path, error)
 
     def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
         try:
-            self.graph.remove(ids)
+            self.file.remove(ids)
         except sqlite3.DatabaseError as error:
-            logger.warning("the statement graph %s was not updated (%s): run `rag-app repair`", self.graph.path, error)
+            logger.warning("%s %s not updated (%s): run `rag-app repair`", self.what, self.file.path, error)
 
     def ids(self) -> set[str]:
-        return self.graph.ids()
+        return self.file.ids()
 
     def count(self) -> int:
-        return self.graph.count()
+        return self.file.count()
 
     @property
     def catch_up(self) -> Callable[..., None]:
         return self._catch_up
 
     def _catch_up(self, quick: bool, show_progress: bool) -> None:
-        """The statements it lacks are read from Chroma (their references are in their records), those
-        Chroma no longer has are forgotten; ``quick``: only when the counts differ."""
+        """The statements it lacks are read from Chroma (all it needs is in their records), those Chroma no
+        longer has are forgotten; ``quick``: only when the counts differ."""
         try:
-            known = self.graph.ids()
+            known = self.file.ids()
         except StoreFileBusyError:
             raise  # another process holds it: the file is fine, and deleting it under that process would not be
         except sqlite3.DatabaseError:  # a damaged file: everything in it is derived, so it starts again
-            logger.warning("the statement graph %s is damaged: rebuilt from the statements", self.graph.path)
-            self.graph.recreate()
+            logger.warning("%s %s damaged: made again from the statements", self.what, self.file.path)
+            self.file.recreate()
             known = set()
         if quick and len(known) == self.index.searchable_count():
             return
-        store = self.index.store
-        _catch_up_from_chroma(store, known, self.graph.remove, self.graph.add, self.name, show_progress)
+        _catch_up_from_chroma(self.index.store, known, self.file.remove, self.file.add, self.name, show_progress)
 
 
-class RankingProfilesStore:
-    """What the learned ranker reads off each statement alone (``retriever.store.ranking_profiles``): kept
-    for every index, made with every write, so that no search makes them; it needs no vectors."""
+class StatementGraphStore(_StatementFileStore):
+    """The labels each statement references and what they resolve to (``retriever.store.statement_graph``)."""
 
-    name = "ranking profiles"
-
-    def __init__(self, index: OwningIndex, profiles: RankingProfiles) -> None:
-        self.index = index
-        self.profiles = profiles
-
-    def kept(self) -> bool:
-        return True
-
-    def follows(self, lexical_in_step: bool) -> bool:
-        return True
-
-    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
-        try:  # never makes an ingest fail: left behind, searches make what they lack and `repair` rebuilds it
-            self.profiles.add(records)
-        except sqlite3.DatabaseError as error:
-            logger.warning("the ranking profiles %s were not updated (%s): run `rag-app repair`", self.profiles.path,
-                           error)  # fmt: skip
-
-    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
-        try:
-            self.profiles.remove(ids)
-        except sqlite3.DatabaseError as error:
-            logger.warning("the ranking profiles %s were not updated (%s): run `rag-app repair`", self.profiles.path,
-                           error)  # fmt: skip
-
-    def ids(self) -> set[str]:
-        return self.profiles.ids()
-
-    def count(self) -> int:
-        return self.profiles.count()
+    name = "statement graph"
+    what = "the statement graph was"
 
     @property
-    def catch_up(self) -> Callable[..., None]:
-        return self._catch_up
+    def graph(self) -> StatementGraph:
+        return self.file  # type: ignore[return-value]
 
-    def _catch_up(self, quick: bool, show_progress: bool) -> None:
-        """The profiles it lacks are made from the statements in Chroma, those Chroma no longer has are
-        forgotten; ``quick``: only when the counts differ."""
-        try:
-            known = self.profiles.ids()
-        except StoreFileBusyError:
-            raise  # another process holds it: the file is fine
-        except sqlite3.DatabaseError:  # a damaged file: everything in it is derived, so it starts again
-            logger.warning("the ranking profiles %s are damaged: made again from the statements", self.profiles.path)
-            self.profiles.recreate()
-            known = set()
-        if quick and len(known) == self.index.searchable_count():
-            return
-        store = self.index.store
-        _catch_up_from_chroma(store, known, self.profiles.remove, self.profiles.add, self.name, show_progress)
+
+class RankingProfilesStore(_StatementFileStore):
+    """What the learned ranker reads off each statement alone (``retriever.store.ranking_profiles``), made
+    with every write so that no search makes them."""
+
+    name = "ranking profiles"
+    what = "the ranking profiles were"
 
 
 def _catch_up_from_chroma(
