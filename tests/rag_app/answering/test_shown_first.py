@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import numpy as np
-
 from rag_app.answering.answer import AnswerStatus, AnswerStream, AnswerUpdate
-from rag_app.answering.answerer import Answerer
-from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
-from rag_app.answering.stages import Retrieval
-from rag_app.serving.llm_server import LLMServerError
-from retriever.types import Query, ScoredBy, SearchResult
-from tests.conftest import make_settings
-from tests.rag_app.answering.test_quoted_answer import hit
-from tests.rag_app.answering.test_yes_no_lead import PID, FlatEmbedder, VerdictClient
+from tests.rag_app.answering.test_yes_no_lead import PID, VerdictClient, answer_stream
 
 FLAT = "A flat module over a field is free."
 
@@ -23,20 +13,7 @@ FLAT = "A flat module over a field is free."
 def stream(tmp_path: Path, question: str, choice: str, down: str | None = None, **quote: object):
     """The answer's stream over two sources (the flat module first, then PID), scored by the fused search
     (so the model chooses), and the scripted client (it replies ``choice``)."""
-    hits = [hit(FLAT), hit(PID)]
-    settings = make_settings(tmp_path, answers={"style": "quote", "quote": quote})
-    client = VerdictClient(choice, "NO")
-    vectors = {h.record.id: np.ones(4, np.float32) / 2 for h in hits}
-
-    def chat_client() -> VerdictClient:
-        if down is not None:
-            raise LLMServerError(down)
-        return client
-
-    answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, chat_client)
-    result = SearchResult(hits, Query(question), vectors, scored_by=ScoredBy.FUSION)
-    retrieval = Retrieval(RewrittenQuery(question, RewriteMethod.AS_ASKED), result, "everything", "hybrid")
-    return answerer.stream(question, retrieval, time.perf_counter()), client
+    return answer_stream(tmp_path, question, choice, "NO", None, down, **quote)
 
 
 def first_then_rest(answer_stream: AnswerStream, client: VerdictClient) -> tuple[str, int, list[str | AnswerUpdate]]:

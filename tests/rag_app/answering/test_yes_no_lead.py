@@ -105,7 +105,7 @@ class FlatEmbedder:
         return np.ones((len(texts), 4), np.float32) / 2
 
 
-def answer(
+def answer_stream(
     tmp_path: Path,
     question: str,
     choice: str,
@@ -114,8 +114,8 @@ def answer(
     down: str | None = None,
     **quote: object,
 ):
-    """The answer to ``question`` over two sources; with ``scores``, they are the learned ranker's; with
-    ``down``, no model can be had (asking for the client raises that reason)."""
+    """The answer's stream for ``question`` over two sources, and the scripted client; with ``scores``, they are
+    the learned ranker's; with ``down``, no model can be had (asking for the client raises that reason)."""
     hits = [hit("A flat module over a field is free."), hit(PID)]
     if scores is not None:
         hits = [replace(h, score=score) for h, score in zip(hits, scores, strict=True)]
@@ -132,7 +132,20 @@ def answer(
     scored_by = ScoredBy.LEARNED_RANKER if scores is not None else ScoredBy.FUSION
     result = SearchResult(hits, Query(question), vectors, scored_by=scored_by)
     retrieval = Retrieval(RewrittenQuery(question, RewriteMethod.AS_ASKED), result, "everything", "hybrid")
-    stream = answerer.stream(question, retrieval, time.perf_counter())
+    return answerer.stream(question, retrieval, time.perf_counter()), client
+
+
+def answer(
+    tmp_path: Path,
+    question: str,
+    choice: str,
+    verdict: str,
+    scores: tuple[float, float] | None = None,
+    down: str | None = None,
+    **quote: object,
+):
+    """The answer to ``question`` (see :func:`answer_stream`), and the scripted client."""
+    stream, client = answer_stream(tmp_path, question, choice, verdict, scores, down, **quote)
     return stream.result(), client
 
 
