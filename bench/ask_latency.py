@@ -316,7 +316,7 @@ def main() -> None:
     print(markdown(result))
 
 
-def _pair(summary: dict[str, Any], key: str) -> str:
+def pair(summary: dict[str, Any], key: str) -> str:
     values = summary.get(key)
     if not values:
         return "—"
@@ -342,12 +342,12 @@ def markdown(result: dict[str, Any]) -> str:
     rows = [
         ("first token p50, ms", lambda s: f"{s['first_token_ms']['p50']:,}"),
         ("first token p95, ms", lambda s: f"{s['first_token_ms']['p95']:,}"),
-        ("first token p50 / p95, in query embeddings (floor)", lambda s: _pair(s, "first_token_x_embedding")),
+        ("first token p50 / p95, in query embeddings (floor)", lambda s: pair(s, "first_token_x_embedding")),
         ("full answer p50, ms", lambda s: f"{s['full_answer_ms']['p50']:,}"),
         ("full answer p95, ms", lambda s: f"{s['full_answer_ms']['p95']:,}"),
         (
             "full answer p50 / p95, in prompt tokens the model reads meanwhile (floor)",
-            lambda s: _pair(s, "full_answer_in_prompt_tokens"),
+            lambda s: pair(s, "full_answer_in_prompt_tokens"),
         ),
         (
             "the model chose / the first result shown first / kept by the model",

@@ -9,7 +9,10 @@ the demo corpus, the first N of its questions, three ways in one run, side by si
 - ``beside ingest, nice N``: the same ingest at the default lowered priority (``ingestion.nice``).
 
 Each loaded run starts a fresh ingest into a temporary index and waits until it is parsing and
-embedding before the first question; the ingest is stopped after the last.
+embedding before the first question; the ingest is stopped after the last. Each run measures its own
+floors under its own load (bench/floors.py: the questions' embedding alone, the model's prompt reading
+rate), so each figure is also given as a ratio: a slowdown the floors share is the machine's, one beyond
+them is the answer's.
 
     python bench/ask_under_load.py [--questions 8] [--corpus ../shared/corpora/stacks-project] [--out bench/results]
 """
@@ -71,7 +74,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared/corpora/stacks-project")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results")
     args = parser.parse_args()
-    ask_latency.QUESTIONS = ask_latency.QUESTIONS[: args.questions]
+    questions = ask_latency.QUESTIONS[: args.questions]
     default_nice = Settings().ingestion.nice
     conditions: dict[str, int | None] = {
         "idle": None,
@@ -87,7 +90,7 @@ def main() -> None:
             base.llm.local_model = str(resolve_gguf(base.llm.local_model, Settings().data_dir))
             settings = ask_latency.model_always(base)
             with ingest_beside(args.corpus, nice, workdir):
-                runs[name] = ask_latency.ask_all(settings, settings.data_dir / "llm-server.log")
+                runs[name] = ask_latency.ask_all(settings, settings.data_dir / "llm-server.log", questions)
         print(name, json.dumps(runs[name]["summary"]), flush=True)
     result = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -125,6 +128,20 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {label} | " + " | ".join(str(runs[n]["summary"][key][quantile]) for n in names) + " |")
     idle = runs[names[0]]["summary"]["first_token_ms"]["p50"]
     ratios = ", ".join(f"{n}: {runs[n]['summary']['first_token_ms']['p50'] / idle:.1f}x" for n in names[1:])
+    lines += [
+        "| first token p50 / p95, in query embeddings (floor) | "
+        + " | ".join(ask_latency.pair(runs[n]["summary"], "first_token_x_embedding") for n in names)
+        + " |",
+        "| full answer p50 / p95, in prompt tokens the model reads meanwhile (floor) | "
+        + " | ".join(ask_latency.pair(runs[n]["summary"], "full_answer_in_prompt_tokens") for n in names)
+        + " |",
+        "| floor: query embedding p50 (ms) | "
+        + " | ".join(str(runs[n]["floors"]["query_embedding"]["p50_ms"]) for n in names)
+        + " |",
+        "| floor: the model's prompt tokens/s | "
+        + " | ".join(str(runs[n]["floors"]["model"]["prompt_tokens_per_s"]) for n in names)
+        + " |",
+    ]
     lines += ["", f"First token p50 against idle: {ratios} (target: at most 3x)."]
     return "\n".join(lines) + "\n"
 

@@ -4,6 +4,8 @@ The same seeded sample of statements from an index, embedded one embedder at a t
 running): MiniLM through sentence-transformers, nomic-embed-text-v1.5 through llama.cpp as packaged (f16)
 and as a Q8_0 copy quantized here by llama.cpp (``llama_model_quantize``, about a second). The Q8_0
 copy's vectors are compared with the f16 ones (cosine), since a copy that buys no speed is not kept.
+The floor is the default embedder (MiniLM, the first measured) in the same run: each rate is also given as a
+ratio to it, so that a slower or busier machine does not move the comparison.
 
     python bench/embedder_speed.py --index DIR --out bench/results/embedders/speed.json
 """
@@ -23,6 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import numpy as np
+from floors import ratio
 
 from rag_app.training.index_store import open_index_store
 from retriever.models.embedder_backends import embedder_for
@@ -60,6 +63,9 @@ def main() -> None:
             seconds = time.perf_counter() - started
             name = "nomic-embed-text-v1.5 Q8_0 (made here)" if spec.startswith("gguf:") else spec
             results[name] = {"statements_per_s": round(len(texts) / seconds, 2)}
+        default_rate = results["packaged:all-MiniLM-L6-v2"]["statements_per_s"]
+        for row in results.values():
+            row["x_default_embedder"] = ratio(row["statements_per_s"], default_rate)
         agreement = np.sum(vectors[specs[1]] * vectors[specs[2]], axis=1)
         results["nomic-embed-text-v1.5 Q8_0 (made here)"]["cosine_to_f16"] = {
             "mean": round(float(agreement.mean()), 4),

@@ -10,6 +10,9 @@ default), logits for every prompt token (the server's default, needed only for p
 batch sizes, flash attention, a quantized KV cache, and prompt-lookup decoding (answers copy formulas
 from their sources).
 
+Each setting's rates are also given as a ratio to the first setting measured in the same run (by default
+"server default"): a slower or busier machine moves both, not the comparison.
+
     python bench/llm_settings.py [--model qwen2.5-coder-1.5b-instruct] [--out bench/results]
 
 Results: ``llm_settings.{json,md}``. The chosen values are the ``[llm.llama_cpp]`` settings.
@@ -33,6 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from ask_latency import QUESTIONS as ASK_QUESTIONS
+from floors import ratio
 from llama_cpp import Llama
 from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 from tqdm import tqdm
@@ -169,6 +173,13 @@ def main() -> None:
         "questions": QUESTIONS,
         "settings": results,
     }
+    baseline_name = next((name for name, row in results.items() if "error" not in row), None)
+    baseline = results.get(baseline_name, {})
+    for row in results.values():
+        if "error" not in row:
+            row["prefill_x_baseline"] = ratio(row["prefill_tokens_per_s"], baseline["prefill_tokens_per_s"])
+            row["generation_x_baseline"] = ratio(row["generation_pieces_per_s"], baseline["generation_pieces_per_s"])
+    result["baseline"] = baseline_name
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "llm_settings.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
@@ -176,6 +187,8 @@ def main() -> None:
         "",
         f"{len(QUESTIONS)} real answer prompts (demo corpus, top 5 sources), each read cold; "
         f"up to {args.max_tokens} new tokens at temperature 0.2.",
+        "",
+        f'In brackets: the rate against "{baseline_name}" in the same run.',
         "",
         "| setting | prompt tokens | prefill tokens/s | first token s | generation tokens/s | answer s |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -185,8 +198,9 @@ def main() -> None:
             lines.append(f"| {name} | failed: {row['error']} | | | | |")
             continue
         lines.append(
-            f"| {name} | {row['prompt_tokens_mean']} | {row['prefill_tokens_per_s']} | {row['first_token_s_mean']} "
-            f"| {row['generation_pieces_per_s']} | {row['answer_s_mean']} |"
+            f"| {name} | {row['prompt_tokens_mean']} | {row['prefill_tokens_per_s']} ({row['prefill_x_baseline']}x) "
+            f"| {row['first_token_s_mean']} | {row['generation_pieces_per_s']} ({row['generation_x_baseline']}x) "
+            f"| {row['answer_s_mean']} |"
         )
     (args.out / "llm_settings.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

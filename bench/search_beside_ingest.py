@@ -4,7 +4,9 @@ A chat beside an arXiv month: one process (``rag-app ingest``, niced as usual) w
 into an index that already holds a seed corpus, while this process searches it in a loop for
 ``--seconds`` through ``MathRAG.search`` (the default stack), one query after another. Reports the
 searches, the failures (each one's error), latency p50/p95, and how many statements the ingest wrote
-meanwhile; then stops the ingest. Issue 62 wants 0 failures.
+meanwhile; then stops the ingest. Issue 62 wants 0 failures. The floor, a query's embedding alone
+(bench/floors.py), is measured twice in the same run: before the ingest starts and under it, just after
+the loop; the latencies are given as ratios to both.
 
     python bench/search_beside_ingest.py [--seconds 120] [--out bench/results]
 """
@@ -25,6 +27,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from floors import query_embedding_floor, ratio
 
 from rag_app import MathRAG, Settings
 from rag_app.pipeline import demo_corpus_path
@@ -55,6 +59,8 @@ def main() -> None:
         reader = MathRAG(settings)
         reader.ingest([demo_corpus_path()])
         seed = reader.index.count()
+        reader.search("warm up", k=10)
+        floor_idle = query_embedding_floor(reader.index.embedder, queries[:50])
         env = {**os.environ, "RAG_APP_DATA_DIR": str(settings.data_dir),
                "RAG_APP_INGESTION__BATCH_STATEMENTS": str(args.batch)}  # fmt: skip
         command = [sys.executable, "-m", "rag_app.cli", "ingest", str(args.stacks), "--index", str(settings.index_dir)]
@@ -71,6 +77,7 @@ def main() -> None:
             except Exception as error:  # every failure is counted and shown
                 failures.append(f"{query!r}: {type(error).__name__}: {' '.join(str(error).split())[:200]}")
             latencies_ms.append((time.perf_counter() - began) * 1000)
+        floor_loaded = query_embedding_floor(reader.index.embedder, queries[:50])
         ingest_ended_first = ingest.poll() is not None
         if not ingest_ended_first:
             ingest.send_signal(signal.SIGTERM)
@@ -88,6 +95,10 @@ def main() -> None:
         "failure_examples": failures[:10],
         "p50_ms": round(quantiles[49], 1),
         "p95_ms": round(quantiles[94], 1),
+        "floor_query_embedding_idle": floor_idle,
+        "floor_query_embedding_beside_ingest": floor_loaded,
+        "p50_x_embedding_idle": ratio(quantiles[49], floor_idle["p50_ms"]),
+        "p50_x_embedding_beside_ingest": ratio(quantiles[49], floor_loaded["p50_ms"]),
         "seed_statements": seed,
         "ingest_batch_statements": args.batch,
         "statements_written_meanwhile": written,

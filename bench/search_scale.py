@@ -15,11 +15,16 @@ For each size the benchmark records
   duplicate detection on and off;
 - search: p50/p95/p99 latency over the queries for each mode, measured in a fresh process so that
   its peak RSS is the searcher's own; hybrid-formula once more without collapsing duplicates;
-- disk: bytes per statement, in total and per component (Chroma, BM25, formula index).
+- disk: bytes per statement, in total and per component (Chroma, BM25, formula index);
+- the floor, in the same search process (bench/floors.py): the text queries' embedding alone, so that each
+  search's p50 is also given in query embeddings.
 
     python bench/search_scale.py [--sizes 0 100000 1000000] [--work ~/.cache/rag-app-bench] [--out bench/results]
+                                 [--keep bench/results/search_scale.json]
 
-A size of 0 stands for the base index itself. Results: ``search_scale.{json,md,png}``.
+A size of 0 stands for the base index itself (``--work``/stacks-index: ``bench/ingest_stacks.py --keep-index``
+leaves one there). ``--keep`` takes the rows of an earlier run for the sizes not measured now.
+Results: ``search_scale.{json,md,png}``.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import numpy as np
+from floors import query_embedding_floor, ratio
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
@@ -284,6 +290,7 @@ def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: in
         ("papers (hybrid-formula)", "text", partial(rag.search_papers, k=k)),
         (LEARNED_RUN, "text", partial(ranked.search, k=k, mode=SearchMode.HYBRID_FORMULA)),
     ]
+    floor = query_embedding_floor(rag.index.embedder, query_sets["text"])
     latencies: dict[str, dict[str, float]] = {}
     for name, kind, search in runs:
         timings = []
@@ -297,8 +304,10 @@ def measure(index_dir: Path, work: Path, query_sets: dict[str, list[str]], k: in
             "p95_ms": round(cuts[94], 2),
             "p99_ms": round(cuts[98], 2),
             "mean_ms": round(statistics.fmean(timings), 2),
+            "p50_x_embedding": ratio(cuts[49], floor["p50_ms"]),
         }
     return {
+        "floor_query_embedding": floor,
         "formula_cost": formula_cost(rag, query_sets["formula"]),
         "load_s": round(load_seconds, 1),
         "rss_loaded_mb": round(rss_loaded, 1),
@@ -378,6 +387,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--keep", type=Path, help="an earlier search_scale.json: its rows of other sizes are kept")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: the fresh search process
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -412,6 +422,10 @@ def main() -> None:
         }
         print(json.dumps(row))
         rows.append(row)
+    if args.keep and args.keep.exists():
+        measured = {row["statements"] for row in rows}
+        rows += [row for row in json.loads(args.keep.read_text())["runs"] if row["statements"] not in measured]
+        rows.sort(key=lambda row: row["statements"])
     machine = {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
     result = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine, "k": args.k, "runs": rows}
     args.out.mkdir(parents=True, exist_ok=True)
@@ -426,13 +440,19 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"# Search latency against index size ({result['date']}, {result['machine']['cpus']} CPUs, top {result['k']})",
         "",
-        "| statements | mode | p50 ms | p95 ms | p99 ms |",
-        "| --- | --- | --- | --- | --- |",
+        "p50 in query embeddings: against the text queries' embedding alone, in the same search process "
+        "(— where the row comes from a run before the floor was measured).",
+        "",
+        "| statements | mode | p50 ms | p95 ms | p99 ms | p50 in query embeddings (floor ms) |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
+        floor = row["search"].get("floor_query_embedding", {}).get("p50_ms")
         for mode, numbers in row["search"]["latency"].items():
+            in_floors = f"{numbers['p50_x_embedding']}x ({floor})" if floor else "—"
             lines.append(
-                f"| {row['statements']:,} | {mode} | {numbers['p50_ms']} | {numbers['p95_ms']} | {numbers['p99_ms']} |"
+                f"| {row['statements']:,} | {mode} | {numbers['p50_ms']} | {numbers['p95_ms']} | {numbers['p99_ms']} "
+                f"| {in_floors} |"
             )
     lines += [
         "",

@@ -8,7 +8,8 @@ left over against the count before, the process's RSS, and ``/healthz``'s latenc
 
 1. streams left by their clients during retrieval; 2. streams left mid-answer; 3. an LLM that never answers
 (the answer's deadline); 4. no LLM at all; 5. searches past their time limit; 6. ``--clients`` clients
-mixing searches and answers for ``--seconds``.
+mixing searches and answers for ``--seconds``. The floor, measured in the same run after the warm-up
+(bench/floors.py): a query's embedding alone; the latencies are also given as ratios to it.
 
     python bench/serve_faults.py [--index DIR] [--clients 32] [--seconds 120] [--out bench/results]
 
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 import uvicorn
+from floors import query_embedding_floor, ratio
 
 from rag_app import MathRAG, Settings
 from rag_app.api.http_app import create_app
@@ -207,7 +209,7 @@ def searches_past_their_limit(url: str) -> tuple[dict[str, int], str]:
     return statuses, "16 searches at once, search_timeout_s 0.05"
 
 
-def mixed(clients: int, seconds: float) -> Callable[[str], tuple[dict[str, int], str]]:
+def mixed(clients: int, seconds: float, floor_ms: float) -> Callable[[str], tuple[dict[str, int], str]]:
     def run(url: str) -> tuple[dict[str, int], str]:
         statuses: dict[str, int] = {}
         latencies: list[float] = []
@@ -236,7 +238,8 @@ def mixed(clients: int, seconds: float) -> Callable[[str], tuple[dict[str, int],
             worker.join()
         quantiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
         return statuses, (f"{clients} clients for {seconds:g} s: {len(latencies) / seconds:.1f} searches/s, "
-                          f"search p50 {quantiles[49]:.0f} ms, p95 {quantiles[94]:.0f} ms")  # fmt: skip
+                          f"search p50 {quantiles[49]:.0f} ms ({ratio(quantiles[49], floor_ms)}x the floor), "
+                          f"p95 {quantiles[94]:.0f} ms")  # fmt: skip
 
     return run
 
@@ -268,6 +271,7 @@ def main() -> None:
 
             fast = rag_with(scripted.base_url)
             warm_up(fast)  # as `rag-app serve` does at start (api.warm_up): models loaded, statements read in
+            floor = query_embedding_floor(fast.index.embedder, QUESTIONS, repeats=5)
             outcomes.append(scenario("1. three streams left during retrieval", fast, streams_left("during retrieval")))
             outcomes.append(scenario("2. three streams left mid-answer", fast, streams_left("mid-answer")))
             slow = rag_with(hanging.url, timeout_s=4.0, deadline_s=4.0)
@@ -277,22 +281,29 @@ def main() -> None:
             outcomes.append(scenario("4. no LLM at all: 3 asks", dead, asks(3)))
             outcomes.append(scenario("5. searches past their time limit", fast, searches_past_their_limit,
                                      search_timeout_s=0.05))  # fmt: skip
-            outcomes.append(scenario(f"6. {args.clients} clients mixing search and ask", fast,
-                                     mixed(args.clients, args.seconds), max_queued_asks=args.clients))  # fmt: skip
+            mixing = mixed(args.clients, args.seconds, floor["p50_ms"])
+            outcomes.append(scenario(f"6. {args.clients} clients mixing search and ask", fast, mixing,
+                                     max_queued_asks=args.clients))  # fmt: skip
         finally:
             hanging.close()
             scripted.stop()
-    write(outcomes, args, index)
+    for outcome in outcomes:
+        outcome.extra["healthz_p50_x_embedding"] = ratio(outcome.healthz_p50_ms, floor["p50_ms"])
+    write(outcomes, args, index, floor)
 
 
-def write(outcomes: list[Outcome], args: argparse.Namespace, index: Path) -> None:
+def write(outcomes: list[Outcome], args: argparse.Namespace, index: Path, floor: dict[str, float]) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "serve_faults.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
+    report = {"floor_query_embedding": floor, "scenarios": [asdict(o) for o in outcomes]}
+    (args.out / "serve_faults.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
         "# `rag-app serve` under faults (loopback)",
         "",
         f"Command: `python bench/serve_faults.py --clients {args.clients} --seconds {args.seconds:g}`; "
         f"{platform.platform()}, {os.cpu_count()} CPUs; index `{index}`.",
+        "",
+        f"Floor, same run: a query's embedding alone, p50 {floor['p50_ms']} ms (bench/floors.py). In brackets: "
+        "/healthz p50 in query embeddings.",
         "",
         "| scenario | requests: statuses | settled in s | slots held after | threads left over | RSS MB before / after "
         "| /healthz p50 / max ms | notes |",
@@ -301,8 +312,8 @@ def write(outcomes: list[Outcome], args: argparse.Namespace, index: Path) -> Non
     for o in outcomes:
         statuses = ", ".join(f"{k}: {v}" for k, v in sorted(o.statuses.items()))
         lines.append(f"| {o.scenario} | {o.requests}: {statuses} | {o.settled_s} | {o.slots_held_after} | "
-                     f"{o.threads_left_over} | {o.rss_mb_before} / {o.rss_mb_after} | {o.healthz_p50_ms} / "
-                     f"{o.healthz_max_ms} | {o.notes} |")  # fmt: skip
+                     f"{o.threads_left_over} | {o.rss_mb_before} / {o.rss_mb_after} | {o.healthz_p50_ms} "
+                     f"({o.extra['healthz_p50_x_embedding']}x) / {o.healthz_max_ms} | {o.notes} |")  # fmt: skip
     (args.out / "serve_faults.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -7,7 +7,9 @@
 runs it: the index opened, the view read and printed; the command line is parsed by click, built once as
 at a process's start) on a seeded sample of the index's statements, after one warm-up; one
 ``rag-app show`` process is timed whole, for the cost of starting Python and its imports. The graph's
-size is read from ``graph.sqlite``. Results: ``bench/results/statement_graph_latency.md`` and ``.json``.
+size is read from ``graph.sqlite``. The floor, measured in the same run (bench/floors.py): one query's
+embedding alone (bench/ask_latency.py's questions), the machine's yardstick, so each figure is also
+given as a ratio to it. Results: ``bench/results/statement_graph_latency.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import typer
+from ask_latency import QUESTIONS
+from floors import query_embedding_floor, ratio
 
 from rag_app import MathRAG
 from rag_app.cli import app
@@ -65,6 +69,7 @@ def main() -> None:
     command = [str(Path(sys.executable).with_name("rag-app")), "show", sample[0], "--index", str(args.index)]
     subprocess.run(command, check=True, capture_output=True)
     process_ms = (time.perf_counter() - started) * 1000
+    floor = query_embedding_floor(rag.index.embedder, QUESTIONS, repeats=3)
     most_used = max(range(len(sample)), key=lambda i: sizes[i][1])
     result = {
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
@@ -75,6 +80,9 @@ def main() -> None:
         "statement_api": percentiles(api_ms),
         "show_command_in_process": percentiles(command_ms),
         "show_process_ms": round(process_ms, 1),
+        "floor_query_embedding": floor,
+        "statement_api_p50_x_embedding": ratio(percentiles(api_ms)["p50_ms"], floor["p50_ms"]),
+        "show_command_p50_x_embedding": ratio(percentiles(command_ms)["p50_ms"], floor["p50_ms"]),
         "mean_uses": round(float(np.mean([s[0] for s in sizes])), 2),
         "mean_used_by": round(float(np.mean([s[1] for s in sizes])), 2),
         "most_used_in_sample": {"id": sample[most_used], "used_by": sizes[most_used][1]},
@@ -87,15 +95,18 @@ def main() -> None:
         f"- machine: {result['machine']}; index: {result['statements']:,} statements, graph.sqlite "
         f"{result['graph_mb']} MB; {len(sample)} statements sampled (seeded)",
         "",
-        "| what | p50 ms | p95 ms | max ms |",
-        "| --- | ---: | ---: | ---: |",
+        "| what | p50 ms | p95 ms | max ms | p50 in query embeddings (floor) |",
+        "| --- | ---: | ---: | ---: | ---: |",
         *(
-            f"| {name} | {result[key]['p50_ms']} | {result[key]['p95_ms']} | {result[key]['max_ms']} |"
-            for name, key in (
-                ("MathRAG.statement", "statement_api"),
-                ("rag-app show, in process", "show_command_in_process"),
+            f"| {name} | {result[key]['p50_ms']} | {result[key]['p95_ms']} | {result[key]['max_ms']} "
+            f"| {result[ratio_key]}x |"
+            for name, key, ratio_key in (
+                ("MathRAG.statement", "statement_api", "statement_api_p50_x_embedding"),
+                ("rag-app show, in process", "show_command_in_process", "show_command_p50_x_embedding"),
             )
         ),
+        "",
+        f"Floor, same run: a query's embedding alone, p50 {floor['p50_ms']} ms (bench/floors.py).",
         "",
         f"A whole `rag-app show` process (Python start and imports included): {process_ms:.0f} ms. "
         f"Mean uses {result['mean_uses']}, mean used by {result['mean_used_by']}.",

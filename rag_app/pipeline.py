@@ -385,11 +385,18 @@ class MathRAG(GraphQueries):
         rewrite = self.settings.retrieval.statement_rewrite != "off"
         searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
         mode = mode or self.settings.retrieval.mode
+        k = k or self.settings.retrieval.top_k
+        # The next results come from this same search, as deep as it ranks its first k the same (issue 76).
+        depth = self.search_stack.stable_depth(
+            mode, rerank=rerank, second_embedding=second, where=where, rewrite=rewrite
+        )
+        more = min(self.settings.retrieval.next_results, max(depth - k, 0))
         # one pass: the hits, their vectors and the question's embedding come back together
-        result = run_search(searcher, Query(search.query), k or self.settings.retrieval.top_k, mode, where)
-        result = result.with_hits(self._counted(result.hits))  # the sources show what they use and what uses them
+        result = run_search(searcher, Query(search.query), k + more, mode, where)
+        hits = self._counted(result.hits)  # each result shows what it uses and what uses it
+        result, next_hits = result.with_hits(hits[:k]), tuple(hits[k:])
         filter_ = where.describe() if where is not None else "everything"
-        retrieval = Retrieval(search, result, filter_, str(mode), calls)
+        retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits)
         # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
         answerer = Answerer(

@@ -21,6 +21,7 @@ from ui.components import (
     sidebar_controls,
 )
 from ui.latex_display import to_streamlit_markdown
+from ui.result_list import QUESTION_INPUT
 from ui.statement_links import render_opened_statement
 
 
@@ -140,7 +141,8 @@ def main() -> None:
         with st.chat_message("assistant"):
             render_answer(answer, turn)
 
-    question = st.chat_input("Ask about a theorem, a definition or a formula ...")
+    # keyed: "Ask about it" under a result writes a question here for the reader to finish or send
+    question = st.chat_input("Ask about a theorem, a definition or a formula ...", key=QUESTION_INPUT)
     if not question:
         return
     with st.chat_message("user"):

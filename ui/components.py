@@ -18,6 +18,7 @@ from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
 from ui.latex_display import link_citations, to_streamlit_markdown
 from ui.library import LibraryStats, library_stats
+from ui.result_list import render_result_list
 from ui.statement_links import render_definitions, render_statement_links
 
 SOURCE_LABELS = {"arxiv": "arXiv", "mse": "Math StackExchange", "local": "local"}
@@ -66,8 +67,9 @@ class SearchControls:
     where: SearchFilter
 
 
-def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
-    """The sidebar: filters (source, kind, category, dates), retriever mode, number of sources, LLM status."""
+def sidebar_controls(rag: MathRAG, stats: LibraryStats, sources_slider: bool = True) -> SearchControls:
+    """The sidebar: filters (source, kind, category, dates), retriever mode, number of sources (unless
+    ``sources_slider`` is off: the Search page sets its own number of results), LLM status."""
     with st.sidebar:
         st.header("Search")
         sources = st.multiselect(
@@ -104,7 +106,9 @@ def sidebar_controls(rag: MathRAG, stats: LibraryStats) -> SearchControls:
             format_func=MODE_LABELS.get,
             key="mode",
         )
-        top_k = st.slider("Number of sources", 1, 15, rag.settings.retrieval.top_k, key="top_k")
+        top_k = rag.settings.retrieval.top_k
+        if sources_slider:
+            top_k = st.slider("Number of sources", 1, 15, top_k, key="top_k")
         st.divider()
         st.caption(f"Index: {stats.statements:,} statements from {stats.papers:,} papers and posts")
     where = SearchFilter(frozenset(sources), frozenset(kinds), frozenset(categories), date_from, date_to)
@@ -213,6 +217,8 @@ def render_answer(answer: Answer, turn: int) -> None:
     if answer.filter != "everything":
         st.caption(f"filter: {answer.filter}")
     render_sources(answer.sources, answer.cited, anchor, answer.quoted_sources())
+    rag = open_rag()  # the same search's next results, one line each (issue 76)
+    render_result_list(rag, answer.next_results, f"next-{turn}", rag.settings.ui.next_results_shown, "Next results")
     render_exports(answer, turn)
 
 

@@ -50,10 +50,10 @@ def render_statement_links(rag: MathRAG, hit: SearchHit, key: str) -> None:
         if view is None:
             st.caption("The statement graph cannot be read now.")
             return
-        _render_links(view, key)
+        render_links(view, key)
 
 
-def _render_links(view: StatementView, key: str) -> None:
+def render_links(view: StatementView, key: str) -> None:
     if view.uses:
         st.markdown("**Uses**")
         for position, use in enumerate(view.uses):
@@ -110,7 +110,7 @@ def render_opened_statement(rag: MathRAG) -> None:
                 st.markdown("*Proof.* " + to_streamlit_markdown(record.proof))
         if record.url:
             st.caption(record.url)
-        _render_links(view, "opened")
+        render_links(view, "opened")
         if view.definitions:
             st.markdown("**Definitions in scope**")
             for position, link in enumerate(view.definitions):

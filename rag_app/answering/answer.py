@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -89,6 +89,13 @@ class Answer:
         """The sources the answer numbers: those given to the model, else (nothing generated) those found."""
         generated = self.generation.llm_error is None and self.status is not AnswerStatus.NOT_FOUND
         return list(self.generation.sources) if generated else list(self.retrieval.hits)
+
+    @property
+    def next_results(self) -> list[SearchHit]:
+        """The search's results after the answer's sources, best first: those it found but did not give the model,
+        then the next ones the same search kept (``retrieval.next_results``). No second search is made."""
+        shown = {hit.record.id for hit in self.sources}
+        return [hit for hit in (*self.retrieval.hits, *self.retrieval.next_hits) if hit.record.id not in shown]
 
     @property
     def model_calls(self) -> list[ModelCall]:
@@ -209,6 +216,7 @@ class Answer:
             "yes_no": self.generation.yes_no.to_dict() if self.generation.yes_no else None,
             "model_calls": [call.to_dict() for call in self.model_calls],
             "shown_first": self.generation.shown_first.to_dict() if self.generation.shown_first else None,
+            "next_results": [hit.to_dict() for hit in self.next_results],
         }
 
 
@@ -231,7 +239,8 @@ class AnswerUpdate:
 class AnswerStream:
     """An answer being generated: iterate for text chunks, then call :meth:`result`.
 
-    ``sources`` is known before the first chunk, so a UI can show them while the model writes.
+    ``sources`` (and ``next_results``, the same search's results after them) are known before the first chunk,
+    so a UI can show them while the model writes.
     ``first_chunk_s`` is when the first chunk arrived, in seconds after ``started`` (a perf_counter).
     ``chunks`` returns the :class:`Generation` record when it ends; ``finish`` turns the text streamed
     and that record into the :class:`Answer`.
@@ -247,8 +256,10 @@ class AnswerStream:
         chunks: Generator[str | AnswerUpdate, None, Generation],
         finish: Callable[[str, Generation, AnswerStream], Answer],
         started: float | None = None,
+        next_results: Sequence[SearchHit] = (),
     ) -> None:
         self.sources = sources
+        self.next_results = list(next_results)  # the same search's results after ``sources``
         self.started = time.perf_counter() if started is None else started
         self.first_chunk_s: float | None = None
         self.generated_s: float | None = None

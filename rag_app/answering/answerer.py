@@ -133,7 +133,7 @@ class Answerer:
             timings = _timings(retrieval, generation, retrieval_ms, stream, validation_started)
             return Answer(question, retrieval, relevance, generation, answer_checks, checks.min_support, timings)
 
-        return AnswerStream(hits, chunks(), finish, started)
+        return AnswerStream(hits, chunks(), finish, started, retrieval.next_hits)
 
     def _hit_vectors(self, retrieval: Retrieval) -> Mapping[str, np.ndarray]:
         """The hits' stored vectors: those the search read with the records (all of them, for the

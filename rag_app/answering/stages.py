@@ -37,6 +37,8 @@ class Retrieval:
     filter: str = "everything"  # the filter's description
     retriever: str = ""  # the retriever mode
     model_calls: tuple[ModelCall, ...] = ()  # calls to the model the search made (the conversation's rewrite)
+    # The same search's results after ``result``'s (retrieval.next_results): the list under an answer (issue 76)
+    next_hits: tuple[SearchHit, ...] = ()
 
     @classmethod
     def of_hits(cls, hits: list[SearchHit], query: str, **fields: object) -> Retrieval:

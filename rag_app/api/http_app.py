@@ -249,7 +249,8 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
 
     @app.post(
         "/v1/ask/stream",
-        summary="The answer as server-sent events: `sources`, `text` chunks, `answer` (`ask --json`), then `checks`. "
+        summary="The answer as server-sent events: `sources` (with `next_results`, the same search's next results), "
+        "`text` chunks, `answer` (`ask --json`), then `checks`. "
         "Where the model chooses, the first `text` quotes the search's first result at once; the model's choice "
         "follows as a `text` event that also carries `replace` (the answer as it now stands), `changed` and `notice`",
     )
@@ -263,7 +264,10 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
             raise ApiError(504, str(error)) from None
 
         async def events() -> AsyncIterator[str]:
-            yield _event("sources", {"sources": [hit.to_dict() for hit in stream.sources]})
+            sources = [hit.to_dict() for hit in stream.sources]
+            yield _event(
+                "sources", {"sources": sources, "next_results": [hit.to_dict() for hit in stream.next_results]}
+            )
             chunks = stream.events()
             try:
                 async with asyncio.timeout_at(deadline):

@@ -157,9 +157,10 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
 
     @server.tool(
         description="Answer a question from the index: the statements that answer it are chosen and quoted "
-        "verbatim, numbered [n]. Returns {'answer', 'status', 'sources': [...], 'cited': [n, ...]}; status "
-        "'answered', 'not_found' (nothing relevant indexed) or another reason; cite the sources as their "
-        "'cite_as' says. Slow on a CPU (tens of seconds): prefer search_statements when you can read."
+        "verbatim, numbered [n]. Returns {'answer', 'status', 'sources': [...], 'cited': [n, ...], 'next_results': "
+        "[...]}; status 'answered', 'not_found' (nothing relevant indexed) or another reason; cite the sources as "
+        "their 'cite_as' says; 'next_results' are the same search's next statements, best first, not numbered. "
+        "Slow on a CPU (tens of seconds): prefer search_statements when you can read."
     )
     async def ask(question: Annotated[str, Field(description="the question, LaTeX welcome")]) -> dict[str, Any]:
         with reported_to_the_model():
@@ -176,6 +177,8 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
                 "sources": [compact_hit(hit) for hit in answer.sources],
                 "lead_in": answer.lead_in,  # "Yes, as [n] states:", "[n] states the opposite:", ... or None
                 "model_calls": [call.to_dict() for call in answer.model_calls],
+                # the list the chat shows under the answer (issue 76): the search's results after the sources
+                "next_results": [compact_hit(hit) for hit in answer.next_results[: rag.settings.ui.next_results_shown]],
             }
 
     return server

@@ -25,6 +25,7 @@ from rag_app.cli.common import (
     app,
 )
 from rag_app.pipeline import MathRAG
+from rag_app.search.result_list import first_words, grouped_by_place
 from retriever import PaperHit, SearchFilter, SearchHit, SearchMode
 from retriever.models.cross_encoder_reranker import RerankerModelError
 
@@ -52,6 +53,21 @@ def _print_papers(papers: list[PaperHit]) -> None:
         for hit in paper.hits:
             text = " ".join(hit.record.text.split())
             typer.echo(f"    - {hit.record.display_name}: {text[:160]}{' …' if len(text) > 160 else ''}")
+
+
+def _print_next_results(hits: list[SearchHit], shown: int) -> None:
+    """The search's next results, one line each, grouped by paper and section (``ask --json`` has them all)."""
+    if not hits or not shown:
+        return
+    more = f" of {len(hits)} (ask --json lists them all)" if len(hits) > shown else ""
+    typer.echo(f"\nNext results ({min(shown, len(hits))}{more}):")
+    for group in grouped_by_place(hits[:shown]):
+        alone = len(group.hits) == 1
+        if not alone:
+            typer.echo(f"     {group.place}:")
+        for hit in group.hits:
+            where = f" — {group.place}" if alone else ""
+            typer.echo(f"{hit.rank:>3}. {hit.record.display_name}{where}: {first_words(hit.record.text)}")
 
 
 @app.command()
@@ -185,6 +201,7 @@ def ask(
             cited = "*" if number in answer.cited else " "
             link = f"  {record.url}" if record.url else ""
             typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")
+        _print_next_results(answer.next_results, rag.settings.ui.next_results_shown)
         _err(f"{answer.timings_ms.get('total', 0) / 1000:.1f} s · {answer.model_calls_text}")
         if answer.llm_error:
             raise typer.Exit(EXIT_NO_LLM)  # the sources are printed; the answer needed the model

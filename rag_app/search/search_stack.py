@@ -35,6 +35,7 @@ from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.search.paper_searcher import PaperSearcher
 from retriever.search.reranking_searcher import RerankingSearcher
 from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
+from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
 from retriever.search.typed_notation_searcher import TypedNotationSearcher
 from retriever.store.companion_index import CompanionIndex
@@ -195,6 +196,37 @@ class SearchStack:
                 )
             searcher = self._rewriting[id(searcher)]
         return searcher
+
+    def stable_depth(
+        self,
+        mode: SearchMode | str,
+        *,
+        rerank: bool = False,
+        second_embedding: bool = False,
+        where: SearchFilter | None = None,
+        rewrite: bool = False,
+    ) -> int:
+        """The deepest ``k`` at which :meth:`statements` (with these options) still ranks its first places as a
+        shallower search does: each stage searches ``max(k, its candidates)`` deep, so a ``k`` within the
+        shallowest stage's depth changes no ranking, only how many results come back. An answer's next results
+        (``retrieval.next_results``) come from its own search at most this deep."""
+        settings = self.settings
+        learned = self.learned_ranker_configured() and SearchMode(mode) == SearchMode(self.learned_ranker.mode)
+        if rerank:
+            depth = settings.rerank.candidates
+        elif learned:  # the first stage is searched the ranker's candidates deep, whatever k
+            depth = settings.ranker.candidates
+        elif where is not None and where.active:  # a filtered first stage searches max(4k, candidates) deep
+            depth = settings.retrieval.candidates // 4
+        else:
+            depth = settings.retrieval.candidates
+            if second_embedding and self.companion is not None:
+                depth = min(depth, settings.second_embedding.candidates)
+        if rewrite and self.rewriter is not None:
+            depth = min(depth, settings.retrieval.candidates)
+        if settings.duplicates.collapse and self.duplicates is not None:
+            depth -= DuplicateCollapsingSearcher.EXTRA  # the collapsing searches this much beyond k
+        return max(depth, 0)
 
     def _statements(
         self, rerank: bool, second_embedding: bool, collapse: bool | None, learned: bool | None

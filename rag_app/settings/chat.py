@@ -19,3 +19,6 @@ class UISettings(BaseModel):
     """The Streamlit chat."""
 
     max_upload_mb: int = Field(50, ge=1, description="largest LaTeX archive or .tex file accepted from the browser")
+    next_results_shown: int = Field(
+        20, ge=0, description="the next results listed under an answer at first (`retrieval.next_results` kept)"
+    )

@@ -18,7 +18,9 @@ from retriever.types import Query, ResultSearcher, SearchHit, SearchResult, Stat
 class DuplicateCollapsingSearcher(ResultSearcher):
     """``search`` as the inner searcher, with statements of one duplicate group shown once."""
 
-    def __init__(self, statements: StatementSearcher, groups: DuplicateGroups, extra: int = 10) -> None:
+    EXTRA = 10  # results searched beyond k by default, to refill the places duplicates leave
+
+    def __init__(self, statements: StatementSearcher, groups: DuplicateGroups, extra: int = EXTRA) -> None:
         self.statements = statements
         self.groups = groups
         self.extra = extra  # results searched beyond k, to refill the places duplicates leave

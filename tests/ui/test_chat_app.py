@@ -397,3 +397,72 @@ def test_a_quoted_statement_lists_the_definitions_it_relies_on(
     assert "Definitions it relies on:" in [c.value for c in at.chat_message[1].caption]
     definition = next(b for b in at.chat_message[1].button if b.key == "src-0-quoted-1-definition-0")
     assert definition.label.startswith("Definition (Normal and separable)")
+
+
+SEARCH_PAGE = str(Path(__file__).resolve().parents[2] / "ui" / "search_page.py")
+
+
+def test_under_an_answer_the_next_results_are_listed_one_line_each_and_open(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)  # the sources and the list come from the search alone
+    at = ask(start(), "Is a bounded entire function constant?")
+    answer = at.session_state["history"][0]
+    listed = answer.next_results
+    assert len(listed) >= 20, "the demo corpus has more than enough statements for twenty"
+    assert [hit.rank for hit in listed[:3]] == sorted(hit.rank for hit in listed[:3])
+    assert not {hit.record.id for hit in listed} & {hit.record.id for hit in answer.sources}
+    assert "**Next results**" in markdown_of(at)
+    lines = [e for e in at.chat_message[1].expander if e.key and e.key.startswith("next-0-")]
+    assert len(lines) == 20, "twenty at first"
+    first = listed[0]
+    assert lines[0].label.startswith(f"{first.rank}. **") and " — " in lines[0].label
+    assert not any(first.record.text[:30] in m.value for m in at.chat_message[1].markdown), "closed: not drawn"
+    # More on request, without a new search: the same answer's list, longer.
+    more = next(b for b in at.chat_message[1].button if b.key == "next-0-more")
+    at = more.click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["history"][0] is answer
+    assert len([e for e in at.chat_message[1].expander if e.key and e.key.startswith("next-0-")]) > 20
+
+
+def test_a_listed_result_opens_to_its_statement_and_asking_about_it_fills_the_chat_input(
+    app_env: pytest.MonkeyPatch,
+) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = ask(start(), "Is a bounded entire function constant?")
+    hit = at.session_state["history"][0].next_results[0]
+    key = f"next-0-{hit.rank}"
+    at.session_state[key] = True  # what a click on the line does: the expander's state, then a rerun
+    at.run()
+    assert not at.exception, at.exception
+    assert any(hit.record.text[:25] in m.value for m in at.chat_message[1].markdown), "opened: the whole statement"
+    quote = next(c.value for c in at.chat_message[1].code if c.language == "markdown")
+    assert quote.startswith("> **") and hit.record.text.split()[0] in quote  # "Quote it"
+    at = next(b for b in at.chat_message[1].button if b.key == f"{key}-ask").click().run()
+    assert not at.exception, at.exception
+    question = at.chat_input[0].value
+    assert question.startswith("What does ") and hit.record.paper_id in question, question
+
+
+def test_the_search_page_lists_results_with_the_sidebar_filters_and_as_json(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = AppTest.from_file(SEARCH_PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Search"
+    at.text_input(key="search_query").set_value("Sylow subgroups are conjugate").run()
+    assert not at.exception, at.exception
+    lines = [e for e in at.main.expander if e.key and e.key.startswith("search-")]
+    assert len(lines) == 20 and "Sylow" in lines[0].label
+    expected = MathRAG(Settings.load()).search("Sylow subgroups are conjugate", 50)
+    shown = json.loads(next(c.value for c in at.code if c.language == "json"))
+    assert [hit["id"] for hit in shown] == [hit.record.id for hit in expected], "the same list as search --json"
+    # A filter from the sidebar: definitions only.
+    at.sidebar.multiselect(key="kinds").set_value(["definition"]).run()
+    assert not at.exception, at.exception
+    shown = json.loads(next(c.value for c in at.code if c.language == "json"))
+    assert shown and {hit["kind"] for hit in shown} == {"definition"}
+    assert any("filter:" in c.value for c in at.caption)
+    # Papers instead of statements.
+    at.sidebar.multiselect(key="kinds").set_value([]).run()
+    at.radio(key="search_rank").set_value("papers").run()
+    assert not at.exception, at.exception
+    assert any(m.value.startswith("**1. ") for m in at.markdown)
