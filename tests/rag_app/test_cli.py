@@ -234,10 +234,15 @@ def test_ask_plain_output_when_llm_is_down(demo_index_dir: Path, monkeypatch) ->
     assert result.exit_code == 4, "README, exit codes: the answer needed the model and none could be had"
     assert "not available" in result.stdout and "Sources:" in result.stdout
     assert "Hilbert's basis theorem" in result.stdout
+    # Issue 76: the same search's next results, one line each after the sources ("rank. name ...: first words").
+    listed = result.stdout.split("Next results (20 of ", 1)[1].splitlines()[1:]
+    ranked = [line for line in listed if line[:3].strip().isdigit()]
+    assert len(ranked) == 20 and all(". " in line and ": " in line for line in ranked), listed
     as_json = runner.invoke(app, ["ask", "Hilbert basis theorem", "--json", "--index", str(demo_index_dir)])
     assert as_json.exit_code == 4
     answer = json.loads(as_json.stdout)
     assert answer["llm_error"] and answer["status"] == "llm_unavailable" and answer["sources"]
+    assert len(answer["next_results"]) > 20 and answer["next_results"][0]["rank"] > 1  # all that the search kept
     assert answer["llm"]["state"] == "down" and answer["llm"]["description"].startswith("http://127.0.0.1:9/v1")
 
 

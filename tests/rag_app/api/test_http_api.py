@@ -313,6 +313,11 @@ def test_the_stream_quotes_the_first_result_at_once_and_then_the_models_other_ch
     assert update["text"].startswith("\n\n---\n\n" + update["notice"])  # appended after the first quote
     assert update["replace"] == answered["answer"] and answered["answer"].startswith(update["notice"])
     assert answered["cited"] == [2] and answered["shown_first"]["kept"] is False
+    # Issue 76: the same search's next results come with the sources, before the first word, ranked after them.
+    listed = events[0][1]["next_results"]
+    assert listed and [hit["rank"] for hit in listed] == list(range(4, 4 + len(listed)))
+    assert {"id", "kind", "text", "display_name", "uses_count"} <= set(listed[0])
+    assert [hit["id"] for hit in answered["next_results"]][-len(listed) :] == [hit["id"] for hit in listed]
     assert answered["timings_ms"]["first_token"] < answered["timings_ms"]["full_answer"]
 
 

@@ -81,5 +81,8 @@ def test_ask_quotes_its_sources_through_the_tool(demo_rag: MathRAG) -> None:
             payload = answer.structured_content
             assert payload["sources"] and payload["status"] and "cite_as" in payload["sources"][0]
             assert "lead_in" in payload and all({"purpose", "ms"} <= set(c) for c in payload["model_calls"])
+            listed = payload["next_results"]  # issue 76: the list the chat shows under the answer
+            assert len(listed) == 20 and "cite_as" in listed[0]
+            assert not {hit["id"] for hit in listed} & {hit["id"] for hit in payload["sources"]}
 
     anyio.run(session)
