@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,61 @@ def test_the_chat_in_a_real_browser(chat_url: str, tmp_path: Path) -> None:
         finally:
             browser.close()
     assert (ARTIFACTS / "chat.png").stat().st_size > 10_000
+
+
+def test_the_next_results_and_the_search_page_in_a_real_browser(chat_url: str) -> None:
+    """Issue 76, in the real app: a question, the list under its answer, an item opened, asking about it, and the
+    Search page with a filter. The screenshots (``next-results*.png``, ``search-page.png`` under the artifacts
+    folder) are the ones in docs/answers.md: copied to docs/ from a run."""
+    chromium = chromium_executable()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=chromium, headless=True, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        try:
+            page.goto(chat_url)
+            box = page.get_by_test_id("stChatInputTextArea")
+            box.wait_for(timeout=120_000)
+            box.fill(QUESTION)
+            box.press("Enter")
+            page.get_by_text("Next results", exact=True).wait_for(timeout=180_000)
+            answer = page.get_by_test_id("stChatMessage").nth(1)
+            lines = answer.get_by_test_id("stExpander").filter(has_text=" — ")
+            playwright.expect(lines).to_have_count(20)  # one line each, twenty at first
+            first_line = lines.first
+            first_line.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "next-results.png"))
+
+            first_line.locator("summary").click()  # opens: the statement, its links, ask about it, quote it
+            ask_about = page.get_by_role("button", name="Ask about it")
+            ask_about.wait_for(timeout=60_000)
+            playwright.expect(page.get_by_role("button", name="Quote it")).to_be_visible()
+            ask_about.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "next-results-opened.png"))
+            ask_about.click()
+            playwright.expect(box).to_have_value(re.compile(r"^What does .+ say, and when does it apply\?$"))
+            page.screenshot(path=str(ARTIFACTS / "next-results-ask-about-it.png"))
+
+            page.goto(f"{chat_url}/search")
+            query = page.get_by_label("Search the statements")
+            query.wait_for(timeout=120_000)
+            query.fill("Sylow subgroups are conjugate")
+            query.press("Enter")
+            results = page.get_by_test_id("stExpander").filter(has_text=" — ")
+            playwright.expect(results).to_have_count(20, timeout=120_000)
+            assert "Sylow" in results.first.inner_text()
+            kinds = page.get_by_test_id("stSidebar").get_by_test_id("stMultiSelect").nth(1)  # sources, then kinds
+            kinds.click()
+            page.get_by_role("option", name="theorem", exact=True).click()
+            page.keyboard.press("Escape")
+            page.get_by_text("filter:", exact=False).first.wait_for(timeout=120_000)
+            playwright.expect(results.first).to_contain_text("Theorem")
+            page.screenshot(path=str(ARTIFACTS / "search-page.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "next-results-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "search-page.png").stat().st_size > 10_000
