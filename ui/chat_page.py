@@ -21,7 +21,7 @@ from ui.components import (
     sidebar_controls,
 )
 from ui.latex_display import to_streamlit_markdown
-from ui.result_list import QUESTION_INPUT
+from ui.result_list import QUESTION_INPUT, TO_CHAT
 from ui.statement_links import render_opened_statement
 
 
@@ -104,6 +104,7 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
 
 
 def main() -> None:
+    st.session_state.pop(TO_CHAT, None)  # "Ask about it" brought the reader here, or was clicked here: done
     try:
         rag = open_rag()
         statement_count = rag.index.count()

@@ -172,6 +172,11 @@ def test_the_next_results_and_the_search_page_in_a_real_browser(chat_url: str) -
             page.get_by_text("filter:", exact=False).first.wait_for(timeout=120_000)
             playwright.expect(results.first).to_contain_text("Theorem")
             page.screenshot(path=str(ARTIFACTS / "search-page.png"))
+            # Asking about a result of the Search page goes to the chat, the question waiting in its input.
+            results.first.locator("summary").click()
+            page.get_by_role("button", name="Ask about it").click()
+            box = page.get_by_test_id("stChatInputTextArea")
+            playwright.expect(box).to_have_value(re.compile(r"^What does Theorem.+\?$"), timeout=120_000)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "next-results-failure.png"), full_page=True)
             raise
