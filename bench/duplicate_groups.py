@@ -4,7 +4,8 @@
    fresh index with duplicate detection off and on (``add_embedded``: Chroma, BM25, formula index, and
    the groups). Parsing and embedding, which dominate a real ingest, are the same either way and left out.
 2. Search: ``MathRAG.search`` (hybrid-formula, top 10) on the development index with collapsing off and
-   on, over the stacks-slogans-dev queries: p50/p95.
+   on, over the stacks-slogans-dev queries: p50/p95, also in query embeddings (the queries' embedding alone,
+   measured in the same run: bench/floors.py).
 3. The groups table at 1M statements (synthetic rows, 1% in groups of two): the lookups one collapsed
    search makes (group and other places of 20 results), and recording 1,000 new statements without the
    vector query (which is one batched HNSW query, the same kind a dense search makes).
@@ -29,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import numpy as np
+from floors import query_embedding_floor, ratio
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from rag_app.evaluation.query_set import QuerySet
@@ -77,6 +79,11 @@ def search_cost(dev: MathRAG, queries: list[str]) -> dict[str, object]:
             dev.search(query, 10, "hybrid-formula")
             times.append(1000 * (time.perf_counter() - started))
         result["on" if collapse else "off"] = percentiles(times)
+    # the floor, in the same run (bench/floors.py): the queries' embedding alone
+    floor = query_embedding_floor(dev.index.embedder, queries)
+    result["floor_query_embedding"] = floor
+    for side in ("off", "on"):
+        result[side]["p50_x_embedding"] = ratio(result[side]["p50_ms"], floor["p50_ms"])  # type: ignore[index]
     return result
 
 
@@ -160,6 +167,8 @@ def main() -> None:
         f"| {ingest['on']['per_s']} |",
         f"| search hybrid-formula top 10, {search['queries']} slogans: p50 ms | {off['p50_ms']} | {on['p50_ms']} |",
         f"| same: p95 ms | {off['p95_ms']} | {on['p95_ms']} |",
+        f"| same: p50 in query embeddings (floor p50 {search['floor_query_embedding']['p50_ms']} ms, same run) "
+        f"| {off['p50_x_embedding']}x | {on['p50_x_embedding']}x |",
         "",
         f"Groups table at {million['rows']:,} statements ({million['bytes'] / 1e6:.0f} MB): the lookups of one "
         f"collapsed search (20 results) p50 {lookups['p50_ms']} ms, p95 {lookups['p95_ms']} ms; recording 1,000 new "
