@@ -140,7 +140,7 @@ def main() -> None:
         with st.chat_message("user"):
             st.markdown(to_streamlit_markdown(answer.question))
         with st.chat_message("assistant"):
-            render_answer(answer, turn)
+            render_answer(answer, turn, latest=turn == len(history) - 1)
 
     # keyed: "Ask about it" under a result writes a question here for the reader to finish or send
     question = st.chat_input("Ask about a theorem, a definition or a formula ...", key=QUESTION_INPUT)

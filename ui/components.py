@@ -187,8 +187,10 @@ def render_sources(sources: list[SearchHit], cited: list[int], anchor: str | Non
         render_source(hit, number, f"{anchor}-{number}" if anchor else None, number in cited, number in quoted)
 
 
-def render_answer(answer: Answer, turn: int) -> None:
-    """An answer with linked citations, its checks, its numbered sources and its exports."""
+def render_answer(answer: Answer, turn: int, latest: bool = True) -> None:
+    """An answer with linked citations, its checks, its numbered sources, the next results and its exports.
+    Under an earlier answer (not ``latest``) the next results wait behind a toggle: every line is a widget, and a
+    long conversation would otherwise redraw twenty of them per answer at every click."""
     anchor = f"src-{turn}"
     if answer.search_query and answer.search_query != answer.question:
         st.caption(f"searched for: {answer.search_query}")
@@ -218,7 +220,9 @@ def render_answer(answer: Answer, turn: int) -> None:
         st.caption(f"filter: {answer.filter}")
     render_sources(answer.sources, answer.cited, anchor, answer.quoted_sources())
     rag = open_rag()  # the same search's next results, one line each (issue 76)
-    render_result_list(rag, answer.next_results, f"next-{turn}", rag.settings.ui.next_results_shown, "Next results")
+    listed = answer.next_results
+    if listed and (latest or st.toggle(f"Next results ({len(listed)})", key=f"next-{turn}-shown")):
+        render_result_list(rag, listed, f"next-{turn}", rag.settings.ui.next_results_shown, "Next results")
     render_exports(answer, turn)
 
 

@@ -466,3 +466,18 @@ def test_the_search_page_lists_results_with_the_sidebar_filters_and_as_json(app_
     at.radio(key="search_rank").set_value("papers").run()
     assert not at.exception, at.exception
     assert any(m.value.startswith("**1. ") for m in at.markdown)
+
+
+def test_an_earlier_answers_next_results_wait_behind_a_toggle(app_env: pytest.MonkeyPatch) -> None:
+    app_env.setenv("RAG_APP_LLM__BASE_URL", DOWN)
+    at = ask(ask(start(), "Is a bounded entire function constant?"), "Sylow subgroups are conjugate")
+    at.run()  # the page as it stands after the second answer
+    assert not at.exception, at.exception
+
+    def lines(turn: int) -> list:
+        return [e for e in at.main.expander if e.key and e.key.startswith(f"next-{turn}-")]
+
+    assert not lines(0) and len(lines(1)) == 20, "only the latest answer draws its lines"
+    at.toggle(key="next-0-shown").set_value(True).run()
+    assert not at.exception, at.exception
+    assert len(lines(0)) == 20
