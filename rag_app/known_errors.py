@@ -15,6 +15,7 @@ from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import SettingsOverrideError
 from retriever.formulas.formula_model_error import FormulaModelError
 from retriever.formulas.marf_index import MarfIndexError
+from retriever.models.cross_encoder_reranker import RerankerModelError
 from retriever.models.embedding_registry import EmbedderSpecError
 from retriever.models.learned_ranker import LearnedRankerError
 from retriever.models.query_adapter import QueryAdapterError
@@ -53,6 +54,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
             FormulaModelError,
             QueryAdapterError,
             LearnedRankerError,
+            RerankerModelError,  # the configured cross-encoder is not there: `rag-app train rerank` (issue 77)
             SettingsOverrideError,
         ),
         EXIT_USAGE,

@@ -39,7 +39,7 @@ from starlette.types import Receive, Scope, Send
 from rag_app.api.errors import STATUS_OF, BadRequestError, redacted
 from rag_app.api.guards import BearerTokenGuard, BodySizeLimit, LoopbackHostGuard, QueueFullError
 from rag_app.api.mcp_tools import build_mcp_server
-from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest, check_id
 from rag_app.api.server_timing import ServerTiming
 from rag_app.api.serving_backend import DeadlineError, ServingBackend
 from rag_app.pipeline import MathRAG
@@ -221,8 +221,7 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
         summary="One statement with what it uses, what uses it and its definitions (`show --json`)",
     )
     async def statement(id_or_label: str, depth: Annotated[int, Query(ge=0, le=5)] = 2) -> dict[str, Any]:
-        if len(id_or_label) > limits.max_query_chars:
-            raise BadRequestError(f"the id or label is over {limits.max_query_chars:,} characters")
+        check_id(id_or_label, limits)
         # An id or label is looked up, never opened as a path: "../../etc/passwd" is only an unknown label.
         view = await in_thread(lambda: rag.statement(id_or_label, depth))
         return view.to_dict()

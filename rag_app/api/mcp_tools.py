@@ -18,7 +18,7 @@ from pydantic import Field
 
 from rag_app.api.errors import STATUS_OF
 from rag_app.api.guards import QueueFullError
-from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest
+from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest, check_id
 from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
 from retriever import PaperHit, SearchHit
@@ -150,6 +150,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
         id_or_label: Annotated[str, Field(description="a result's id, or PAPER#LABEL")],
     ) -> dict[str, Any]:
         with reported_to_the_model():
+            check_id(id_or_label, limits)  # as `/v1/statements/...` does (issue 77)
             view = await in_thread(lambda: rag.statement(id_or_label))
             payload = view.to_dict()
             payload["cite_as"] = cite_as(SearchHit(view.record, 0.0, 0))

@@ -84,6 +84,12 @@ def check_text(text: str, name: str, limits: ApiSettings) -> None:
         )
 
 
+def check_id(id_or_label: str, limits: ApiSettings) -> None:
+    """A statement's id or label, as ``/v1/statements/...`` and the MCP ``get_statement`` tool take it."""
+    if len(id_or_label) > limits.max_query_chars:
+        raise BadRequestError(f"the id or label is over {limits.max_query_chars:,} characters (api.max_query_chars)")
+
+
 def check_k(k: int | None, limits: ApiSettings) -> None:
     if k is not None and not 1 <= k <= limits.max_k:
         raise BadRequestError(f"k must be between 1 and {limits.max_k} (api.max_k); got {k}")

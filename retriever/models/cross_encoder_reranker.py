@@ -57,7 +57,8 @@ class RerankerModel:
         if not card_path.is_file():
             raise RerankerModelError(
                 f"{what} is missing: no {CARD} in {directory}. Build one with `{BUILD_COMMAND}` "
-                "(and set rerank.model to its directory), or turn reranking off (rerank.enabled = false)"
+                "(and set rerank.model to its directory), or turn reranking off "
+                "(rerank.search, rerank.ask and rerank.chat = false)"
             )
         try:
             card = json.loads(card_path.read_text(encoding="utf-8"))

@@ -332,3 +332,14 @@ def test_a_page_that_rebinds_its_name_to_loopback_is_refused(demo_api: tuple[Mat
         for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST"):
             assert client.get("/v1/search", params={"query": "ring"}, headers={"Host": host}).status_code == 200
         assert client.get("/healthz", headers={"Host": "evil.example"}).status_code == 200  # probes carry any
+
+
+def test_a_missing_reranker_is_a_503_that_names_the_command(demo_index_dir: Path, tmp_path: Path) -> None:
+    """Issue 77, defect 1: `RerankerModelError` was missing from the map of known errors (HTTP 500 where the CLI
+    exits 2 with the command that builds the model)."""
+    rerank = {"search": True, "model": str(tmp_path / "no-reranker-here")}
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, rerank=rerank))
+    with serving(rag) as url, httpx.Client(base_url=url, timeout=60) as client:
+        response = client.get("/v1/search", params={"query": "Sylow subgroups", "k": 3})
+    assert response.status_code == 503, response.text
+    assert "rag-app train rerank" in response.json()["error"]["reason"]

@@ -86,3 +86,30 @@ def test_ask_quotes_its_sources_through_the_tool(demo_rag: MathRAG) -> None:
             assert not {hit["id"] for hit in listed} & {hit["id"] for hit in payload["sources"]}
 
     anyio.run(session)
+
+
+def test_get_statement_refuses_an_id_over_the_length_limit_as_http_does(demo_index_dir: Path, tmp_path: Path) -> None:
+    """Issue 77, defect 4: MCP `get_statement` had no length check where `/v1/statements/...` has one."""
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
+    too_long = "x" * (rag.settings.api.max_query_chars + 1)
+
+    async def session() -> None:
+        async with Client(build_mcp_server(rag)) as client:
+            result = await client.call_tool("get_statement", {"id_or_label": too_long})
+            assert result.is_error
+            assert "over" in result.content[0].text and "characters" in result.content[0].text
+
+    anyio.run(session)
+
+
+def test_a_missing_reranker_is_reported_to_the_model_in_words(demo_index_dir: Path, tmp_path: Path) -> None:
+    """Issue 77, defect 1, under MCP: the error names the command that builds the model."""
+    rerank = {"search": True, "model": str(tmp_path / "no-reranker-here")}
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, rerank=rerank))
+
+    async def session() -> None:
+        async with Client(build_mcp_server(rag)) as client:
+            result = await client.call_tool("search_statements", {"query": "Sylow subgroups"})
+            assert result.is_error and "rag-app train rerank" in result.content[0].text
+
+    anyio.run(session)
