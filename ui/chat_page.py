@@ -14,6 +14,7 @@ from ui.components import (
     offer_demo_corpus,
     open_backend,
     open_rag,
+    open_rag_or_say_why,
     render_answer,
     render_llm_health,
     render_paper,
@@ -105,12 +106,10 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
 
 def main() -> None:
     st.session_state.pop(TO_CHAT, None)  # "Ask about it" brought the reader here, or was clicked here: done
-    try:
-        rag = open_rag()
-        statement_count = rag.index.count()
-    except Exception as error:  # shown to the user as a message, never as a traceback
-        st.error(f"The index could not be opened: {error}")
+    opened = open_rag_or_say_why()
+    if opened is None:
         return
+    rag, statement_count = opened
 
     st.title("Ask mathematics")
     if statement_count == 0:

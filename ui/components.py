@@ -38,6 +38,16 @@ def open_rag() -> MathRAG:
     return MathRAG(Settings.load())
 
 
+def open_rag_or_say_why() -> tuple[MathRAG, int] | None:
+    """The index and its statement count, or None after saying why it cannot be opened (never a traceback)."""
+    try:
+        rag = open_rag()
+        return rag, rag.index.count()
+    except Exception as error:  # shown to the user as a message, never as a traceback
+        st.error(f"The index could not be opened: {error}")
+        return None
+
+
 @st.cache_resource
 def open_backend() -> BlockingBackend:
     """The serving backend every session of the chat shares: its searches in one limit, its answers in one

@@ -20,6 +20,7 @@ from ui.components import (
     offer_demo_corpus,
     open_backend,
     open_rag,
+    open_rag_or_say_why,
     render_paper,
     sidebar_controls,
 )
@@ -57,12 +58,10 @@ def render_json(results: list[SearchHit] | list[PaperHit]) -> None:
 def main() -> None:
     if st.session_state.pop(TO_CHAT, False):  # "Ask about it": the question waits in the chat's input
         st.switch_page("chat_page.py")
-    try:
-        rag = open_rag()
-        statement_count = rag.index.count()
-    except Exception as error:  # shown to the user as a message, never as a traceback
-        st.error(f"The index could not be opened: {error}")
+    opened = open_rag_or_say_why()
+    if opened is None:
         return
+    rag, statement_count = opened
     st.title("Search")
     if statement_count == 0:
         offer_demo_corpus(rag)

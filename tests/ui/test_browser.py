@@ -14,7 +14,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,48 +79,54 @@ def chat_url(demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess)
         log.close()
 
 
-def test_the_chat_in_a_real_browser(chat_url: str, tmp_path: Path) -> None:
-    chromium = chromium_executable()
+@contextmanager
+def browser_page(failure_screenshot: str) -> Iterator[Any]:
+    """A page of headless Chromium (1400 x 1100); where the test fails, a full-page screenshot under ARTIFACTS."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(
-            executable_path=chromium, headless=True, args=["--headless", "--no-sandbox", "--disable-gpu"]
+            executable_path=chromium_executable(), headless=True, args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         try:
-            page.goto(chat_url)
-            box = page.get_by_test_id("stChatInputTextArea")
-            box.wait_for(timeout=120_000)
-            box.fill(QUESTION)
-            box.press("Enter")
-            citation = page.locator('a[href="#src-0-1"]').first
-            citation.wait_for(timeout=180_000)
-            answer = page.get_by_test_id("stChatMessage").nth(1)
-            playwright.expect(answer.locator(".katex").first).to_be_visible()  # the formula is rendered
-            assert "Q" in answer.locator(".katex").first.inner_text()
-            citation.click()
-            playwright.expect(page.locator("#src-0-1")).to_be_attached()
-            assert page.url.endswith("#src-0-1")
-            playwright.expect(page.get_by_text("Spectral theorem").first).to_be_visible()
-            page.screenshot(path=str(ARTIFACTS / "chat.png"))
-
-            page.goto(f"{chat_url}/library")
-            page.get_by_text("Add LaTeX sources").wait_for(timeout=60_000)
-            upload = tmp_path / "uploaded-notes.tex"
-            upload.write_text(UPLOADED_TEX)
-            broken = tmp_path / "broken-eprint.tar.gz"  # not gzip at all: its own error, the other file still goes in
-            broken.write_bytes(b"this is not an archive")
-            page.locator('input[type="file"]').set_input_files([str(upload), str(broken)])
-            page.get_by_role("button", name="Ingest", exact=True).click()
-            page.get_by_text("uploaded-notes.tex: 1 papers, 1 statements").wait_for(timeout=120_000)
-            page.get_by_text("broken-eprint.tar.gz:").first.wait_for(timeout=120_000)
-            page.get_by_text("Done: 2 file(s)").wait_for(timeout=120_000)
-            page.screenshot(path=str(ARTIFACTS / "library.png"), full_page=True)
+            yield page
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / "chat-failure.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / failure_screenshot), full_page=True)
             raise
         finally:
             browser.close()
+
+
+def test_the_chat_in_a_real_browser(chat_url: str, tmp_path: Path) -> None:
+    with browser_page("chat-failure.png") as page:
+        page.goto(chat_url)
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.wait_for(timeout=120_000)
+        box.fill(QUESTION)
+        box.press("Enter")
+        citation = page.locator('a[href="#src-0-1"]').first
+        citation.wait_for(timeout=180_000)
+        answer = page.get_by_test_id("stChatMessage").nth(1)
+        playwright.expect(answer.locator(".katex").first).to_be_visible()  # the formula is rendered
+        assert "Q" in answer.locator(".katex").first.inner_text()
+        citation.click()
+        playwright.expect(page.locator("#src-0-1")).to_be_attached()
+        assert page.url.endswith("#src-0-1")
+        playwright.expect(page.get_by_text("Spectral theorem").first).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "chat.png"))
+
+        page.goto(f"{chat_url}/library")
+        page.get_by_text("Add LaTeX sources").wait_for(timeout=60_000)
+        upload = tmp_path / "uploaded-notes.tex"
+        upload.write_text(UPLOADED_TEX)
+        broken = tmp_path / "broken-eprint.tar.gz"  # not gzip at all: its own error, the other file still goes in
+        broken.write_bytes(b"this is not an archive")
+        page.locator('input[type="file"]').set_input_files([str(upload), str(broken)])
+        page.get_by_role("button", name="Ingest", exact=True).click()
+        page.get_by_text("uploaded-notes.tex: 1 papers, 1 statements").wait_for(timeout=120_000)
+        page.get_by_text("broken-eprint.tar.gz:").first.wait_for(timeout=120_000)
+        page.get_by_text("Done: 2 file(s)").wait_for(timeout=120_000)
+        page.screenshot(path=str(ARTIFACTS / "library.png"), full_page=True)
     assert (ARTIFACTS / "chat.png").stat().st_size > 10_000
 
 
@@ -126,60 +134,48 @@ def test_the_next_results_and_the_search_page_in_a_real_browser(chat_url: str) -
     """Issue 76, in the real app: a question, the list under its answer, an item opened, asking about it, and the
     Search page with a filter. The screenshots (``next-results*.png``, ``search-page.png`` under the artifacts
     folder) are the ones in docs/answers.md: copied to docs/ from a run."""
-    chromium = chromium_executable()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(
-            executable_path=chromium, headless=True, args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page(viewport={"width": 1400, "height": 1100})
-        try:
-            page.goto(chat_url)
-            box = page.get_by_test_id("stChatInputTextArea")
-            box.wait_for(timeout=120_000)
-            box.fill(QUESTION)
-            box.press("Enter")
-            page.get_by_text("Next results", exact=True).wait_for(timeout=180_000)
-            answer = page.get_by_test_id("stChatMessage").nth(1)
-            lines = answer.get_by_test_id("stExpander").filter(has_text=" — ")
-            playwright.expect(lines).to_have_count(20)  # one line each, twenty at first
-            first_line = lines.first
-            first_line.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "next-results.png"))
+    with browser_page("next-results-failure.png") as page:
+        page.goto(chat_url)
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.wait_for(timeout=120_000)
+        box.fill(QUESTION)
+        box.press("Enter")
+        page.get_by_text("Next results", exact=True).wait_for(timeout=180_000)
+        answer = page.get_by_test_id("stChatMessage").nth(1)
+        lines = answer.get_by_test_id("stExpander").filter(has_text=" — ")
+        playwright.expect(lines).to_have_count(20)  # one line each, twenty at first
+        first_line = lines.first
+        first_line.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "next-results.png"))
 
-            first_line.locator("summary").click()  # opens: the statement, its links, ask about it, quote it
-            ask_about = page.get_by_role("button", name="Ask about it")
-            ask_about.wait_for(timeout=60_000)
-            playwright.expect(page.get_by_role("button", name="Quote it")).to_be_visible()
-            ask_about.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "next-results-opened.png"))
-            ask_about.click()
-            playwright.expect(box).to_have_value(re.compile(r"^What does .+ say, and when does it apply\?$"))
-            page.screenshot(path=str(ARTIFACTS / "next-results-ask-about-it.png"))
+        first_line.locator("summary").click()  # opens: the statement, its links, ask about it, quote it
+        ask_about = page.get_by_role("button", name="Ask about it")
+        ask_about.wait_for(timeout=60_000)
+        playwright.expect(page.get_by_role("button", name="Quote it")).to_be_visible()
+        ask_about.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "next-results-opened.png"))
+        ask_about.click()
+        playwright.expect(box).to_have_value(re.compile(r"^What does .+ say, and when does it apply\?$"))
+        page.screenshot(path=str(ARTIFACTS / "next-results-ask-about-it.png"))
 
-            page.goto(f"{chat_url}/search")
-            query = page.get_by_label("Search the statements")
-            query.wait_for(timeout=120_000)
-            query.fill("Sylow subgroups are conjugate")
-            query.press("Enter")
-            results = page.get_by_test_id("stExpander").filter(has_text=" — ")
-            playwright.expect(results).to_have_count(20, timeout=120_000)
-            assert "Sylow" in results.first.inner_text()
-            kinds = page.get_by_test_id("stSidebar").get_by_test_id("stMultiSelect").nth(1)  # sources, then kinds
-            kinds.click()
-            page.get_by_role("option", name="theorem", exact=True).click()
-            page.keyboard.press("Escape")
-            page.get_by_text("filter:", exact=False).first.wait_for(timeout=120_000)
-            playwright.expect(results.first).to_contain_text("Theorem")
-            page.screenshot(path=str(ARTIFACTS / "search-page.png"))
-            # Asking about a result of the Search page goes to the chat, the question waiting in its input.
-            results.first.locator("summary").click()
-            page.get_by_role("button", name="Ask about it").click()
-            box = page.get_by_test_id("stChatInputTextArea")
-            playwright.expect(box).to_have_value(re.compile(r"^What does Theorem.+\?$"), timeout=120_000)
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "next-results-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+        page.goto(f"{chat_url}/search")
+        query = page.get_by_label("Search the statements")
+        query.wait_for(timeout=120_000)
+        query.fill("Sylow subgroups are conjugate")
+        query.press("Enter")
+        results = page.get_by_test_id("stExpander").filter(has_text=" — ")
+        playwright.expect(results).to_have_count(20, timeout=120_000)
+        assert "Sylow" in results.first.inner_text()
+        kinds = page.get_by_test_id("stSidebar").get_by_test_id("stMultiSelect").nth(1)  # sources, then kinds
+        kinds.click()
+        page.get_by_role("option", name="theorem", exact=True).click()
+        page.keyboard.press("Escape")
+        page.get_by_text("filter:", exact=False).first.wait_for(timeout=120_000)
+        playwright.expect(results.first).to_contain_text("Theorem")
+        page.screenshot(path=str(ARTIFACTS / "search-page.png"))
+        # Asking about a result of the Search page goes to the chat, the question waiting in its input.
+        results.first.locator("summary").click()
+        page.get_by_role("button", name="Ask about it").click()
+        box = page.get_by_test_id("stChatInputTextArea")
+        playwright.expect(box).to_have_value(re.compile(r"^What does Theorem.+\?$"), timeout=120_000)
     assert (ARTIFACTS / "search-page.png").stat().st_size > 10_000
