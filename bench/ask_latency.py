@@ -42,6 +42,7 @@ from tqdm import tqdm
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import AnswerStatus
 from rag_app.answering.citations import citation_numbers
+from rag_app.result_files import json_text
 from rag_app.serving.packaged_models import resolve_gguf
 from rag_app.settings import LlamaCppSettings
 
@@ -311,7 +312,7 @@ def main() -> None:
             for row in run.get("answers", []):
                 row.pop("answer", None)
                 row.pop("raw_answer", None)
-    (args.out / f"{name}.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    (args.out / f"{name}.json").write_text(json_text(result))
     (args.out / f"{name}.md").write_text(markdown(result))
     print(markdown(result))
 

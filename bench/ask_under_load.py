@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ask_latency
 
 from rag_app import Settings
+from rag_app.result_files import json_text
 from rag_app.serving.packaged_models import resolve_gguf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +101,7 @@ def main() -> None:
         "runs": runs,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ask_under_load.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    (args.out / "ask_under_load.json").write_text(json_text(result))
     (args.out / "ask_under_load.md").write_text(markdown(result))
     print(markdown(result))
 

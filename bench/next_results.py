@@ -23,7 +23,6 @@ Results: ``bench/results/next_results.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -40,6 +39,7 @@ from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
 from rag_app.evaluation.query_set import QuerySet
+from rag_app.result_files import json_text
 from rag_app.search.result_list import first_words, grouped_by_place
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +182,7 @@ def main() -> None:
         "page_rerun": page,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "next_results.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / "next_results.json").write_text(json_text(result))
     (args.out / "next_results.md").write_text(markdown(result))
     print(markdown(result))
 

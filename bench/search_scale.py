@@ -55,6 +55,7 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
+from rag_app.result_files import save_png
 from retriever import SearchMode
 from retriever.formulas.normalizer import normalize_formula
 from retriever.formulas.query_formulas import query_formulas
@@ -376,7 +377,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         axis.grid(True, which="both", alpha=0.3)
     axes[1].legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_png(figure, path, dpi=120)
 
 
 def main() -> None:

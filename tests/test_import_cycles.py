@@ -114,3 +114,31 @@ def test_the_old_import_paths_import_the_moved_modules() -> None:
     from retriever.bm25_index import BM25Index
 
     assert Answerer.__module__ == "rag_app.answering.answerer" and BM25Index.__module__ == "retriever.store.bm25_index"
+
+
+def test_an_old_path_warns_at_the_importing_line_and_reloads_its_module(tmp_path, monkeypatch) -> None:
+    """The alias is the module itself: reloading it runs the module again (it was a silent no-op), and
+    the warning names the file that used the old path (it named importlib)."""
+    import importlib
+    import sys
+    import warnings
+
+    for name in ("rag_app.text_repair", "rag_app.answering.text_repair"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    caller = tmp_path / "old_caller.py"
+    caller.write_text("import rag_app.text_repair as old\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "old_caller", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import old_caller  # noqa: F401
+    (warning,) = [w for w in caught if issubclass(w.category, DeprecationWarning) and "text_repair" in str(w.message)]
+    assert warning.filename == str(caller) and warning.lineno == 1
+    assert "rag_app.answering.text_repair" in str(warning.message) and "2027-03-01" in str(warning.message)
+
+    module = sys.modules["rag_app.text_repair"]
+    assert module is sys.modules["rag_app.answering.text_repair"]
+    assert module.__spec__.name == "rag_app.answering.text_repair"
+    original = module.repair
+    assert importlib.reload(module) is module
+    assert module.repair is not original  # a new function: the module's code ran again

@@ -5,7 +5,7 @@ the sources it was written from: embedding similarity (the index's own embedder)
 sentence's words found in the source, and, when the sentence has formulas, the share of its normalized
 formula tokens found in the source's formulas. A sentence without a valid citation gets the best
 supporting source's number attached; a sentence that no source supports is marked. The threshold is
-calibrated on the development sets (``bench/calibrate_answer_checks.py``).
+calibrated on the development sets (``bench/experiments/calibrate_answer_checks.py``).
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from prompts import PromptTemplate
+from rag_app.answering.content_words import content_words
 from rag_app.serving.llm_client import ChatClient
 from rag_app.serving.llm_connection import LLM_FAILURES
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 _MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
 # Words that point back into the conversation ("its converse", "the same for rings", "what about ...").
 _REFERRING = re.compile(
@@ -104,11 +104,11 @@ class QueryRewriter:
 
 def refers_back(question: str) -> bool:
     """Whether a question leans on the conversation: a referring word, or too few words of its own."""
-    return bool(_REFERRING.search(_MATH.sub(" ", question))) or len(content_words(question)) < 3
+    return bool(_REFERRING.search(_MATH.sub(" ", question))) or len(_words(question)) < 3
 
 
-def content_words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(_MATH.sub(" ", text)) if w.lower() not in _STOPWORDS}
+def _words(text: str) -> set[str]:
+    return content_words(text, _STOPWORDS, without_math=True)
 
 
 def usable_rewrite(reply: str, question: str, history: Sequence[Turn]) -> str | None:
@@ -119,12 +119,12 @@ def usable_rewrite(reply: str, question: str, history: Sequence[Turn]) -> str | 
     query = _PREFIX.sub("", lines[0]).strip().strip("\"'`").strip()
     if not query or len(query) > 3 * len(question) + 200:
         return None
-    words = content_words(query)
-    own = content_words(question)
+    words = _words(query)
+    own = _words(question)
     # It must keep most of the question's own words, and bring nothing from outside the conversation.
     if own and len(own & words) < 0.5 * len(own):
         return None
-    known = own | {w for turn in history for w in content_words(turn.question + " " + turn.search_query)}
+    known = own | {w for turn in history for w in _words(turn.question + " " + turn.search_query)}
     if words - known and len(words - known) > max(2, len(words) // 3):
         return None
     for formula in _MATH.findall(question):

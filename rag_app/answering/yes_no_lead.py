@@ -30,8 +30,8 @@ from rag_app.answering.claim_verdict import (
     ClaimComparison,
     ClaimVerdict,
 )
+from rag_app.answering.content_words import content_words
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 # Words that carry no topic: question scaffolding, quantifiers, connectives.
 _SCAFFOLDING = """
     is are was were does do did can could must should will would may might has have had be been being
@@ -114,18 +114,12 @@ def verdict_of_claims(yes_claim: bool | None, no_claim: bool | None) -> Verdict:
     return Verdict.UNCLEAR
 
 
-def content_words(text: str) -> set[str]:
-    """The topic words of ``text``, each cut to its first few letters (a crude stem)."""
-    words = (word.lower().strip("'-") for word in _WORD.findall(text))
-    return {word[:_STEM] for word in words if len(word) >= 3 and word not in _NOT_CONTENT}
-
-
 def topic_overlap(question: str, statement: str) -> float:
     """The share of the question's content words that the statement uses (1.0 when it has none)."""
-    asked = content_words(question)
+    asked = content_words(question, _NOT_CONTENT, stem_length=_STEM)
     if not asked:
         return 1.0
-    return len(asked & content_words(statement)) / len(asked)
+    return len(asked & content_words(statement, _NOT_CONTENT, stem_length=_STEM)) / len(asked)
 
 
 def checkable_lead_in(question: str, statement: str, verdict: Verdict, number: int, min_overlap: float) -> str | None:

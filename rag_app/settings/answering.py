@@ -79,7 +79,7 @@ class QuoteSettings(BaseModel):
 
 
 class AnswerSettings(BaseModel):
-    """What is checked before and after generation. Thresholds: bench/calibrate_answer_checks.py."""
+    """What is checked before and after generation. Thresholds: bench/experiments/calibrate_answer_checks.py."""
 
     # Read sentence by sentence, more than half of what the packaged 1.5B model wrote in its own words
     # and the support score passed was wrong (bench/answer_quality.py, docs/answers.md).

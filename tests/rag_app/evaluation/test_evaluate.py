@@ -81,6 +81,11 @@ def test_eval_command_writes_side_by_side_reports(demo_index_dir: Path, tmp_path
     assert "Index parts on disk" in markdown and "| formula_bm25 |" in markdown
     assert "formula >70%" in markdown and "We tune on this set" in markdown
     assert (out / "report.png").read_bytes()[:4] == b"\x89PNG"
+    summary = json.loads((out / "summary.json").read_text())  # what git keeps: the same without per-query scores
+    assert [r["aggregate"] for r in summary["sets"][0]["retrievers"]] == [
+        r["aggregate"] for r in evaluation["retrievers"]
+    ]
+    assert not any("per_query" in r for r in summary["sets"][0]["retrievers"])
     run = read_run(out / "runs" / "demo-names.hybrid.trec")
     assert set(run) == {f"q{i}" for i in range(12)} | {"formula"}
 
