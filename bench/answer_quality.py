@@ -41,7 +41,7 @@ from tqdm import tqdm
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import Answer, AnswerStatus
 from rag_app.answering.statement_check import source_context
-from rag_app.evaluation.query_set import EvalQuery, QuerySet
+from rag_app.datasets.query_set import EvalQuery, QuerySet
 from rag_app.serving.packaged_models import resolve_gguf
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -273,7 +273,7 @@ def main() -> None:
     args = parser.parse_args()
     questions = QUESTIONS
     if args.set:
-        from rag_app.evaluation.query_set import QuerySet
+        from rag_app.datasets.query_set import QuerySet
 
         questions = [query.text for query in QuerySet.load(args.set).queries]
     name = f"ask_latency-{args.set.stem.split('.')[0]}" if args.set else "ask_latency"

@@ -44,7 +44,7 @@ from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import AnswerStatus
-from rag_app.evaluation.query_set import EvalQuery, QuerySet
+from rag_app.datasets.query_set import EvalQuery, QuerySet
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SET = ROOT / "eval/questions/user-questions.v1.jsonl"

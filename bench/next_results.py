@@ -38,7 +38,7 @@ from floors import percentile, query_embedding_floor, ratio
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.result_files import json_text
 from rag_app.search.result_list import first_words, grouped_by_place
 

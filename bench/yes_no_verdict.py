@@ -47,7 +47,7 @@ from tqdm import tqdm
 from rag_app import MathRAG, Settings
 from rag_app.answering.claim_verdict import compare, is_yes_no_question
 from rag_app.answering.yes_no_lead import rules_lead_in
-from rag_app.evaluation.query_set import EvalQuery, QuerySet
+from rag_app.datasets.query_set import EvalQuery, QuerySet
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
 from retriever.types import SearchHit
 

@@ -1,14 +1,15 @@
 """rag-app: retrieval-augmented question answering over mathematics.
 
-Rooms by job: ``answering/`` (answers and their checks), ``search/`` (the search stack), ``ingest/``
-(the writer and the ingest jobs), ``serving/`` (LLM and Chroma servers, packaged models), ``cli/`` (one
-module per command family), ``settings/`` (one module per stage), ``evaluation/``, ``training/``;
-``pipeline`` (MathRAG) composes them behind the Python API.
+Rooms by job: ``answering/`` (answers and their checks), ``search/`` (the search stack), ``indexing/``
+(the index's writer and the ingest jobs that feed it; parsing sources is the top-level ``ingestion``),
+``serving/`` (LLM and Chroma servers, packaged models), ``cli/`` (one module per command family),
+``settings/`` (one module per stage), ``evaluation/``, ``training/``, ``datasets/`` (what those two both
+read); ``pipeline`` (MathRAG) composes them behind the Python API.
 """
 
 from retriever.moved_modules import keep_old_paths
 
-# Modules that moved in issue 49: their old paths import the new modules, for one release.
+# Modules that moved (issues 49 and 77): their old paths are aliases of the new modules until 2027-03-01.
 MOVED_MODULES = {
     "rag_app.answer": "rag_app.answering.answer",
     "rag_app.answerer": "rag_app.answering.answerer",
@@ -26,11 +27,11 @@ MOVED_MODULES = {
     "rag_app.server_process": "rag_app.serving.server_process",
     "rag_app.packaged_models": "rag_app.serving.packaged_models",
     "rag_app.chroma_server": "rag_app.serving.chroma_server",
-    "rag_app.statement_writer": "rag_app.ingest.statement_writer",
-    "rag_app.arxiv_month": "rag_app.ingest.arxiv_month",
-    "rag_app.mse_ingest": "rag_app.ingest.mse_ingest",
-    "rag_app.dask_ingest": "rag_app.ingest.dask_ingest",
-    "rag_app.ingest_report": "rag_app.ingest.ingest_report",
+    "rag_app.statement_writer": "rag_app.indexing.statement_writer",
+    "rag_app.arxiv_month": "rag_app.indexing.arxiv_month",
+    "rag_app.mse_ingest": "rag_app.indexing.mse_ingest",
+    "rag_app.dask_ingest": "rag_app.indexing.dask_ingest",
+    "rag_app.ingest_report": "rag_app.indexing.ingest_report",
     "rag_app.search_stack": "rag_app.search.search_stack",
     "rag_app.statement_rewrite": "rag_app.search.statement_rewrite",
     "rag_app.embedder_factory": "rag_app.search.embedder_factory",
@@ -38,13 +39,22 @@ MOVED_MODULES = {
     "rag_app.library": "ui.library",
     "rag_app.export": "ui.export",
     "rag_app.uploads": "ui.uploads",
+    # Issue 77: what training and evaluation both read moved below both.
+    "rag_app.evaluation.query_set": "rag_app.datasets.query_set",
+    "rag_app.training.paper_split": "rag_app.datasets.paper_split",
+    # Issue 77: the index's writers and the jobs that feed them, under a name apart from ``ingestion/``.
+    "rag_app.ingest": "rag_app.indexing",
+    **{
+        f"rag_app.ingest.{name}": f"rag_app.indexing.{name}"
+        for name in ("arxiv_month", "dask_ingest", "ingest_report", "low_priority", "mse_ingest", "statement_writer")
+    },
 }
 keep_old_paths(MOVED_MODULES)
 
 # ruff: noqa: E402 - the old paths must work before any submodule is imported
 
 from rag_app.answering.answer import Answer, AnswerStream
-from rag_app.ingest.ingest_report import IngestReport
+from rag_app.indexing.ingest_report import IngestReport
 from rag_app.pipeline import MathRAG, demo_corpus_path
 from rag_app.settings import Settings
 

@@ -33,10 +33,10 @@ from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.answerer import Answerer
 from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
 from rag_app.answering.stages import ModelCall, Retrieval
-from rag_app.ingest.arxiv_month import MonthReport, month_ingest
-from rag_app.ingest.ingest_report import IngestReport
-from rag_app.ingest.mse_ingest import MseIngest, MseReport
-from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
+from rag_app.indexing.arxiv_month import MonthReport, month_ingest
+from rag_app.indexing.ingest_report import IngestReport
+from rag_app.indexing.mse_ingest import MseIngest, MseReport
+from rag_app.indexing.statement_writer import PendingPaper, StatementWriter
 from rag_app.search.embedder_factory import make_embedder, make_second_embedder
 from rag_app.search.graph_queries import GraphQueries
 from rag_app.search.search_stack import SearchStack

@@ -4,7 +4,7 @@ fusion and rankers), ``models/`` (embedders, adapters, rankers), ``text/`` (toke
 
 from retriever.moved_modules import keep_old_paths
 
-# Modules that moved in issue 49: their old paths import the new modules, for one release.
+# Modules that moved in issue 49: their old paths are aliases of the new modules until 2027-03-01.
 MOVED_MODULES = {
     "retriever.atomic_files": "retriever.store.atomic_files",
     "retriever.bm25_index": "retriever.store.bm25_index",

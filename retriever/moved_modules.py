@@ -59,4 +59,6 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def keep_old_paths(moved: Mapping[str, str]) -> None:
     """Let the old names in ``moved`` (old -> new dotted path) import their new modules."""
     if not any(isinstance(finder, MovedModules) and finder.moved == dict(moved) for finder in sys.meta_path):
-        sys.meta_path.append(MovedModules(moved))
+        # First: an old package name (rag_app.ingest) is an alias of a package whose folder holds the
+        # modules, so the path finder would load rag_app.ingest.statement_writer again as a second module.
+        sys.meta_path.insert(0, MovedModules(moved))

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.evaluation.runner import eval_index_dir
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings

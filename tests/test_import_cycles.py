@@ -142,3 +142,20 @@ def test_an_old_path_warns_at_the_importing_line_and_reloads_its_module(tmp_path
     original = module.repair
     assert importlib.reload(module) is module
     assert module.repair is not original  # a new function: the module's code ran again
+
+
+def test_training_and_evaluation_do_not_import_each_other() -> None:
+    """Issue 77: what both read (query sets, the paper split, statement names) lives in rag_app.datasets."""
+    graph = _import_graph(_modules())
+
+    def crossing(source: str, target: str) -> list[str]:
+        return sorted(
+            f"{name} -> {other}"
+            for name, targets in graph.items()
+            if name.startswith(source)
+            for other in targets
+            if other.startswith(target)
+        )
+
+    assert crossing("rag_app.evaluation", "rag_app.training") == []
+    assert crossing("rag_app.training", "rag_app.evaluation") == []

@@ -43,7 +43,7 @@ from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
 from rag_app.answering.attribution import support_features
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.result_files import save_png
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -39,7 +39,7 @@ from headline_field import headline
 from ir_measures import RR, Success
 from scipy.stats import wilcoxon
 
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
 from retriever.models.embedder_backends import embedder_for

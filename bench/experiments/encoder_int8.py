@@ -38,7 +38,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import numpy as np
 import torch
 
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
 from retriever.models.embedder import Embedder

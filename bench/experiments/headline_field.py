@@ -39,8 +39,8 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion import StatementKind, StatementRecord
+from rag_app.datasets.query_set import QuerySet
 from rag_app.evaluation.dev_sets import label_words
-from rag_app.evaluation.query_set import QuerySet
 from rag_app.evaluation.trec_files import Run, RunEntry, read_run, write_run
 from rag_app.search.embedder_factory import make_embedder
 from rag_app.settings import Settings

@@ -24,10 +24,10 @@ from rag_app.cli.common import (
     app,
     input_files,
 )
-from rag_app.ingest.dask_ingest import ClusterError
+from rag_app.indexing.dask_ingest import ClusterError
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.
-from rag_app.ingest.low_priority import lower_priority
+from rag_app.indexing.low_priority import lower_priority
 from rag_app.pipeline import MathRAG, demo_corpus_path, latex_ingestor
 from rag_app.settings import Settings
 from retriever.types import record_to_dict

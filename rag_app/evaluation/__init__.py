@@ -4,8 +4,8 @@ from rag_app.evaluation import QuerySet, evaluate
 result = evaluate(["bm25", "dense", "hybrid"], QuerySet.load(path), index=rag.index)
 """
 
+from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet, QuerySetError
 from rag_app.evaluation.evaluate import RetrieverScores, SetEvaluation, evaluate
-from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, QuerySetError
 from rag_app.evaluation.report import EvaluationReport
 from rag_app.evaluation.retrievers import RETRIEVERS, Retriever, RunFileRetriever, build_retriever
 from rag_app.evaluation.runner import EvalRequest, arqmath_query_set, run_evaluation

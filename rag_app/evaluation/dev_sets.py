@@ -13,17 +13,15 @@ import hashlib
 import json
 import os
 import random
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from pylatexenc.latex2text import LatexNodes2Text
-
 from ingestion import StatementKind, StatementRecord, ingest_sources
 from ingestion.ingest_limits import IngestLimits
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
-from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
+from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
+from rag_app.datasets.statement_names import label_words, plain_name, reserved_for_evaluation
 from retriever.formulas.formula_share import formula_tokens
 
 STACKS = "corpora/stacks-project"
@@ -38,13 +36,6 @@ MANIFEST = "MANIFEST.json"
 # The label-words set (issue 60): thousands of short author-written keyword queries, none of them in
 # stacks-labels (tuned on since issue 3) and none ever made a training query (reserved_for_evaluation).
 LABEL_WORDS_SAMPLE = 2_000
-# One label-words query in RESERVED_SHARE is kept out of every training job, by its text alone.
-RESERVED_SHARE = 5
-
-_LABEL_KIND_PREFIXES = frozenset(
-    {k.value for k in StatementKind} | {"situation", "section", "subsection", "equation", "item", "exercise"}
-)
-_latex_to_text = LatexNodes2Text()
 
 
 def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
@@ -105,32 +96,6 @@ def write_dev_sets(shared_dir: Path, out_dir: Path, seed: int = 2026, sample: in
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def plain_name(name: str) -> str:
-    """A statement name as a person would type it: accents resolved, math left as LaTeX."""
-    if "$" in name or "\\(" in name:
-        return name
-    return " ".join(_latex_to_text.latex_to_text(name).split())
-
-
-def label_words(label: str) -> str:
-    """``lemma-directed-colimit-exact`` to ``directed colimit exact``; "" when too little is left."""
-    words = [w for w in re.split(r"[-_:./\s]+", label) if w]
-    if words and words[0].lower() in _LABEL_KIND_PREFIXES:
-        words = words[1:]
-    words = [w for w in words if not w.isdigit()]
-    if len(words) < 2 or not any(len(w) >= 4 and w.isalpha() for w in words):
-        return ""
-    return " ".join(words)
-
-
-def reserved_for_evaluation(words: str) -> bool:
-    """Whether label words are kept for evaluation: no training job (ranker, query adapter, embedding,
-    reranker) makes a query of them. Decided by a hash of the text alone, so training never reads an
-    evaluation set and the same words are reserved in every corpus and on every machine."""
-    digest = hashlib.sha256(f"label-words:{words}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") % RESERVED_SHARE == 0
 
 
 def stacks_names(records: Sequence[StatementRecord]) -> QuerySet:

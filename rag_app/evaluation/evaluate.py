@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
+from rag_app.datasets.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
+from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet, judged
 from rag_app.evaluation.measures import (
     MEASURES,
     PAPER_MEASURES,
@@ -23,13 +25,11 @@ from rag_app.evaluation.measures import (
     paper_level,
     per_query_values,
 )
-from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, judged
 from rag_app.evaluation.retrievers import Retriever, build_retriever
 from rag_app.evaluation.significance import PairedTest, paired_test
 from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
 from rag_app.search.search_stack import SearchStack
 from rag_app.settings import PaperSettings, Settings
-from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from retriever import StatementIndex
 from retriever.formulas.formula_share import SLICES, formula_share, formula_slice
 

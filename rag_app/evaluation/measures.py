@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import ir_measures
 from ir_measures import AP, RR, Bpref, P, R, Success, nDCG
 
-from rag_app.evaluation.query_set import Protocol
+from rag_app.datasets.query_set import Protocol
 from rag_app.evaluation.trec_files import Qrels, RunEntry, strictly_decreasing
 from retriever.search.paper_searcher import PaperAggregation, aggregate
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from rag_app.evaluation.query_set import EvalQuery
+from rag_app.datasets.query_set import EvalQuery
 from rag_app.evaluation.trec_files import RunEntry, read_run
 from rag_app.search.search_stack import RunName, SearchStack, UnknownRunNameError
 from retriever.search.search_mode import SearchMode

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ingestion.arqmath_topics import read_arqmath_topics
+from rag_app.datasets.paper_split import PaperSplit
+from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.evaluation.evaluate import evaluate
-from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.evaluation.report import EvaluationReport
 from rag_app.evaluation.retrievers import (
     DEFAULT_RETRIEVERS,
@@ -24,12 +25,11 @@ from rag_app.evaluation.retrievers import (
     build_retriever,
 )
 from rag_app.evaluation.trec_files import read_qrels
-from rag_app.ingest.ingest_report import IngestReport
+from rag_app.indexing.ingest_report import IngestReport
 from rag_app.pipeline import MathRAG
 from rag_app.search.embedder_factory import make_embedder
 from rag_app.search.search_stack import SECOND_EMBEDDING_SUFFIX
 from rag_app.settings import EmbeddingSettings, Settings
-from rag_app.training.paper_split import PaperSplit
 from retriever import StatementIndex
 from retriever.models.embedder import identity_directory_name
 from retriever.store.statement_index import FORMULA_LEXICAL

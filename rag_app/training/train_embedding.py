@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingestion import StatementRecord
+from rag_app.datasets.paper_split import split_of
 from rag_app.settings import Settings
 from rag_app.training.checkpoints import saved_data_fits
 from rag_app.training.embedding_trainer import EmbeddingTrainer, TrainingRun
 from rag_app.training.hard_negatives import HardNegativeMiner
 from rag_app.training.index_store import open_index_store
-from rag_app.training.paper_split import split_of
 from rag_app.training.training_pairs import (
     TrainingPair,
     chosen_by_kind,

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingestion.records import StatementRecord
+from rag_app.datasets.paper_split import PaperSplit
 from rag_app.settings import Settings
 from rag_app.training.formula_encoder_trainer import FormulaEncoderTrainer
 from rag_app.training.formula_equivalence_check import check_equivalence
 from rag_app.training.formula_rewrites import MIN_TOKENS, EquivalencePair, generate_pairs
 from rag_app.training.fusion_trainer import FusionExample, FusionTrainer
 from rag_app.training.index_store import open_index_store
-from rag_app.training.paper_split import PaperSplit
 from rag_app.training.training_pairs import pairs_without_llm
 from retriever.formulas.formula_encoder import FormulaEncoderConfig
 from retriever.formulas.formula_selection import select_formulas

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from ingestion import StatementRecord
+from rag_app.datasets.paper_split import split_of
 from rag_app.settings import QueryAdapterTrainingSettings, Settings
 from rag_app.training.index_store import open_index_store
-from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm

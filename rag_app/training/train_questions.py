@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from rag_app.datasets.paper_split import split_of
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
-from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import ExtendReport, QuestionFile, extend_questions
 from rag_app.training.question_generator import QuestionCache, QuestionGenerator
 
@@ -23,7 +23,7 @@ def default_questions_file(settings: Settings) -> Path:
 
 def judged_docnos(query_sets: Sequence[Path]) -> set[str]:
     """Every docno a query set judges (any grade): the statements its questions are about."""
-    from rag_app.evaluation.query_set import QuerySet
+    from rag_app.datasets.query_set import QuerySet
 
     return {docno for path in query_sets for query in QuerySet.load(path).queries for docno in query.relevant}
 

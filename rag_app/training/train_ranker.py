@@ -32,9 +32,9 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion import StatementRecord
+from rag_app.datasets.paper_split import split_of
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
-from rag_app.training.paper_split import split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import pairs_without_llm

@@ -25,10 +25,10 @@ from typing import Any
 from tqdm import tqdm
 
 from ingestion import StatementRecord
+from rag_app.datasets.paper_split import PaperSplit, split_of
 from rag_app.settings import Settings
 from rag_app.training.checkpoints import saved_data_fits
 from rag_app.training.index_store import open_index_store
-from rag_app.training.paper_split import PaperSplit, split_of
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.reranker_trainer import (
     EXAMPLES_FILE,

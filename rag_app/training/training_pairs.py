@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ingestion import Source, StatementKind, StatementRecord
-from rag_app.evaluation.dev_sets import label_words, plain_name, reserved_for_evaluation
+from rag_app.datasets.statement_names import label_words, plain_name, reserved_for_evaluation
 from retriever.formulas.formula_share import formula_tokens
 
 PAIR_KINDS = ("name", "defined-term", "section", "label", "mse", "formula", "question")

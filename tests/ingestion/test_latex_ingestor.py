@@ -13,7 +13,7 @@ import pytest
 from ingestion import LatexIngestor, Severity, Source, StatementKind
 from ingestion.ingest_limits import IngestLimits
 from ingestion.problems import IngestProblem
-from rag_app.ingest.ingest_report import IngestReport
+from rag_app.indexing.ingest_report import IngestReport
 from rag_app.pipeline import demo_corpus_path
 
 PAPER = r"""\documentclass{article}

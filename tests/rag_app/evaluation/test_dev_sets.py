@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_app.datasets.query_set import QuerySet
 from rag_app.evaluation.dev_sets import MANIFEST, label_words, plain_name, write_dev_sets
-from rag_app.evaluation.query_set import QuerySet
 from retriever.formulas.formula_share import formula_share, formula_slice
 from tests.conftest import SHARED
 

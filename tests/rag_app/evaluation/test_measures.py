@@ -8,8 +8,8 @@ import random
 import pytest
 import pytrec_eval
 
+from rag_app.datasets.query_set import Protocol
 from rag_app.evaluation.measures import MEASURES, PAPER_MEASURES, paper_level, per_query_values
-from rag_app.evaluation.query_set import Protocol
 from rag_app.evaluation.trec_files import RunEntry, read_qrels, strictly_decreasing
 from tests.conftest import SHARED
 

@@ -9,7 +9,7 @@ import pytest
 
 from ingestion.mse_posts import read_posts
 from ingestion.problems import IngestProblem
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
 
 USER_QUESTIONS = Path(__file__).resolve().parents[3] / "eval" / "questions" / "user-questions.v1.jsonl"

@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rag_app.cli import app
+from rag_app.datasets.paper_split import PaperSplit
+from rag_app.datasets.query_set import EvalQuery, Protocol
 from rag_app.evaluation import QuerySet
-from rag_app.evaluation.query_set import EvalQuery, Protocol
 from rag_app.pipeline import demo_corpus_path
-from rag_app.training.paper_split import PaperSplit
 
 # Trains, starts a server or browser, or reads real corpora: out of the fast tier.
 pytestmark = pytest.mark.slow

@@ -160,8 +160,8 @@ def test_untrained_fusion_is_the_dense_model(demo_index_dir: Path, tmp_path: Pat
 
 
 def test_eval_compares_the_formula_variants_with_sizes_and_latency(formula_setup: dict, tmp_path: Path) -> None:
+    from rag_app.datasets.query_set import EvalQuery, Protocol
     from rag_app.evaluation import QuerySet
-    from rag_app.evaluation.query_set import EvalQuery, Protocol
 
     rag = MathRAG(make_settings(tmp_path, index_dir=formula_setup["index"]))
     with_formulas = [r for r in rag.index.store.iter_records() if r.label and any(len(f) > 12 for f in r.formulas)]

@@ -43,7 +43,7 @@ def test_trained_adapter_ranks_training_queries_higher_and_reports_held_out(
     rag = MathRAG(settings)
     store = rag.index.store
     records = {r.id: r for r in store.iter_records()}
-    from rag_app.training.paper_split import split_of
+    from rag_app.datasets.paper_split import split_of
     from rag_app.training.training_pairs import pairs_without_llm
 
     split = split_of(list(records.values()), settings.training.embed)

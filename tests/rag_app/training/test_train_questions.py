@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.evaluation.query_set import QuerySet
+from rag_app.datasets.query_set import QuerySet
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import generate_questions, judged_docnos
 from tests.conftest import make_settings

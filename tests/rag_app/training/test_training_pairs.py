@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
+from rag_app.datasets.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from rag_app.evaluation.dev_sets import reserved_for_evaluation
 from rag_app.training.hard_negatives import HardNegativeMiner, category_bucket
-from rag_app.training.paper_split import SEEN, TRAINED, UNSEEN, PaperSplit
 from rag_app.training.training_pairs import (
     TrainingPair,
     chosen_by_kind,

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from ingestion.mse_records import MseFilters, MseRecordReader
 from ingestion.problems import IngestProblem
 from ingestion.records import Source
-from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
+from rag_app.indexing.statement_writer import PendingPaper, StatementWriter
 from retriever.store.statement_index import StatementIndex
 
 

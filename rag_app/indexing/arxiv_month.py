@@ -30,8 +30,8 @@ from ingestion.paper_pool import parse_in_pool
 from ingestion.paper_worker import parse_eprint
 from ingestion.problems import IngestProblem, Severity, refused_parts_by_source
 from ingestion.records import Source, StatementRecord
-from rag_app.ingest.dask_ingest import DaskEprintParser
-from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
+from rag_app.indexing.dask_ingest import DaskEprintParser
+from rag_app.indexing.statement_writer import PendingPaper, StatementWriter
 from rag_app.settings import Settings
 from retriever.store.paper_manifest import PaperEntry, PaperManifest
 from retriever.store.statement_index import StatementIndex
@@ -289,7 +289,7 @@ def month_ingest(
     """The month ingest ``settings.ingestion`` describes: local parser processes, or a Dask cluster
     (``ingestion.dask.enabled``) entered here and closed on leaving, so that several months share it.
     ``on_cluster`` hears where the cluster runs (its dashboard). A cluster that cannot start raises
-    :class:`rag_app.ingest.dask_ingest.ClusterError`."""
+    :class:`rag_app.indexing.dask_ingest.ClusterError`."""
     ingestion = settings.ingestion
     with contextlib.ExitStack() as stack:
         cluster = None

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.evaluation.query_set import EvalQuery, Protocol, QuerySet, QuerySetError
+from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet, QuerySetError
 
 
 def small_set() -> QuerySet:

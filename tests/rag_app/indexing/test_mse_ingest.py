@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from rag_app import MathRAG
 from rag_app.cli import app
-from rag_app.ingest.mse_ingest import MseIngest
+from rag_app.indexing.mse_ingest import MseIngest
 from tests.conftest import make_settings
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "mse_posts.xml"

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from rag_app import MathRAG
-from rag_app.ingest.arxiv_month import ArxivMonthIngest
-from rag_app.ingest.dask_ingest import ClusterError, DaskEprintParser
+from rag_app.indexing.arxiv_month import ArxivMonthIngest
+from rag_app.indexing.dask_ingest import ClusterError, DaskEprintParser
 from tests.conftest import make_settings
-from tests.rag_app.ingest.test_arxiv_month import paper, write_month, write_month_with_a_slow_paper
+from tests.rag_app.indexing.test_arxiv_month import paper, write_month, write_month_with_a_slow_paper
 
 # Trains, starts a server or browser, or reads real corpora: out of the fast tier.
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG
-from rag_app.ingest.arxiv_month import ArxivMonthIngest
+from rag_app.indexing.arxiv_month import ArxivMonthIngest
 from tests.archives import tar_bytes
 from tests.conftest import make_settings
 

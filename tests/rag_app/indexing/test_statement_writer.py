@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
-from rag_app.ingest.statement_writer import PendingPaper, StatementWriter
+from rag_app.indexing.statement_writer import PendingPaper, StatementWriter
 from retriever import Embedder, StatementIndex
 from retriever.store.paper_manifest import PaperEntry
 from tests.embedders import HashingEmbedder
