@@ -65,6 +65,7 @@ class ScriptedLLMServer(LLMServerProcess):
     after: int = 0
     safe_fail: str | None = None  # None: no safe variant
     reply: str = "[1]"
+    seconds: float = 0.0  # how long each completion takes
     kind: ClassVar[str] = "scripted"
 
     @property
@@ -74,7 +75,8 @@ class ScriptedLLMServer(LLMServerProcess):
     def command(self) -> list[str]:
         script = Path(__file__).with_name("scripted_llm_server.py")
         return [sys.executable, str(script), "--port", str(self.port), "--model", self.model_alias,
-                "--fail", self.fail, "--after", str(self.after), "--reply", self.reply]  # fmt: skip
+                "--fail", self.fail, "--after", str(self.after), "--reply", self.reply,
+                "--seconds", str(self.seconds)]  # fmt: skip
 
     def safe_variant(self) -> ScriptedLLMServer | None:
         if self.safe_fail is None or self.fail == self.safe_fail:

@@ -5,8 +5,10 @@
 answers ``GET /v1/models`` and chat completions (streamed or not) with ``--reply``; after ``--after``
 completions, the next one makes it fail as ``--fail`` says: ``sigill`` (the process kills itself with
 SIGILL, as a CPU trap does), ``hang`` (the request is never answered), ``exit`` (answers it, then exits
-with code 7: a server that dies between two questions), or ``none``. Standard library only: it starts in
-a fraction of a second.
+with code 7: a server that dies between two questions), or ``none``. ``--seconds S`` makes each completion
+take S seconds (a CPU server reading a prompt); ``GET /stats`` says how many completions were answered and
+the most that were ever in progress at once (a single-slot server must never see two). Standard library
+only: it starts in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ def main() -> None:
     parser.add_argument("--reply", default="[1]")
     parser.add_argument("--fail", choices=("none", "sigill", "hang", "exit"), default="none")
     parser.add_argument("--after", type=int, default=0, help="completions answered before the failure")
+    parser.add_argument("--seconds", type=float, default=0.0, help="how long each completion takes")
     args = parser.parse_args()
     answered = 0
+    in_flight = most_in_flight = 0
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -47,9 +51,23 @@ def main() -> None:
             self.wfile.flush()
 
         def do_GET(self) -> None:
+            if self.path.endswith("/stats"):
+                self._json({"completions": answered, "most_in_flight": most_in_flight})
+                return
             self._json({"object": "list", "data": [{"id": args.model, "object": "model", "owned_by": "tests"}]})
 
         def do_POST(self) -> None:
+            nonlocal in_flight, most_in_flight
+            with lock:
+                in_flight += 1
+                most_in_flight = max(most_in_flight, in_flight)
+            try:
+                self._answer()
+            finally:
+                with lock:
+                    in_flight -= 1
+
+        def _answer(self) -> None:
             nonlocal answered
             request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             if not self.path.endswith("/chat/completions"):
@@ -65,6 +83,7 @@ def main() -> None:
                 signal.pthread_kill(threading.get_ident(), signal.SIGILL)
             if failing and args.fail == "hang":
                 time.sleep(3600)
+            time.sleep(args.seconds)
             self._complete(request)
             if failing and args.fail == "exit":
                 os._exit(7)

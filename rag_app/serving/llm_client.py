@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -17,6 +16,8 @@ from tenacity import (
     stop_after_delay,
     wait_random_exponential,
 )
+
+from rag_app.serving.server_slots import ServerSlots
 
 # Worth retrying: the server was unreachable, too slow, overloaded (429) or failed (5xx).
 # Other 4xx errors are our request's fault and are raised at once.
@@ -83,8 +84,9 @@ class ChatClient:
         self.deadline_s = deadline_s
         self.on_deadline = on_deadline
         self._token_counts_paused_until = 0.0
-        # Bounded concurrency: threads beyond this many wait for a slot instead of piling onto the server.
-        self._slots = threading.BoundedSemaphore(max_concurrency)
+        # Bounded concurrency: requests beyond this many wait for a slot instead of piling onto the server,
+        # counted across every process on this machine that talks to it (the chat and `serve` share one).
+        self._slots = ServerSlots(base_url, max_concurrency)
         self._token_endpoint: str | None = None
         self._server_models: list[Any] | None = None
         self._alternatives_refused = False  # the server said it gives no log probabilities
@@ -156,7 +158,7 @@ class ChatClient:
         shown nothing, so it is opened again too (within ``retries``; still empty, the answer is empty).
         """
         extra_body = {**self.extra_body, **(extra_body or {})}
-        with self._slots:  # the deadline counts from here: waiting for a slot is not the server's time
+        with self._slots.held():  # the deadline counts from here: waiting for a slot is not the server's time
             deadline = Deadline(self.deadline_s)
             model = self._model_within(deadline)
             for _ in range(self.retries + 1):
@@ -222,7 +224,7 @@ class ChatClient:
         then comes with no alternatives."""
         if self._alternatives_refused:
             return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
-        with self._slots:
+        with self._slots.held():
             deadline = Deadline(self.deadline_s)
             model = self._model_within(deadline)
             try:
