@@ -58,6 +58,9 @@ def main() -> None:
 
         def do_POST(self) -> None:
             nonlocal in_flight, most_in_flight
+            if not self.path.endswith("/chat/completions"):  # a token count, say: no prompt to answer
+                self._answer()
+                return
             with lock:
                 in_flight += 1
                 most_in_flight = max(most_in_flight, in_flight)

@@ -12,9 +12,6 @@ from ui.components import (
     SearchControls,
     current_library_stats,
     offer_demo_corpus,
-    open_backend,
-    open_rag,
-    open_rag_or_say_why,
     render_answer,
     render_llm_health,
     render_paper,
@@ -22,6 +19,7 @@ from ui.components import (
     sidebar_controls,
 )
 from ui.latex_display import to_streamlit_markdown
+from ui.resources import open_backend, open_rag, open_rag_or_say_why
 from ui.result_list import QUESTION_INPUT, TO_CHAT
 from ui.statement_links import render_opened_statement
 
@@ -34,7 +32,7 @@ def render_formula_search(controls: SearchControls) -> None:
             return
         st.latex(strip_delimiters(formula))
         try:
-            hits = open_backend().search(lambda: open_rag().search_formula(formula, controls.top_k, controls.where))
+            hits = open_backend().formula(formula, controls.top_k, controls.where)
         except Exception as error:  # a message, never a traceback
             st.error(f"Formula search failed: {error}")
             return
@@ -53,9 +51,7 @@ def render_paper_search(controls: SearchControls) -> None:
         if not query.strip():
             return
         try:
-            papers = open_backend().search(
-                lambda: open_rag().search_papers(query, controls.top_k, controls.where, controls.mode)
-            )
+            papers = open_backend().papers(query, controls.top_k, controls.where, controls.mode)
         except Exception as error:  # a message, never a traceback
             st.error(f"Paper search failed: {error}")
             return

@@ -8,16 +8,15 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from rag_app import MathRAG, Settings
+from rag_app import MathRAG
 from rag_app.answering.answer import Answer, AnswerStatus
 from rag_app.answering.attribution import split_sentences
-from rag_app.api.blocking_backend import BlockingBackend
-from rag_app.api.warm_up import start_warm_up
 from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
 from ui.latex_display import link_citations, to_streamlit_markdown
 from ui.library import LibraryStats, library_stats
+from ui.resources import open_backend, open_rag
 from ui.result_list import render_result_list
 from ui.statement_links import render_definitions, render_statement_links
 
@@ -31,32 +30,6 @@ MODE_LABELS = {
     "fusion-maxsim": "formula-fusion + MaxSim rerank",
 }
 PREVIEW_CHARS = 400
-
-
-@st.cache_resource
-def open_rag() -> MathRAG:
-    return MathRAG(Settings.load())
-
-
-def open_rag_or_say_why() -> tuple[MathRAG, int] | None:
-    """The index and its statement count, or None after saying why it cannot be opened (never a traceback)."""
-    try:
-        rag = open_rag()
-        return rag, rag.index.count()
-    except Exception as error:  # shown to the user as a message, never as a traceback
-        st.error(f"The index could not be opened: {error}")
-        return None
-
-
-@st.cache_resource
-def open_backend() -> BlockingBackend:
-    """The serving backend every session of the chat shares: its searches in one limit, its answers in one
-    queue at the LLM, each with the API's deadlines (``[api]`` settings). Warmed up as ``serve`` is
-    (``api.warm_up``): the models load and the statements are read in beside the first page."""
-    rag = open_rag()
-    if rag.settings.api.warm_up:
-        start_warm_up(rag)
-    return BlockingBackend(rag)
 
 
 @st.cache_data(show_spinner="Reading the library ...", max_entries=4)
@@ -128,7 +101,7 @@ def sidebar_controls(rag: MathRAG, stats: LibraryStats, sources_slider: bool = T
 def render_llm_health(rag: MathRAG, slot: DeltaGenerator) -> LLMHealth:
     """The LLM's state in ``slot`` (a placeholder in the sidebar): drawn before a question and again after
     it, so that a server that died under the question is shown down at once, with why."""
-    health = rag.llm.health()
+    health = LLMHealth(**open_backend().llm_health())  # type: ignore[arg-type]
     icon = {"up": "🟢", "down": "🔴", "restarting": "🟠"}.get(health.state, "⚪")
     slot.caption(f"{icon} LLM: {health.description}")
     return health
@@ -259,7 +232,7 @@ def offer_demo_corpus(rag: MathRAG) -> None:
     if st.button("Ingest the demo corpus", type="primary"):
         try:
             with st.spinner("Ingesting the demo corpus ...", show_time=True):
-                report = rag.ingest_demo()
+                report = open_backend().ingest(rag.ingest_demo)
         except Exception as error:  # a message, never a traceback
             st.error(f"The demo corpus could not be ingested: {error}")
             return

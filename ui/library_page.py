@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import streamlit as st
 
@@ -9,7 +11,8 @@ from prompts import load_prompt
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from retriever.models.cross_encoder_reranker import RerankerModel, RerankerModelError
-from ui.components import SOURCE_LABELS, current_library_stats, offer_demo_corpus, open_rag
+from ui.components import SOURCE_LABELS, current_library_stats, offer_demo_corpus
+from ui.resources import open_backend, open_rag
 from ui.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
 
 
@@ -84,7 +87,7 @@ def render_contents() -> None:
         "second embedding (chat)": _second_embedding_description(rag),
         "reranker": _reranker_description(settings),
         "LLM model (settings)": llm.model or (llm.vllm.model if llm.server == "vllm" else llm.local_model),
-        "LLM server": rag.llm.health().description,
+        "LLM server": open_backend().llm_health()["description"],
         "answer prompt": load_prompt(llm.prompt).identity,
         "index directory": str(settings.resolved_index_dir),
         "vector store": settings.store.connection().describe(settings.resolved_index_dir / "chroma"),
@@ -110,7 +113,7 @@ def render_upload() -> None:
         progress.progress(done / len(files), text=f"Ingesting {uploaded.name} ({done + 1} of {len(files)}) ...")
         try:
             path = save_upload(uploaded.name, uploaded.getvalue(), rag.settings.data_dir / "uploads", limit_mb * 10**6)
-            report = rag.ingest([path])
+            report = open_backend().ingest(functools.partial(rag.ingest, [path]))
         except UploadError as error:
             st.error(str(error))
             continue

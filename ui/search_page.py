@@ -18,12 +18,10 @@ from ui.components import (
     SearchControls,
     current_library_stats,
     offer_demo_corpus,
-    open_backend,
-    open_rag,
-    open_rag_or_say_why,
     render_paper,
     sidebar_controls,
 )
+from ui.resources import open_backend, open_rag, open_rag_or_say_why
 from ui.result_list import TO_CHAT, render_result_list
 from ui.statement_links import render_opened_statement
 
@@ -32,19 +30,14 @@ SHOWN = 20  # lines at first; "Show more" lists the rest of those found, without
 
 def run_search(query: str, controls: SearchControls, count: int, papers: bool, formula: bool) -> list:
     """What `rag-app search` with the same options returns (`--papers`, `--formula`, `-k`, `--mode`, filters)."""
-    rag = open_rag()
+    rerank = open_rag().settings.rerank.chat
+    backend = open_backend()
     if papers:
         mode = None if formula else controls.mode
-        return open_backend().search(
-            lambda: rag.search_papers(
-                query, count, controls.where, mode, formula=formula, rerank=rag.settings.rerank.chat
-            )
-        )
+        return backend.papers(query, count, controls.where, mode, formula=formula, rerank=rerank)
     if formula:
-        return open_backend().search(lambda: rag.search_formula(query, count, controls.where))
-    return open_backend().search(
-        lambda: rag.search(query, count, controls.mode, controls.where, rerank=rag.settings.rerank.chat)
-    )
+        return backend.formula(query, count, controls.where)
+    return backend.search(query, count, controls.mode, controls.where, rerank=rerank)
 
 
 def render_json(results: list[SearchHit] | list[PaperHit]) -> None:

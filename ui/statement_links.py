@@ -8,27 +8,32 @@ import sqlite3
 import streamlit as st
 
 from rag_app import MathRAG
+from rag_app.api.blocking_backend import BlockingBackend
 from rag_app.search.statement_links import StatementLink, StatementNotFoundError, StatementView
 from retriever import SearchHit
 from ui.latex_display import to_streamlit_markdown
+from ui.resources import open_backend
 
 OPENED = "open_statement"  # session state: the id of the statement opened at the top of the page
 MAX_LINKS = 20  # buttons listed under "Used by"; the rest are counted
 
 
 @st.cache_data(show_spinner=False, max_entries=2000)
-def cached_statement_view(_rag: MathRAG, index_dir: str, updated: str, statement_id: str) -> StatementView | None:
-    """One statement's view, read again only when the index changes (its manifest's time); ``_rag`` is not
-    part of the cache key (Streamlit leaves out parameters named with a leading underscore)."""
+def cached_statement_view(
+    _backend: BlockingBackend, index_dir: str, updated: str, statement_id: str
+) -> StatementView | None:
+    """One statement's view (through the serving backend, in its turn among the searches), read again only
+    when the index changes (its manifest's time); ``_backend`` is not part of the cache key (Streamlit
+    leaves out parameters named with a leading underscore)."""
     try:
-        return _rag.statement(statement_id, depth=2)
+        return _backend.statement(statement_id, depth=2)
     except (StatementNotFoundError, sqlite3.DatabaseError):
         return None  # deleted meanwhile, or a damaged graph (`rag-app status` names it)
 
 
 def statement_view(rag: MathRAG, statement_id: str) -> StatementView | None:
     updated = str(rag.index.manifest().get("updated", ""))
-    return cached_statement_view(rag, str(rag.index.directory), updated, statement_id)
+    return cached_statement_view(open_backend(), str(rag.index.directory), updated, statement_id)
 
 
 def _open(statement_id: str) -> None:

@@ -293,6 +293,11 @@ class AnswerStream:
         if self.generated_s is None:
             self.generated_s = time.perf_counter() - self.started
 
+    def close(self) -> None:
+        """Close the LLM's stream (a reader that stops early: the model stops writing, its slot is free)."""
+        if self._generation is None:
+            self._chunks.close()
+
     def result(self) -> Answer:
         if self._answer is None:
             for _ in self.events():  # finish generation if the caller stopped early

@@ -1,5 +1,9 @@
 """The serving backend for callers that block: the Streamlit chat, whose pages run in plain threads.
 
+Every page of the chat goes through it (issue 77): its searches, papers and formulas, the statement views,
+the LLM's health, the answers, and the ingests of the Library page (one at a time: two browser tabs
+uploading at once take turns at the index's writer).
+
 :class:`ServingBackend` is asynchronous (its limits are asyncio semaphores, bound to one event loop). The
 chat's sessions each run in their own thread with no loop, so this adapter runs one loop in a daemon thread
 and hands each call to it: every session of the chat shares the same search limit, the same queue at the
@@ -16,8 +20,11 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from rag_app.answering.answer import AnswerStream
+from rag_app.api.requests import FormulaRequest, SearchRequest
 from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
+from rag_app.search.statement_links import StatementView
+from retriever import PaperHit, SearchFilter, SearchHit
 from retriever.deadline import within
 
 T = TypeVar("T")
@@ -33,11 +40,46 @@ class BlockingBackend:
         self._thread.start()
         # Its asyncio semaphores bind to the loop that first waits on them: this one, as every call goes there.
         self.backend = ServingBackend(rag)
+        self._ingesting = threading.Lock()
 
-    def search(self, work: Callable[[], T]) -> T:
-        """``work`` (a search, a paper search, a statement) in its turn among the searches, by the search
-        time limit; :class:`~rag_app.api.serving_backend.DeadlineError` past it."""
-        return self._wait(self.backend.search(work))
+    def search(
+        self, query: str, k: int, mode: str | None = None, where: SearchFilter | None = None, **options: Any
+    ) -> list[SearchHit]:
+        """Statements matching ``query``, in its turn among the searches, by the search time limit
+        (:class:`~rag_app.api.serving_backend.DeadlineError` past it); ``options``: ``MathRAG.search``'s."""
+        return self._wait(self.backend.search(search_request(query, k, mode, where), **options))
+
+    def papers(
+        self,
+        query: str,
+        k: int,
+        where: SearchFilter | None = None,
+        mode: str | None = None,
+        formula: bool = False,
+        **options: Any,
+    ) -> list[PaperHit]:
+        return self._wait(self.backend.papers(search_request(query, k, mode, where, formula), **options))
+
+    def formula(self, formula: str, k: int, where: SearchFilter | None = None) -> list[SearchHit]:
+        where = where or SearchFilter()
+        request = FormulaRequest(formula=formula, k=k, source=sorted(where.sources), kind=sorted(where.kinds))
+        return self._wait(self.backend.formula(request))
+
+    def statement(self, id_or_label: str, depth: int = 2) -> StatementView:
+        return self._wait(self.backend.statement(id_or_label, depth))
+
+    def llm_health(self, wait_s: float = 3.0) -> dict[str, str | None]:
+        return self._wait(self.backend.llm_health(wait_s))
+
+    def ingest(self, work: Callable[[], T]) -> T:
+        """``work`` (an ingest: ``rag.ingest``, ``rag.ingest_demo``) in the calling thread, which reports its
+        progress to its page, one ingest at a time across the chat's sessions."""
+        with self._ingesting:
+            return work()
+
+    def in_turn(self, work: Callable[[], T]) -> T:
+        """Any other read of the index, in its turn among the searches, by the search time limit."""
+        return self._wait(self.backend.in_turn(work))
 
     @contextmanager
     def answer(self, question: str, k: int | None = None, **options: Any) -> Iterator[AnswerStream]:
@@ -50,6 +92,7 @@ class BlockingBackend:
             with within(deadline):  # the loop's clock is time.monotonic(), the deadline's
                 yield stream
         finally:
+            stream.close()  # a page that stopped reading early: the model stops before its turn is given back
             self._wait(_called(release))  # on the loop (the queue's semaphore is the loop's), done on return
 
     def close(self) -> None:
@@ -62,3 +105,21 @@ class BlockingBackend:
 
 async def _called(function: Callable[[], None]) -> None:
     function()
+
+
+def search_request(
+    query: str, k: int, mode: str | None, where: SearchFilter | None, formula: bool = False
+) -> SearchRequest:
+    """The chat's controls (its sidebar's filter) as the request every front end sends."""
+    where = where or SearchFilter()
+    return SearchRequest(
+        query=query,
+        k=k,
+        mode=mode,
+        formula=formula,
+        source=sorted(where.sources),
+        kind=sorted(where.kinds),
+        category=sorted(where.categories),
+        date_from=where.date_from,
+        date_to=where.date_to,
+    )

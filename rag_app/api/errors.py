@@ -33,3 +33,11 @@ def redacted(text: str, settings: Settings) -> str:
             if len(form) > 1:  # never "/"
                 text = text.replace(form, name)
     return text
+
+
+class ApiError(Exception):
+    """An HTTP error with its status and reason (and headers: ``Retry-After`` on 429)."""
+
+    def __init__(self, status: int, reason: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.reason, self.headers = status, reason, headers or {}

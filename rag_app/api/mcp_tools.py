@@ -8,7 +8,7 @@ descriptions are written for a model: what each tool returns, and how to cite wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -18,7 +18,7 @@ from pydantic import Field
 
 from rag_app.api.errors import STATUS_OF
 from rag_app.api.guards import QueueFullError
-from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest, check_id
+from rag_app.api.requests import FormulaRequest, SearchRequest
 from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
 from retriever import PaperHit, SearchHit
@@ -91,13 +91,14 @@ def reported_to_the_model() -> Iterator[None]:
         raise ToolError(str(error) or type(error).__name__) from error
 
 
-def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
-    """The MCP server over ``backend`` (shared with the HTTP API under `serve`), or over its own backend for
-    a :class:`MathRAG` (`rag-app mcp`)."""
-    backend = backend if isinstance(backend, ServingBackend) else ServingBackend(backend)
-    rag, limits, asks = backend.rag, backend.limits, backend.asks
+def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBackend]) -> MCPServer:
+    """The MCP server over a backend: the HTTP app's (``serve`` passes how to find the one its lifespan
+    made), or one of its own over a :class:`MathRAG` (`rag-app mcp`, over stdio)."""
+    if isinstance(backend, MathRAG):
+        backend = ServingBackend(backend)
+    own = backend
+    current: Callable[[], ServingBackend] = (lambda: own) if isinstance(own, ServingBackend) else own
     server = MCPServer("rag-app", instructions=INSTRUCTIONS)
-    in_thread = backend.search  # in its turn among the searches, by its deadline (DeadlineError past it)
 
     @server.tool(
         description="Search the indexed statements (theorems, lemmas, definitions, ...) that answer a question or "
@@ -110,8 +111,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
         source: Annotated[list[str] | None, Field(description="only these sources: arxiv, mse, local")] = None,
     ) -> dict[str, Any]:
         with reported_to_the_model():
-            request = SearchRequest(query=query, k=k, kind=kind or [], source=source or []).checked(limits)
-            hits = await in_thread(lambda: rag.search(request.query, request.k, where=request.where()))
+            hits = await current().search(SearchRequest(query=query, k=k, kind=kind or [], source=source or []))
             return {"results": [compact_hit(hit) for hit in hits]}
 
     @server.tool(
@@ -123,8 +123,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
         k: Annotated[int, Field(description="how many papers (1-100)")] = 5,
     ) -> dict[str, Any]:
         with reported_to_the_model():
-            request = SearchRequest(query=query, k=k).checked(limits)
-            papers = await in_thread(lambda: rag.search_papers(request.query, request.k))
+            papers = await current().papers(SearchRequest(query=query, k=k))
             return {"papers": [compact_paper(paper) for paper in papers]}
 
     @server.tool(
@@ -136,8 +135,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
         k: Annotated[int, Field(description="how many results (1-100)")] = 10,
     ) -> dict[str, Any]:
         with reported_to_the_model():
-            request = FormulaRequest(formula=formula, k=k).checked(limits)
-            hits = await in_thread(lambda: rag.search_formula(request.formula, request.k))
+            hits = await current().formula(FormulaRequest(formula=formula, k=k))
             return {"results": [compact_hit(hit) for hit in hits]}
 
     @server.tool(
@@ -150,8 +148,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
         id_or_label: Annotated[str, Field(description="a result's id, or PAPER#LABEL")],
     ) -> dict[str, Any]:
         with reported_to_the_model():
-            check_id(id_or_label, limits)  # as `/v1/statements/...` does (issue 77)
-            view = await in_thread(lambda: rag.statement(id_or_label))
+            view = await current().statement(id_or_label)  # its id checked as `/v1/statements/...` checks it
             payload = view.to_dict()
             payload["cite_as"] = cite_as(SearchHit(view.record, 0.0, 0))
             return payload
@@ -165,11 +162,13 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
     )
     async def ask(question: Annotated[str, Field(description="the question, LaTeX welcome")]) -> dict[str, Any]:
         with reported_to_the_model():
-            request = AskRequest(question=question).checked(limits)
+            serving = current()
             try:
-                answer = await backend.ask(request.question)
+                answer = await serving.ask(question)
             except QueueFullError:
+                asks = serving.asks
                 raise ToolError(f"busy: {asks.running} answers are being written and {asks.waiting} wait") from None
+            shown = serving.rag.settings.ui.next_results_shown
             return {
                 "answer": answer.text,
                 "status": answer.status.value,
@@ -179,7 +178,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG) -> MCPServer:
                 "lead_in": answer.lead_in,  # "Yes, as [n] states:", "[n] states the opposite:", ... or None
                 "model_calls": [call.to_dict() for call in answer.model_calls],
                 # the list the chat shows under the answer (issue 76): the search's results after the sources
-                "next_results": [compact_hit(hit) for hit in answer.next_results[: rag.settings.ui.next_results_shown]],
+                "next_results": [compact_hit(hit) for hit in answer.next_results[:shown]],
             }
 
     return server

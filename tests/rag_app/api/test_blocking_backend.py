@@ -67,7 +67,7 @@ def test_two_sessions_asking_at_once_take_turns_at_the_llm(tmp_path: Path) -> No
         assert {question for question, _ in rag.asked} == {"q1", "q2"}
         assert all(options == {"mode": "dense"} for _, options in rag.asked)  # the chat's options reach ask_stream
         assert backend.backend.asks.running == 0
-        assert backend.search(lambda: rag.search("ring")) == ["ring"]
+        assert backend.in_turn(lambda: rag.search("ring")) == ["ring"]
     finally:
         backend.close()
 
@@ -105,6 +105,6 @@ def test_a_search_past_its_limit_is_a_deadline_error(tmp_path: Path) -> None:
     backend = BlockingBackend(rag)  # type: ignore[arg-type]
     try:
         with pytest.raises(DeadlineError):
-            backend.search(lambda: rag.search("ring"))
+            backend.in_turn(lambda: rag.search("ring"))
     finally:
         backend.close()

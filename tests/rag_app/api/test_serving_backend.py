@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect
 import retriever.deadline as deadline
 from rag_app import MathRAG
 from rag_app.answering.answer import AnswerStream
+from rag_app.api.guards import AskQueue
 from rag_app.api.http_app import ReleasingStream, create_app
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.serving_backend import DeadlineError, ServingBackend
@@ -68,7 +69,7 @@ def test_timed_out_searches_keep_their_slot_until_their_thread_ends(tmp_path: Pa
     backend = ServingBackend(rag)  # type: ignore[arg-type]
 
     async def three_searches() -> list[BaseException | None]:
-        outcomes = await asyncio.gather(*(backend.search(rag.search) for _ in range(3)), return_exceptions=True)
+        outcomes = await asyncio.gather(*(backend.in_turn(rag.search) for _ in range(3)), return_exceptions=True)
         await asyncio.sleep(0.8)  # the first thread ends; nothing else had started
         return outcomes  # type: ignore[return-value]
 
@@ -85,7 +86,7 @@ def test_the_retrieval_of_an_answer_waits_its_turn_among_the_searches(tmp_path: 
     backend = ServingBackend(rag)  # type: ignore[arg-type]
 
     async def search_and_ask() -> None:
-        search = asyncio.ensure_future(backend.search(rag.search))
+        search = asyncio.ensure_future(backend.in_turn(rag.search))
         await asyncio.sleep(0.05)  # the search holds the one slot
         await backend.ask("Is it?")
         await search
@@ -139,12 +140,12 @@ def test_a_search_given_up_at_its_deadline_ends_at_its_next_stage_and_frees_its_
 
     async def late_search_then_another() -> tuple[BaseException | None, float]:
         try:
-            await backend.search(rag.search)
+            await backend.in_turn(rag.search)
             error = None
         except DeadlineError as raised:
             error = raised
         started = time.monotonic()
-        await backend.search(lambda: "next")  # waits for the late search's thread to free the slot
+        await backend.in_turn(lambda: "next")  # waits for the late search's thread to free the slot
         return error, time.monotonic() - started
 
     error, waited = asyncio.run(late_search_then_another())
@@ -253,3 +254,42 @@ def test_two_first_callers_open_one_index(tmp_path: Path, monkeypatch: pytest.Mo
     for thread in threads:
         thread.join()
     assert opened == [1]
+
+
+def test_a_stream_past_its_deadline_stops_the_llm_before_it_gives_its_turn_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 77, defect 2: /v1/ask/stream read its chunks in threads without the request's deadline, so the
+    # answer never saw it; at the time limit the turn at the LLM was given back with the LLM's stream open.
+    rag = SlowRag(tmp_path, seconds=0.0, ask_timeout_s=0.5, max_concurrent_asks=1)
+    happened: list[tuple[str, float]] = []
+
+    def chunks() -> Generator[str, None, object]:
+        try:
+            for number in range(20):
+                time.sleep(0.2)  # a CPU model writing
+                happened.append(("chunk", time.monotonic()))
+                yield f"{number} "
+        finally:
+            happened.append(("llm stream closed", time.monotonic()))
+        return SimpleNamespace()
+
+    rag.ask_stream = lambda question, k=None, **options: AnswerStream([], chunks(), lambda text, *_: text)  # type: ignore[method-assign,assignment]
+    leave = AskQueue.leave
+
+    def recorded_leave(queue: AskQueue) -> None:
+        happened.append(("turn given back", time.monotonic()))
+        leave(queue)
+
+    monkeypatch.setattr(AskQueue, "leave", recorded_leave)
+    app = create_app(rag, mcp=False)  # type: ignore[arg-type]
+    with (
+        TestClient(app, base_url="http://127.0.0.1") as client,
+        client.stream("POST", "/v1/ask/stream", json={"question": "a question"}) as response,
+    ):
+        body = "".join(response.iter_text())
+    assert "event: error" in body and '"status": 504' in body, body
+    names = [name for name, _ in happened]
+    assert "llm stream closed" in names and "turn given back" in names, names
+    assert names.index("llm stream closed") < names.index("turn given back"), names  # stopped, then freed
+    assert names.count("chunk") <= 4, names  # the model stopped at the deadline, not after 20 chunks

@@ -3,8 +3,8 @@ once (issue 77: each process had its own queue, so both could write into a serve
 
 Real processes: `rag-app serve` on loopback, and a process that answers the way the chat does (the
 chat's backend, ``BlockingBackend``, over ``MathRAG``); both ask at the same moment. The LLM server is a
-real server process (tests/scripted_llm_server.py) whose completions each take a second and which counts
-the most it ever had in progress.
+real server process (tests/scripted_llm_server.py) whose completions each take four seconds (the two
+answers' prompts overlap unless one waits for the other) and which counts the most it ever had in progress.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ CHAT_PROCESS = textwrap.dedent(
     from rag_app.api.blocking_backend import BlockingBackend
 
     backend = BlockingBackend(MathRAG(Settings.load()))
+    backend.search("Galois correspondence", 3)  # the models loaded: the answer below starts at once
     print("ready", flush=True)
     sys.stdin.readline()  # asked when the test says so: at the same moment as serve
     with backend.answer("What does the Galois correspondence say?", 3) as stream:
@@ -42,7 +43,7 @@ CHAT_PROCESS = textwrap.dedent(
 def test_the_chat_and_serve_sharing_one_llm_server_never_send_it_two_prompts_at_once(
     demo_index_dir: Path, tmp_path: Path
 ) -> None:
-    llm = ScriptedLLMServer(model_alias="scripted", log_path=tmp_path / "llm.log", seconds=1.0, reply="[1]")
+    llm = ScriptedLLMServer(model_alias="scripted", log_path=tmp_path / "llm.log", seconds=4.0, reply="[1]")
     llm.start()
     port = free_port()
     env = {
@@ -77,6 +78,7 @@ def test_the_chat_and_serve_sharing_one_llm_server_never_send_it_two_prompts_at_
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)
+        assert httpx.get(f"{url}/v1/search", params={"query": "Liouville", "k": 3}, timeout=120).status_code == 200
         assert chat.stdout is not None and chat.stdin is not None
         assert chat.stdout.readline().strip() == "ready", (tmp_path / "chat.log").read_text()
 

@@ -1,0 +1,94 @@
+"""An answer streamed to an asynchronous front end (``/v1/ask/stream``), read by one deadline to its end.
+
+The model's chunks come from a blocking iterator (the LLM client's stream), so each is read in a worker
+thread. Each read runs :func:`~retriever.deadline.run_within` the request's deadline, as every search stage
+does, so the answer itself sees the deadline: past it, :class:`~rag_app.answering.answer.AnswerStream`
+closes the LLM's stream at its next chunk and stops (issue 77: the reads ran without it, and the model
+wrote on). :meth:`StreamedAnswer.close` waits for the read in progress to end, closes the stream, and only
+then gives the turn at the LLM back: a turn given back is a server that is free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from rag_app.answering.answer import Answer, AnswerStream, AnswerUpdate
+from retriever.deadline import run_within
+
+if TYPE_CHECKING:
+    from retriever import SearchHit
+
+_END = object()
+
+
+class StreamedAnswer:
+    """The answer's sources at once, then its chunks (``async for``), then :meth:`result`; :meth:`close`
+    always (it runs once, however the reading ended)."""
+
+    def __init__(
+        self,
+        stream: AnswerStream,
+        release: Callable[[], None],
+        deadline: float,
+        late: Callable[[str], TimeoutError],
+    ) -> None:
+        self.stream = stream
+        self.deadline = deadline
+        self._release = release
+        self._late = late  # the backend's error for a request past its deadline
+        self._chunks: Iterator[str | AnswerUpdate] = stream.events()
+        self._reading: asyncio.Future[object] | None = None
+        self._closed = False
+
+    @property
+    def sources(self) -> list[SearchHit]:
+        return self.stream.sources
+
+    @property
+    def next_results(self) -> list[SearchHit]:
+        return self.stream.next_results
+
+    def __aiter__(self) -> StreamedAnswer:
+        return self
+
+    async def __anext__(self) -> str | AnswerUpdate:
+        chunk = await self._in_thread(functools.partial(next, self._chunks, _END), "wrote the answer")
+        if chunk is _END:
+            raise StopAsyncIteration
+        return chunk  # type: ignore[return-value]
+
+    async def result(self) -> Answer:
+        """The answer once its chunks ended (its checks run here, by the same deadline)."""
+        return await self._in_thread(self.stream.result, "checked the answer")  # type: ignore[return-value]
+
+    async def close(self) -> None:
+        """Wait for a read in progress (it ends at the deadline: the answer checks it before each chunk), close
+        the LLM's stream, then give the turn back. Safe to call again."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._reading is not None and not self._reading.done():
+                await asyncio.wait({self._reading})
+            await asyncio.get_running_loop().run_in_executor(None, self._close_streams)
+        finally:
+            self._release()
+
+    async def _in_thread(self, work: Callable[[], object], doing: str) -> object:
+        loop = asyncio.get_running_loop()
+        self._reading = loop.run_in_executor(None, run_within, self.deadline, work)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._reading), max(0.0, self.deadline - loop.time()))
+        except TimeoutError:  # the wait ran out, or the answer stopped at the deadline by itself
+            raise self._late(doing) from None
+
+    def _close_streams(self) -> None:
+        with contextlib.suppress(ValueError):  # a generator still running: cannot happen once the read ended
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()
+            self.stream.close()  # the LLM's own stream, under the chunks
