@@ -14,6 +14,7 @@ the command in the index writes them again from the committed question sets.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def results_index(root: Path) -> str:
         lines += _summary_table(summary)
         command = summary.get("provenance", {}).get("command")
         if command:
-            lines += ["", f"Regenerate: `{command}`"]
+            lines += ["", f"Regenerate: `{_writing_here(command, root / folder)}`"]
         date = summary.get("provenance", {}).get("date")
         if date:
             lines += ["", f"Run on {date}, commit {summary['provenance'].get('git_commit', '?')}."]
@@ -79,6 +80,12 @@ def results_index(root: Path) -> str:
         lines += [f"- [`{name}`]({name})" for name in others]
         lines.append("")
     return "\n".join(lines)
+
+
+def _writing_here(command: str, folder: Path) -> str:
+    """The recorded command, writing its report into ``folder`` (some ran with ``--out /tmp/...`` and were
+    copied here afterwards)."""
+    return re.sub(r"--out \S+", f"--out {folder.as_posix()}", command) if "--out " in command else command
 
 
 def _summary_table(summary: dict[str, Any]) -> list[str]:

@@ -17,10 +17,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from rag_app.serving.llm_server import free_port
 from tests.llm_servers import ScriptedLLMServer
 
+pytestmark = pytest.mark.slow  # two processes and a server: about 45 s (tests/rag_app/serving/test_server_slots.py
+# covers the slots in the fast tier)
 ROOT = Path(__file__).resolve().parents[3]
 CHAT_PROCESS = textwrap.dedent(
     """

@@ -53,7 +53,8 @@ def test_index_names_each_folder_its_measure_and_command(tmp_path: Path) -> None
     index = results_index(tmp_path / "results")
     assert "## `x/`" in index
     assert "| stacks-names | 2 | bm25 | MRR@10 | 0.750 |" in index
-    assert "Regenerate: `rag-app eval --dev -r bm25 --out eval/results/x`" in index
+    # the recorded command, writing into the folder the summary is in (it ran with --out /tmp/x1)
+    assert f"Regenerate: `rag-app eval --dev -r bm25 --out {(tmp_path / 'results' / 'x').as_posix()}`" in index
     assert "[`paired.md`](paired.md)" in index
 
 
