@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from rag_app.answering.answer import AnswerStream
-from rag_app.api.requests import FormulaRequest, SearchRequest
+from rag_app.api.requests import SearchRequest
 from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
 from rag_app.search.statement_links import StatementView
@@ -61,9 +61,9 @@ class BlockingBackend:
         return self._wait(self.backend.papers(search_request(query, k, mode, where, formula), **options))
 
     def formula(self, formula: str, k: int, where: SearchFilter | None = None) -> list[SearchHit]:
-        where = where or SearchFilter()
-        request = FormulaRequest(formula=formula, k=k, source=sorted(where.sources), kind=sorted(where.kinds))
-        return self._wait(self.backend.formula(request))
+        """Statements holding ``formula`` or a similar one, under the sidebar's whole filter (dates and
+        categories too, which ``/v1/formula`` does not take)."""
+        return self._wait(self.backend.search(search_request(formula, k, None, where, formula=True)))
 
     def statement(self, id_or_label: str, depth: int = 2) -> StatementView:
         return self._wait(self.backend.statement(id_or_label, depth))

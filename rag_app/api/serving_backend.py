@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.api.errors import BadRequestError
 from rag_app.api.guards import AskQueue
-from rag_app.api.requests import AskRequest, FormulaRequest, SearchRequest, check_id
+from rag_app.api.requests import FormulaRequest, SearchRequest, check_id, check_k, check_text
 from rag_app.api.streamed_answer import StreamedAnswer
 from rag_app.pipeline import MathRAG
 from rag_app.search.statement_links import StatementView
@@ -40,6 +40,7 @@ from retriever.deadline import run_within
 from retriever.store.index_health import IndexHealth
 
 T = TypeVar("T")
+CLOSE_MARGIN_S = 5.0  # a stream's read ends within the LLM client's timeout for more text, and this
 HEALTHZ_LLM_WAIT_S = 0.5  # /healthz answers in milliseconds; a hung LLM server is "unknown" after this
 
 
@@ -133,7 +134,7 @@ class ServingBackend:
         """The answer to read chunk by chunk (``/v1/ask/stream``), once its turn came and its sources were found;
         the caller closes it (:meth:`StreamedAnswer.close`), which gives the turn back after the LLM stopped."""
         stream, release, deadline = await self.start_answer(question, k, **options)
-        return StreamedAnswer(stream, release, deadline, self._late)
+        return StreamedAnswer(stream, release, deadline, self._late, self.rag.settings.llm.timeout_s + CLOSE_MARGIN_S)
 
     async def start_answer(
         self, question: str, k: int | None = None, **options: Any
@@ -142,7 +143,8 @@ class ServingBackend:
         written), the release of the turn (call it once the stream ends or is abandoned: it runs once) and the
         request's deadline. :class:`QueueFullError` when the queue is full, :class:`DeadlineError` past it.
         ``options``: the rest of ``MathRAG.ask_stream``'s (the chat's mode, history, filter ...)."""
-        AskRequest(question=question, k=k).checked(self.limits)
+        check_text(question, "question", self.limits)
+        check_k(k, self.limits)
         deadline = self.deadline(self.limits.ask_timeout_s)
         loop = asyncio.get_running_loop()
         try:

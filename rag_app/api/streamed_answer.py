@@ -35,11 +35,14 @@ class StreamedAnswer:
         release: Callable[[], None],
         deadline: float,
         late: Callable[[str], TimeoutError],
+        close_wait_s: float,
     ) -> None:
         self.stream = stream
         self.deadline = deadline
         self._release = release
         self._late = late  # the backend's error for a request past its deadline
+        # The longest a read in progress can take to end: one wait of the LLM client for more text.
+        self._close_wait_s = close_wait_s
         self._chunks: Iterator[str | AnswerUpdate] = stream.events()
         self._reading: asyncio.Future[object] | None = None
         self._closed = False
@@ -66,14 +69,15 @@ class StreamedAnswer:
         return await self._in_thread(self.stream.result, "checked the answer")  # type: ignore[return-value]
 
     async def close(self) -> None:
-        """Wait for a read in progress (it ends at the deadline: the answer checks it before each chunk), close
-        the LLM's stream, then give the turn back. Safe to call again."""
+        """Wait for a read in progress (it ends at the deadline: the answer checks it before each chunk; at
+        most ``close_wait_s``, the LLM client's own timeout for more text), close the LLM's stream, then give
+        the turn back. Safe to call again."""
         if self._closed:
             return
         self._closed = True
         try:
             if self._reading is not None and not self._reading.done():
-                await asyncio.wait({self._reading})
+                await asyncio.wait({self._reading}, timeout=self._close_wait_s)
             await asyncio.get_running_loop().run_in_executor(None, self._close_streams)
         finally:
             self._release()

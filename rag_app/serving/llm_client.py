@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -17,7 +18,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from rag_app.serving.server_slots import ServerSlots
+from rag_app.serving.server_slots import ServerSlots, SlotWaitError
 
 # Worth retrying: the server was unreachable, too slow, overloaded (429) or failed (5xx).
 # Other 4xx errors are our request's fault and are raised at once.
@@ -87,6 +88,8 @@ class ChatClient:
         # Bounded concurrency: requests beyond this many wait for a slot instead of piling onto the server,
         # counted across every process on this machine that talks to it (the chat and `serve` share one).
         self._slots = ServerSlots(base_url, max_concurrency)
+        # A slot is held at most one call's deadline; waiting for two such calls is the most a request waits.
+        self.slot_wait_s = 2 * (deadline_s if deadline_s is not None else timeout_s * (retries + 1))
         self._token_endpoint: str | None = None
         self._server_models: list[Any] | None = None
         self._alternatives_refused = False  # the server said it gives no log probabilities
@@ -158,7 +161,7 @@ class ChatClient:
         shown nothing, so it is opened again too (within ``retries``; still empty, the answer is empty).
         """
         extra_body = {**self.extra_body, **(extra_body or {})}
-        with self._slots.held():  # the deadline counts from here: waiting for a slot is not the server's time
+        with self._held_slot():  # the deadline counts from here: waiting for a slot is not the server's time
             deadline = Deadline(self.deadline_s)
             model = self._model_within(deadline)
             for _ in range(self.retries + 1):
@@ -224,7 +227,7 @@ class ChatClient:
         then comes with no alternatives."""
         if self._alternatives_refused:
             return self.chat(messages, max_tokens=max_tokens, temperature=0.0), []
-        with self._slots.held():
+        with self._held_slot():
             deadline = Deadline(self.deadline_s)
             model = self._model_within(deadline)
             try:
@@ -329,6 +332,16 @@ class ChatClient:
             f"the LLM server at {self.base_url} answered with {kind or 'no content type'}, not an answer stream: "
             f"{' '.join(start.split())!r}"
         )
+
+    @contextmanager
+    def _held_slot(self) -> Iterator[None]:
+        """One of the server's slots (:mod:`rag_app.serving.server_slots`); the server too busy for too long is
+        the server unavailable, with the reason."""
+        try:
+            with self._slots.held(self.slot_wait_s):
+                yield
+        except SlotWaitError as error:
+            raise LLMUnavailableError(str(error)) from None
 
     def _timed_out(self, deadline: Deadline, when: str, waited: str) -> LLMUnavailableError:
         """A timeout in words: past the call's deadline (a local server is then taken for hung), or one wait

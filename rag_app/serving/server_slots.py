@@ -6,6 +6,10 @@ it had sent: the two could send one each, at once. The slots are now files, one 
 per user, named by the server's URL; a request holds an exclusive lock (``flock``) on one of them while
 the server works on it. The kernel frees a lock when its process ends, however it ends, so a process
 killed mid-answer holds nothing.
+
+Every wait for a slot has a deadline: ``wait_s`` (the LLM client's: twice the longest one call may take),
+and the request's own where one is set (``retriever.deadline``: a served request past its time limit stops
+waiting at once).
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import retriever.deadline as request_deadline
+
 POLL_S = 0.02  # how often a request waiting for a slot held by another process looks again
+
+
+class SlotWaitError(TimeoutError):
+    """No slot of the server came free within the wait's bound: other requests held them all."""
 
 
 def default_directory() -> Path:
@@ -43,17 +53,23 @@ class ServerSlots:
         self._in_process = threading.BoundedSemaphore(count)
 
     @contextmanager
-    def held(self) -> Iterator[None]:
-        """A slot, waited for as long as it takes (a request's own deadline starts once it holds one)."""
-        with self._in_process:
-            descriptor = self._take()
+    def held(self, wait_s: float) -> Iterator[None]:
+        """A slot, waited for at most ``wait_s`` (:class:`SlotWaitError` past it); a request's own deadline
+        starts once it holds one."""
+        ends = time.monotonic() + wait_s
+        if not self._in_process.acquire(timeout=wait_s):
+            raise self._busy(wait_s)
+        try:
+            descriptor = self._take(ends, wait_s)
             try:
                 yield
             finally:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
                 os.close(descriptor)
+        finally:
+            self._in_process.release()
 
-    def _take(self) -> int:
+    def _take(self, ends: float, wait_s: float) -> int:
         self.directory.mkdir(parents=True, exist_ok=True)
         while True:
             for path in self.paths:
@@ -63,4 +79,13 @@ class ServerSlots:
                     return descriptor
                 except BlockingIOError:
                     os.close(descriptor)
+            if time.monotonic() >= ends:
+                raise self._busy(wait_s)
+            request_deadline.check("a free slot at the LLM server")
             time.sleep(POLL_S)
+
+    def _busy(self, wait_s: float) -> SlotWaitError:
+        return SlotWaitError(
+            f"the LLM server at {self.base_url} stayed busy: none of its {self.count} slot(s) came free within "
+            f"{wait_s:g} s (other requests, perhaps of another process on this machine, held them)"
+        )

@@ -21,6 +21,7 @@ import pytest
 
 from rag_app.serving.llm_server import free_port
 from tests.llm_servers import ScriptedLLMServer
+from tests.processes import read_line
 
 pytestmark = pytest.mark.slow  # two processes and a server: about 45 s (tests/rag_app/serving/test_server_slots.py
 # covers the slots in the fast tier)
@@ -83,12 +84,12 @@ def test_the_chat_and_serve_sharing_one_llm_server_never_send_it_two_prompts_at_
                 time.sleep(0.3)
         assert httpx.get(f"{url}/v1/search", params={"query": "Liouville", "k": 3}, timeout=120).status_code == 200
         assert chat.stdout is not None and chat.stdin is not None
-        assert chat.stdout.readline().strip() == "ready", (tmp_path / "chat.log").read_text()
+        assert read_line(chat.stdout, 120).strip() == "ready", (tmp_path / "chat.log").read_text()
 
         chat.stdin.write("ask\n")
         chat.stdin.flush()
         answer = httpx.post(f"{url}/v1/ask", json={"question": "What does Liouville's theorem say?"}, timeout=120)
-        chatted = chat.stdout.readline().strip()
+        chatted = read_line(chat.stdout, 120).strip()
         assert chat.wait(60) == 0, (tmp_path / "chat.log").read_text()
 
         assert answer.status_code == 200, answer.text[:300]

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.serving.server_slots import ServerSlots
+import retriever.deadline as request_deadline
+from rag_app.serving.server_slots import ServerSlots, SlotWaitError
+from tests.processes import read_line
 
 URL = "http://127.0.0.1:8080/v1"
 
@@ -24,7 +26,7 @@ def most_at_once(slots: list[ServerSlots], hold_s: float = 0.15) -> int:
 
     def request(own: ServerSlots) -> None:
         nonlocal running, most
-        with own.held():
+        with own.held(30):
             with lock:
                 running += 1
                 most = max(most, running)
@@ -53,11 +55,11 @@ def test_a_process_killed_while_holding_a_slot_frees_it(tmp_path: Path) -> None:
         [sys.executable, "-c",
          "import sys, time; from pathlib import Path; from rag_app.serving.server_slots import ServerSlots\n"
          f"slots = ServerSlots({URL!r}, 1, Path({str(tmp_path)!r}))\n"
-         "with slots.held():\n    print('held', flush=True); time.sleep(60)"],
+         "with slots.held(30):\n    print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
     )  # fmt: skip
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert holder.stdout is not None and read_line(holder.stdout, 60).strip() == "held"
         took: list[float] = []
         waiter = threading.Thread(target=lambda: took.append(_time_to_hold(ServerSlots(URL, 1, tmp_path))))
         waiter.start()
@@ -73,10 +75,31 @@ def test_a_process_killed_while_holding_a_slot_frees_it(tmp_path: Path) -> None:
 
 def _time_to_hold(slots: ServerSlots) -> float:
     started = time.monotonic()
-    with slots.held():
+    with slots.held(30):
         return time.monotonic() - started
 
 
 def test_a_server_has_at_least_one_slot(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one slot"):
         ServerSlots(URL, 0, tmp_path)
+
+
+def test_every_wait_for_a_slot_has_a_deadline(tmp_path: Path) -> None:
+    holder = ServerSlots(URL, 1, tmp_path)
+    waiter = ServerSlots(URL, 1, tmp_path)  # another process's, say
+    with holder.held(5):
+        started = time.monotonic()
+        with pytest.raises(SlotWaitError, match="stayed busy"), waiter.held(0.3):
+            pass
+        assert 0.25 < time.monotonic() - started < 2
+        # A served request past its own deadline stops waiting at once (retriever.deadline).
+        started = time.monotonic()
+        with (
+            pytest.raises(request_deadline.DeadlinePassedError),
+            request_deadline.within(time.monotonic() + 0.1),
+            waiter.held(30),
+        ):
+            pass
+        assert time.monotonic() - started < 2
+    with waiter.held(1):  # given back: free again
+        pass
