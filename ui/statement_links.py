@@ -33,7 +33,10 @@ def cached_statement_view(
 
 def statement_view(rag: MathRAG, statement_id: str) -> StatementView | None:
     updated = str(rag.index.manifest().get("updated", ""))
-    return cached_statement_view(open_backend(), str(rag.index.directory), updated, statement_id)
+    try:
+        return cached_statement_view(open_backend(), str(rag.index.directory), updated, statement_id)
+    except TimeoutError:  # past the search time limit: not cached (an exception is not), shown as not found
+        return None
 
 
 def _open(statement_id: str) -> None:

@@ -1,8 +1,7 @@
 """The serving backend for callers that block: the Streamlit chat, whose pages run in plain threads.
 
 Every page of the chat goes through it (issue 77): its searches, papers and formulas, the statement views,
-the LLM's health, the answers, and the ingests of the Library page (one at a time: two browser tabs
-uploading at once take turns at the index's writer).
+the LLM's health, the answers, and the ingests of the Library page.
 
 :class:`ServingBackend` is asynchronous (its limits are asyncio semaphores, bound to one event loop). The
 chat's sessions each run in their own thread with no loop, so this adapter runs one loop in a daemon thread
@@ -40,7 +39,6 @@ class BlockingBackend:
         self._thread.start()
         # Its asyncio semaphores bind to the loop that first waits on them: this one, as every call goes there.
         self.backend = ServingBackend(rag)
-        self._ingesting = threading.Lock()
 
     def search(
         self, query: str, k: int, mode: str | None = None, where: SearchFilter | None = None, **options: Any
@@ -73,9 +71,9 @@ class BlockingBackend:
 
     def ingest(self, work: Callable[[], T]) -> T:
         """``work`` (an ingest: ``rag.ingest``, ``rag.ingest_demo``) in the calling thread, which reports its
-        progress to its page, one ingest at a time across the chat's sessions."""
-        with self._ingesting:
-            return work()
+        progress to its page. Two sessions ingesting at once take turns at the index's writer lock
+        (``retriever.store.index_lock.WriterLock``: threads and processes, with its own deadline)."""
+        return work()
 
     def in_turn(self, work: Callable[[], T]) -> T:
         """Any other read of the index, in its turn among the searches, by the search time limit."""
