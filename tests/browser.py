@@ -69,6 +69,12 @@ def wait_for_streamlit(url: str, process: subprocess.Popen[bytes], log: Path, se
     raise RuntimeError(f"the app did not come up in {seconds:.0f} s:\n{log.read_text()[-3000:]}")
 
 
+def wait_for_the_run_to_end(page: Page, seconds: float) -> None:
+    """Wait until the app's script has run to its end (Streamlit's "Running..." icon is gone). While it runs the
+    page is redrawn, and a click then may land on an element being replaced: the click does nothing."""
+    page.get_by_test_id("stStatusWidgetRunningIcon").wait_for(state="detached", timeout=seconds * 1000)
+
+
 @contextmanager
 def chat_page(command: list[str], url: str, env: dict[str, str], work: Path, viewport: dict[str, int],
               seconds: float) -> Iterator[Page]:  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from rag_app.serving.llm_server import LLMServerProcess, free_port
-from tests.browser import chromium_executable, wait_for_streamlit
+from tests.browser import chromium_executable, wait_for_streamlit, wait_for_the_run_to_end
 from tests.llm_servers import forced_output
 
 # Trains, starts a server or browser, or reads real corpora: out of the fast tier.
@@ -109,9 +109,10 @@ def test_the_chat_in_a_real_browser(chat_url: str, tmp_path: Path) -> None:
         answer = page.get_by_test_id("stChatMessage").nth(1)
         playwright.expect(answer.locator(".katex").first).to_be_visible()  # the formula is rendered
         assert "Q" in answer.locator(".katex").first.inner_text()
+        wait_for_the_run_to_end(page, seconds=120)  # CI once clicked while the answer was redrawn: no jump
         citation.click()
         playwright.expect(page.locator("#src-0-1")).to_be_attached()
-        assert page.url.endswith("#src-0-1")
+        playwright.expect(page).to_have_url(re.compile(r"#src-0-1$"))
         playwright.expect(page.get_by_text("Spectral theorem").first).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "chat.png"))
 
@@ -148,6 +149,7 @@ def test_the_next_results_and_the_search_page_in_a_real_browser(chat_url: str) -
         first_line.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "next-results.png"))
 
+        wait_for_the_run_to_end(page, seconds=120)
         first_line.locator("summary").click()  # opens: the statement, its links, ask about it, quote it
         ask_about = page.get_by_role("button", name="Ask about it")
         ask_about.wait_for(timeout=60_000)
@@ -174,6 +176,7 @@ def test_the_next_results_and_the_search_page_in_a_real_browser(chat_url: str) -
         playwright.expect(results.first).to_contain_text("Theorem")
         page.screenshot(path=str(ARTIFACTS / "search-page.png"))
         # Asking about a result of the Search page goes to the chat, the question waiting in its input.
+        wait_for_the_run_to_end(page, seconds=120)
         results.first.locator("summary").click()
         page.get_by_role("button", name="Ask about it").click()
         box = page.get_by_test_id("stChatInputTextArea")
