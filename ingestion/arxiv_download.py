@@ -1,6 +1,7 @@
 """Fetching one month of arXiv politely: the listing over OAI-PMH, then each paper's e-print.
 
-Requests are spaced by the configured interval (arXiv asks for one every three seconds), retried
+Each request waits the configured interval after the last response (arXiv asks for one request
+every three seconds, as its servers see them), retried
 with exponential backoff on connection errors, timeouts, 429 and 5xx (honouring ``Retry-After``),
 and never repeated for files already on disk, so an interrupted download resumes. The listing is
 written as ``metadata.jsonl`` in the snapshot's layout, which ``--metadata`` reads.
@@ -85,8 +86,12 @@ class ArxivDownloader:
                 wait = self._last_request + self.interval_s - time.monotonic()
                 if wait > 0:
                     self.sleep(wait)
-                self._last_request = time.monotonic()
-                response = self._client.get(url, params=params)
+                try:
+                    response = self._client.get(url, params=params)
+                finally:
+                    # The interval runs from the end of the last exchange, not its start: the server
+                    # then sees at least the interval between two requests, however late one arrived.
+                    self._last_request = time.monotonic()
                 if response.status_code in (429, 503) and "Retry-After" in response.headers:
                     with contextlib.suppress(ValueError):
                         self.sleep(min(float(response.headers["Retry-After"]), 300.0))
