@@ -135,7 +135,7 @@ class StagedRag(SlowRag):
 
 def test_a_search_given_up_at_its_deadline_ends_at_its_next_stage_and_frees_its_slot(tmp_path: Path) -> None:
     # Threads used to run on past their deadline to the end of their work, holding a CPU and a slot.
-    rag = StagedRag(tmp_path, seconds=0.3, max_concurrent_searches=1, search_timeout_s=0.45)
+    rag = StagedRag(tmp_path, seconds=0.6, max_concurrent_searches=1, search_timeout_s=0.9)
     backend = ServingBackend(rag)  # type: ignore[arg-type]
 
     async def late_search_then_another() -> tuple[BaseException | None, float]:
@@ -152,7 +152,8 @@ def test_a_search_given_up_at_its_deadline_ends_at_its_next_stage_and_frees_its_
     assert isinstance(error, DeadlineError)
     assert [name for name, _ in rag.events] == ["first stage starts", "first stage ends", "learned ranker starts",
                                                 "learned ranker ends"]  # fmt: skip
-    assert waited < 0.3  # the slot came back when the learned ranker ended, not after a third stage
+    # The slot came back when the learned ranker ended (0.3 s after the deadline), not after a third stage (0.9 s).
+    assert waited < 0.6, waited
     assert backend.searches_running == 0
 
 
@@ -178,8 +179,8 @@ def test_an_answer_given_up_at_its_deadline_stops_the_llm_and_gives_its_turn_bac
         return None
 
     assert isinstance(asyncio.run(ask_past_the_deadline()), DeadlineError)
-    time.sleep(0.3)
-    assert len(chunks_written) <= 5  # the model stopped writing soon after the deadline, not after 20 chunks
+    time.sleep(1.0)  # a model writing on would have written 13 chunks or more by now
+    assert len(chunks_written) <= 7, chunks_written  # it stopped at the chunk after the deadline (0.35 s)
     assert backend.asks.running == 0  # and its turn at the LLM is free
 
 
