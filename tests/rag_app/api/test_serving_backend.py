@@ -118,7 +118,7 @@ def test_an_answer_has_one_deadline_for_its_wait_and_its_writing(tmp_path: Path)
         return waited, error
 
     waited, error = asyncio.run(two_asks())
-    assert isinstance(error, DeadlineError) and 1.0 < waited < 1.5, waited
+    assert isinstance(error, DeadlineError) and 1.0 < waited < 1.8, waited  # at its 1.2 s deadline
     assert backend.asks.running == 0
 
 
