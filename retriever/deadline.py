@@ -45,6 +45,11 @@ def run_within(deadline: float | None, work: Callable[[], T]) -> T:
         return work()
 
 
+def current() -> float | None:
+    """The current request's deadline (a ``time.monotonic()`` instant), None outside a request."""
+    return _deadline.get()
+
+
 def check(stage: str) -> None:
     """Raise :class:`DeadlinePassedError` when the current request's deadline has passed before ``stage``."""
     deadline = _deadline.get()

@@ -57,7 +57,10 @@ class ServerSlots:
         """A slot, waited for at most ``wait_s`` (:class:`SlotWaitError` past it); a request's own deadline
         starts once it holds one."""
         ends = time.monotonic() + wait_s
-        if not self._in_process.acquire(timeout=wait_s):
+        request_ends = request_deadline.current()
+        first_wait_ends = ends if request_ends is None else min(ends, request_ends)
+        if not self._in_process.acquire(timeout=max(0.0, first_wait_ends - time.monotonic())):
+            request_deadline.check("a free slot at the LLM server")
             raise self._busy(wait_s)
         try:
             descriptor = self._take(ends, wait_s)

@@ -103,3 +103,31 @@ def test_every_wait_for_a_slot_has_a_deadline(tmp_path: Path) -> None:
         assert time.monotonic() - started < 2
     with waiter.held(1):  # given back: free again
         pass
+
+
+def test_a_served_request_past_its_deadline_stops_waiting_for_a_slot_of_its_own_process(tmp_path: Path) -> None:
+    # The slot held by another thread of this process (an answer, while a search asks the LLM for a rewrite):
+    # the wait for the process's own count used to last the whole ``wait_s``, past the request's deadline.
+    slots = ServerSlots(URL, 1, tmp_path)
+    held, done = threading.Event(), threading.Event()
+
+    def answer() -> None:
+        with slots.held(5):
+            held.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=answer)
+    holder.start()
+    try:
+        assert held.wait(10)
+        started = time.monotonic()
+        with (
+            pytest.raises(request_deadline.DeadlinePassedError),
+            request_deadline.within(time.monotonic() + 0.1),
+            slots.held(30),
+        ):
+            pass
+        assert time.monotonic() - started < 2
+    finally:
+        done.set()
+        holder.join(10)
