@@ -23,7 +23,7 @@ from ingestion.latex_files import LatexFlattener, read_latex_file
 from ingestion.latex_macros import MacroTable, definition_line
 from ingestion.latex_numbering import number_document
 from ingestion.latex_readable import ReadableLatex
-from ingestion.latex_references import LabelTargets, statement_references
+from ingestion.latex_references import LabelTargets, SentenceReader, statement_references
 from ingestion.latex_sources import LatexPaper, PaperFinder, parse_arxiv_name, theorem_like_names
 from ingestion.latex_statements import (
     ExtractedStatement,
@@ -225,7 +225,7 @@ class LatexIngestor:
                         metadata=part_metadata,
                     )
                 )
-        self._add_references(result, targets, first_records, references)
+        self._add_references(result, targets, first_records, references, SentenceReader(readable.convert, targets))
         self._add_citations(result, first_records, references, lambda: paper_arxiv_bibliography(paper.main, document))
         # Some statements lost (a paper that yields none has its own error, in ``ingest_paper``); those
         # refused were each reported with their reason.
@@ -246,14 +246,16 @@ class LatexIngestor:
         targets: LabelTargets,
         first_records: list[int | None],
         sources: list[tuple[str, str]],
+        sentences: SentenceReader | None = None,
     ) -> None:
         """Give each statement's first record the labels its statement and proof reference, resolved
-        within the paper (the ids of later statements are known only now); count the unresolved."""
+        within the paper (the ids of later statements are known only now), each with its citing
+        sentence; count the unresolved."""
         targets.set_statement_ids([result.records[row].id if row is not None else "" for row in first_records])
         for row, (statement, proof) in zip(first_records, sources, strict=True):
             if row is None:
                 continue
-            found = statement_references(statement, proof, targets.resolve)
+            found = statement_references(statement, proof, targets.resolve, sentences)
             if found:
                 result.records[row] = dataclasses.replace(result.records[row], references=found)
                 result.references += len(found)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass
 
+from ingestion.citing_sentences import SentenceEnds, readable_sentence
 from ingestion.latex_text import read_group
 from ingestion.records import LabelReference
 
@@ -36,31 +38,71 @@ _LABEL = re.compile(r"\\label\s*(?:\[[^\]]*\]\s*)?\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 def referenced_labels(latex: str) -> list[str]:
     """Every label ``latex`` references, in order, with repeats (one ``\\cref{a,b}`` gives both)."""
+    return [label for label, _, _ in referenced_label_spans(latex)]
+
+
+def referenced_label_spans(latex: str) -> list[tuple[str, int, int]]:
+    """Every label ``latex`` references, in order, with repeats, each with the span of the command
+    that references it (a citing sentence is cut around it)."""
     if "ref" not in latex:  # most statements, at no cost: every command above contains "ref"
         return []
-    found: list[str] = []
+    found: list[tuple[str, int, int]] = []
     for match in _COMMAND.finditer(latex):
         if match.group("hyperref"):
-            found.append(match.group("target"))
+            _, end = read_group(latex, match.end())
+            found.append((match.group("target").strip(), match.start(), end))
             continue
         first, after = read_group(latex, match.end())
         if match.group("range"):
-            last, _ = read_group(latex, after)
-            found.extend([first, last])
+            last, after = read_group(latex, after)
+            found += [(first.strip(), match.start(), after), (last.strip(), match.start(), after)]
         else:
-            found.extend(first.split(","))
-    return [label.strip() for label in found if label.strip()]
+            found += [(label.strip(), match.start(), after) for label in first.split(",")]
+    return [(label, start, end) for label, start, end in found if label]
 
 
 def statement_references(
-    statement: str, proof: str, resolve: Callable[[str], tuple[str, str]] | None = None
+    statement: str,
+    proof: str,
+    resolve: Callable[[str], tuple[str, str]] | None = None,
+    sentences: SentenceReader | None = None,
 ) -> tuple[LabelReference, ...]:
     """The labels referenced in ``statement`` then in ``proof``, each once, where first referenced;
-    ``resolve`` gives each label's (statement id, section) in its paper (:meth:`LabelTargets.resolve`)."""
+    ``resolve`` gives each label's (statement id, section) in its paper (:meth:`LabelTargets.resolve`);
+    ``sentences`` reads the sentence around each label's first reference (:class:`SentenceReader`)."""
     first_place = first_places(statement, proof, referenced_labels)
+    sentence_of = sentences.first_sentences(statement, proof) if sentences is not None else {}
     return tuple(
-        LabelReference(label, where, *(resolve(label) if resolve else ("", ""))) for label, where in first_place.items()
+        LabelReference(label, where, *(resolve(label) if resolve else ("", "")), sentence_of.get(label, ""))
+        for label, where in first_place.items()
     )
+
+
+@dataclass(frozen=True)
+class SentenceReader:
+    """Reads the citing sentence of each label a statement references (:mod:`ingestion.citing_sentences`):
+    ``convert`` makes LaTeX readable as the paper's statements are; ``labels``: the labels the paper defines."""
+
+    convert: Callable[[str], str]
+    labels: Container[str]
+
+    def first_sentences(self, statement: str, proof: str) -> dict[str, str]:
+        """Each label's sentence where it is first referenced, statement first; one sentence read once."""
+        found: dict[str, str] = {}
+        for latex in (statement, proof):
+            spans = [span for span in referenced_label_spans(latex) if span[0] not in found]
+            if not spans:
+                continue
+            ends = SentenceEnds(latex)
+            read: dict[str, str] = {}
+            for label, start, end in spans:
+                if label in found:
+                    continue
+                source = ends.sentence(start, end)
+                if source not in read:  # two references in one sentence: read once
+                    read[source] = readable_sentence(source, self.labels, referenced_labels(source), self.convert)
+                found[label] = read[source]
+        return found
 
 
 def first_places(statement: str, proof: str, read: Callable[[str], list[str]]) -> dict[str, str]:

@@ -72,16 +72,24 @@ class LabelReference:
     """One label a statement references (``\\ref``, ``\\cref``, ...): where (``statement`` or ``proof``) and,
     when its own paper defines the label, what it marks: a statement's id (the statement carrying the
     label, or holding the equation or item labelled), or the name of the section it sits in. Neither:
-    unresolved within the paper (another paper of the index may define it)."""
+    unresolved within the paper (another paper of the index may define it). ``sentence``: the sentence
+    around its first reference, readable (:mod:`ingestion.citing_sentences`): what the citer says of it."""
 
     label: str
     where: str = "statement"
     statement_id: str = ""
     section: str = ""
+    sentence: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LabelReference:
-        return cls(data["label"], data.get("where", "statement"), data.get("statement_id", ""), data.get("section", ""))
+        return cls(
+            data["label"],
+            data.get("where", "statement"),
+            data.get("statement_id", ""),
+            data.get("section", ""),
+            data.get("sentence", ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,13 @@ def render_links(view: StatementView, key: str) -> None:
         if len(view.used_by) > MAX_LINKS:  # Nakayama's lemma is used 118 times in the Stacks project
             more = len(view.used_by) - MAX_LINKS
             st.caption(f"... and {more} more: `rag-app show {view.record.id}` lists them all")
+    if view.cited_as:
+        st.markdown(f"**How it is cited** ({view.cited_as_count} citing sentences)")
+        for position, mention in enumerate(view.cited_as):
+            st.markdown("> " + to_streamlit_markdown(mention.sentence))
+            _link_button(mention.statement, f"{key}-cited-as-{position}")
+        if view.cited_as_count > len(view.cited_as):
+            st.caption(f"... and {view.cited_as_count - len(view.cited_as)} more: `rag-app show {view.record.id}`")
     cited = [citation for citation in view.cites if citation.in_index]
     if cited:
         st.markdown("**Cites papers in the index**")

@@ -39,6 +39,14 @@ def _print_view(view: StatementView, proof: bool) -> None:
     typer.echo(f"\nUsed by ({len(view.used_by)}):")
     for link in view.used_by:
         typer.echo(f"  {link.display_name}  [{_where(link)}]  id {link.id}")
+    if view.cited_as_count:
+        typer.echo(f"\nHow it is cited ({view.cited_as_count} citing sentences):")
+        for mention in view.cited_as:
+            link = mention.statement
+            typer.echo(f"  \u201c{mention.sentence}\u201d")
+            typer.echo(f"    \u2014 {link.display_name}  [{_where(link)}]  id {link.id}  ({mention.where})")
+        if view.cited_as_count > len(view.cited_as):
+            typer.echo(f"  ... and {view.cited_as_count - len(view.cited_as)} more")
     typer.echo(f"\nDefinitions in scope ({len(view.definitions)}):")
     for link in view.definitions:
         typer.echo(f"  {link.display_name}  [{_where(link)}]  id {link.id}")
@@ -71,7 +79,8 @@ def show(
 ) -> None:
     """Show a statement: its text and proof, what it uses (statements and sections it references), what
     uses it, the definitions it depends on (directly, then through the statements it uses), the papers
-    it cites (with their arXiv ids, and whether they are in the index), and who cites its paper."""
+    it cites (with their arXiv ids, and whether they are in the index), who cites its paper, and how it is
+    cited: the sentences around the references to it."""
     view = MathRAG(_searched_settings(config, index)).statement(id_or_label, depth)
     if as_json:
         typer.echo(json.dumps(view.to_dict(), ensure_ascii=False))

@@ -16,6 +16,11 @@ from ingestion.records import StatementKind, StatementRecord
 from retriever.store.statement_index import StatementIndex
 from retriever.types import SearchHit
 
+# The citing sentences a view shows ("How it is cited"); `cited_as_count` says how many there are.
+SHOWN_CITING_SENTENCES = 5
+# A citing sentence of fewer words ("Apply Lemma 3.") is shown after the fuller ones.
+_FULL_SENTENCE_WORDS = 8
+
 # The most statements one walk of the graph visits (`show --depth`, `/v1/statements?depth=5`): a survey's
 # statements can reference hundreds, and five levels of them would read the whole index.
 MAX_WALKED = 500
@@ -95,6 +100,19 @@ class PaperCitation:
 
 
 @dataclass(frozen=True, slots=True)
+class CitingMention:
+    """How one statement cites another: the sentence around its reference, where it is (``statement`` or
+    ``proof``), and the citing statement to open."""
+
+    sentence: str
+    where: str
+    statement: StatementLink
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sentence": self.sentence, "where": self.where, "statement": self.statement.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
 class StatementView:
     """A statement with what it uses, what uses it, and the definitions in its scope (``rag-app show``)."""
 
@@ -105,6 +123,9 @@ class StatementView:
     cites: list[PaperCitation] = field(default_factory=list)  # the keys it cites, in order
     cited_by: list[StatementLink] = field(default_factory=list)  # statements of other papers citing its paper
     cited_by_count: int = 0  # all of them (``cited_by`` holds the first 50)
+    # "How it is cited": the first sentences citing it (the fullest first), and how many there are
+    cited_as: list[CitingMention] = field(default_factory=list)
+    cited_as_count: int = 0
 
     def to_dict(self) -> dict[str, object]:
         """The JSON shape of ``rag-app show --json`` (a contract: fields are only ever added)."""
@@ -119,6 +140,8 @@ class StatementView:
             "cites": [citation.to_dict() for citation in self.cites],
             "cited_by": [link.to_dict() for link in self.cited_by],
             "cited_by_count": self.cited_by_count,
+            "cited_as": [mention.to_dict() for mention in self.cited_as],
+            "cited_as_count": self.cited_as_count,
         }
 
 
@@ -158,6 +181,7 @@ class StatementLinks:
         definitions = self._definition_ids(statement_id, depth)
         cited = self.graph.citations(statement_id)
         citing, citing_count = self.graph.citing(statement_id)
+        sentences = self.graph.citing_sentences([statement_id]).get(statement_id, [])
         wanted = [statement_id, *(e.target_id for e in edges if e.target_id), *used_by, *definitions,
                   *(c.one_statement_id for c in cited if c.one_statement_id), *citing]  # fmt: skip
         records = {record.id: record for record in self.index.store.get(list(dict.fromkeys(wanted)))}
@@ -177,7 +201,13 @@ class StatementLinks:
         ]
         definitions_found = [link[i] for i in definitions if i in link]
         citing_links = [link[i] for i in citing if i in link]
-        return StatementView(record, uses, users, definitions_found, cites, citing_links, citing_count)
+        order = {user.id: position for position, user in enumerate(users)}
+        shown = [s for s in sentences if s.source_id in order]
+        fullest = sorted(shown, key=lambda s: (len(s.sentence.split()) < _FULL_SENTENCE_WORDS, order[s.source_id]))
+        mentions = [CitingMention(s.sentence, s.where, link[s.source_id]) for s in fullest[:SHOWN_CITING_SENTENCES]]
+        return StatementView(
+            record, uses, users, definitions_found, cites, citing_links, citing_count, mentions, len(sentences)
+        )
 
     def definitions_for(self, id_or_label: str, depth: int = 2) -> list[StatementLink]:
         """The definitions a statement depends on, nearest first: those it references (depth 1), then

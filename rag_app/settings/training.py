@@ -160,6 +160,12 @@ class RankerTrainingSettings(BaseModel):
         description="add the statement graph's features (uses, used by, links to the top candidates); "
         "off: they did not win on both development sets (docs/retrieval-and-evaluation.md)",
     )
+    citing_features: bool = Field(
+        False,
+        description="add the citing sentences' features (how often a statement is cited in a sentence, the "
+        "query's terms in those sentences, and in them alone); see docs/retrieval-and-evaluation.md, "
+        "\"How others cite a statement\"",
+    )
     trees: int = Field(400, ge=1, description="boosting rounds at most (early stopping on held-out queries)")
     learning_rate: float = Field(0.05, gt=0)
     # 15 leaves, 100 rows a leaf: the best of a small grid on both development sets (docs/retrieval-and-evaluation.md).

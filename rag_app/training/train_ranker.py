@@ -38,14 +38,15 @@ from rag_app.training.index_store import open_index_store
 from rag_app.training.question_file import QuestionFile
 from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import pairs_without_llm
-from retriever.models.learned_ranker import KIND, LearnedRanker, graph_features, packaged_directory
-from retriever.search.ranking_features import (
-    CATEGORICAL,
-    FEATURE_NAMES,
-    FEATURES_VERSION,
-    GRAPH_FEATURE_NAMES,
-    feature_matrix,
+from retriever.models.learned_ranker import (
+    KIND,
+    LearnedRanker,
+    citing_features,
+    feature_names,
+    graph_features,
+    packaged_directory,
 )
+from retriever.search.ranking_features import CATEGORICAL, FEATURE_NAMES, FEATURES_VERSION, feature_matrix
 from retriever.search.search_mode import SearchMode
 from retriever.store.statement_graph import StatementGraph
 from retriever.types import SearchHit, StatementSearcher
@@ -113,8 +114,9 @@ class TrainRankerJob:
         self.index_dir = index_dir
         self.work_dir = settings.data_dir / "training" / "ranker" / self.training.name
         self.out_dir = out_dir or settings.data_dir / "models" / "rankers" / self.training.name
-        self.feature_names = (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES) if self.training.graph_features else FEATURE_NAMES
-        self.graph: StatementGraph | None = StatementGraph(index_dir) if self.training.graph_features else None
+        self.feature_names = feature_names(self.training.graph_features, self.training.citing_features)
+        reads_graph = self.training.graph_features or self.training.citing_features
+        self.graph: StatementGraph | None = StatementGraph(index_dir) if reads_graph else None
 
     def run(self, show_progress: bool = False, log=print, reuse: bool = True) -> TrainRankerReport:
         import lightgbm
@@ -254,6 +256,8 @@ class TrainRankerJob:
             rows = feature_matrix(query.text, hits)
             if self.training.graph_features:
                 rows = np.hstack([rows, graph_features(hits, self.graph)])
+            if self.training.citing_features:
+                rows = np.hstack([rows, citing_features(query.text, hits, self.graph)])
             for name in SOURCE_FIELD_FEATURES.get(query.kind, ()):
                 rows[:, FEATURE_NAMES.index(name)] = np.nan
             features.append(rows)

@@ -26,10 +26,12 @@ import numpy as np
 
 from retriever.models.embedder_artifact import EmbedderArtifact
 from retriever.search.ranking_features import (
+    CITING_FEATURE_NAMES,
     FEATURE_NAMES,
     FEATURES_VERSION,
     GRAPH_FEATURE_NAMES,
     StatementProfiles,
+    citing_feature_matrix,
     feature_matrix,
     graph_feature_matrix,
 )
@@ -55,6 +57,27 @@ def graph_features(hits: list[SearchHit], graph: StatementGraph | None) -> np.nd
         except sqlite3.DatabaseError:
             pass  # a damaged graph: `rag-app status` names it; the ranker scores without it
     return np.full((len(hits), len(GRAPH_FEATURE_NAMES)), np.nan, dtype=np.float32)
+
+
+def citing_features(
+    query: str, hits: list[SearchHit], graph: StatementGraph | None, profiles: StatementProfiles | None = None
+) -> np.ndarray:
+    """The citing sentences' feature columns for ``hits`` (missing, NaN, without a graph or where it
+    cannot be read)."""
+    if graph is not None:
+        try:
+            return citing_feature_matrix(query, hits, graph.citing_terms([hit.record.id for hit in hits]), profiles)
+        except sqlite3.DatabaseError:
+            pass  # a damaged graph: `rag-app status` names it; the ranker scores without it
+    return np.full((len(hits), len(CITING_FEATURE_NAMES)), np.nan, dtype=np.float32)
+
+
+def feature_names(graph: bool = False, citing: bool = False) -> tuple[str, ...]:
+    """The columns a ranker reads: the base list, then the graph's, then the citing sentences' block."""
+    return (*FEATURE_NAMES, *(GRAPH_FEATURE_NAMES if graph else ()), *(CITING_FEATURE_NAMES if citing else ()))
+
+
+KNOWN_FEATURE_LISTS = tuple(feature_names(graph, citing) for graph in (False, True) for citing in (False, True))
 
 
 class LearnedRankerError(RuntimeError):
@@ -90,7 +113,17 @@ class LearnedRanker:
     @property
     def graph_features(self) -> bool:
         """Trained with the statement graph's features too (``training.ranker.graph_features``)."""
-        return tuple(self.card.get("features", ())) == (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES)
+        return GRAPH_FEATURE_NAMES[0] in tuple(self.card.get("features", ()))
+
+    @property
+    def citing_features(self) -> bool:
+        """Trained with the citing sentences' features too (``training.ranker.citing_features``)."""
+        return CITING_FEATURE_NAMES[0] in tuple(self.card.get("features", ()))
+
+    @property
+    def reads_graph(self) -> bool:
+        """Whether its features need the index's statement graph."""
+        return self.graph_features or self.citing_features
 
     def scores(
         self, query: str, hits: list[SearchHit], graph: StatementGraph | None = None, hidden: Sequence[str] = ()
@@ -103,6 +136,8 @@ class LearnedRanker:
         features = feature_matrix(query, hits, self.profiles)
         if self.graph_features:
             features = np.hstack([features, graph_features(hits, graph)])
+        if self.citing_features:
+            features = np.hstack([features, citing_features(query, hits, graph, self.profiles)])
         if hidden:  # an evaluation's setting; a search hides nothing
             names = list(self.card.get("features") or FEATURE_NAMES)
             for name in hidden:
@@ -129,10 +164,7 @@ class LearnedRanker:
         if card.get("kind") != KIND:
             raise LearnedRankerError(f"{directory} is not a learned ranker; build one with `{BUILD_COMMAND}`")
         features = tuple(card.get("features", ()))
-        if card.get("features_version") != FEATURES_VERSION or features not in (
-            FEATURE_NAMES,
-            (*FEATURE_NAMES, *GRAPH_FEATURE_NAMES),
-        ):
+        if card.get("features_version") != FEATURES_VERSION or features not in KNOWN_FEATURE_LISTS:
             raise LearnedRankerError(
                 f"{what} was trained on another feature list (version {card.get('features_version')}, this "
                 f"version computes {FEATURES_VERSION}); retrain it with `{BUILD_COMMAND}`"

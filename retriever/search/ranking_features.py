@@ -71,6 +71,13 @@ CATEGORICAL = ("kind", "source")
 # says whether it was trained with them.
 GRAPH_FEATURE_NAMES: tuple[str, ...] = ("uses_log", "used_by_log", "linked_to_top", "paper_pagerank")
 TOP_LINKED = 5
+# Opt-in (``training.ranker.citing_features``), appended after the blocks above: what the sentences citing
+# the candidate say (:mod:`ingestion.citing_sentences`): how many statements cite it in a sentence, the
+# share of the query's terms those sentences hold together and the best single sentence's share (a
+# statement cited 200 times holds many words together; one sentence's match does not grow with the
+# count), and the share of the query's terms found there and nowhere in the statement's own fields
+# (the name it is known by, which it never writes itself).
+CITING_FEATURE_NAMES: tuple[str, ...] = ("citing_log", "query_in_citing", "citing_best_share", "query_only_in_citing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +183,31 @@ def graph_feature_matrix(
                      ((hit.record.id, other) in links or (other, hit.record.id) in links))  # fmt: skip
         rows.append([math.log1p(uses), math.log1p(used_by), float(linked), pagerank.get(hit.record.id, 1.0)])
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(GRAPH_FEATURE_NAMES))
+
+
+def citing_feature_matrix(
+    query: str,
+    hits: Sequence[SearchHit],
+    citing_terms: Mapping[str, Sequence[frozenset[str]]],
+    profiles: StatementProfiles | None = None,
+) -> np.ndarray:
+    """One row of :data:`CITING_FEATURE_NAMES` per hit: ``citing_terms`` holds the terms of each citing
+    sentence of a statement (:meth:`retriever.store.statement_graph.StatementGraph.citing_terms`)."""
+    terms = QueryProfile.of(query).terms
+    records = [hit.record for hit in hits]
+    statements = profiles.of_many(records) if profiles is not None else [StatementProfile.of(r) for r in records]
+    rows = []
+    for hit, statement in zip(hits, statements, strict=True):
+        sentences = citing_terms.get(hit.record.id, ())
+        if not sentences:
+            rows.append([0.0, 0.0, 0.0, 0.0])
+            continue
+        together = frozenset().union(*sentences)
+        own = frozenset().union(*statement.field_terms)
+        best = max(_share(terms, sentence) for sentence in sentences)
+        rows.append([math.log1p(len(sentences)), _share(terms, together), best, _share(terms - own, together)
+                     if terms else 0.0])  # fmt: skip
+    return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(CITING_FEATURE_NAMES))
 
 
 def _best_scores(hits: Sequence[SearchHit]) -> dict[str, float]:

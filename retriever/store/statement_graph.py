@@ -30,14 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ingestion.citing_sentences import UNRESOLVED
 from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
 from retriever.store.atomic_files import file_stamp
 from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.text.math_tokenizer import tokenize
 
 GRAPH_DB = "graph.sqlite"
-_SCHEMA_VERSION = 1  # 1: citations and the statements' arXiv ids
+_SCHEMA_VERSION = 2  # 1: citations and the statements' arXiv ids; 2: each reference's citing sentence
 _TABLES = ("statement", "label", "section_label", "reference", "citation", "statement_arxiv")
 # A label another paper defines resolves only where one statement carries it as PAPER-LABEL.
 _UNIQUE = "(SELECT COUNT(*) FROM label other WHERE other.full_label = l.full_label) = 1"
@@ -57,6 +59,42 @@ _USED_BY_OF = (
     f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND {_UNIQUE}"
     ") WHERE target != source GROUP BY target"
 )
+
+# Each (statement of {marks}, a statement referencing it, where, the sentence), one row per citer (its
+# first sentence), as `used_by` resolves references; the ORDER BY makes the rows the same in every process.
+_CITING = (
+    "SELECT target, source, MIN(location), MIN(sentence) FROM ("
+    "SELECT target_id AS target, id AS source, location, sentence FROM reference "
+    "WHERE target_id IN ({marks}) AND sentence != '' "
+    "UNION ALL SELECT l.id, r.id, r.location, r.sentence FROM label l JOIN reference r ON r.label = l.full_label "
+    f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND r.sentence != '' AND {_UNIQUE}"
+    ") WHERE target != source GROUP BY target, source ORDER BY target, source"
+)
+
+_CITING_TERMS = (
+    "SELECT target, source, MIN(terms) FROM ("
+    "SELECT target_id AS target, id AS source, sentence_terms AS terms FROM reference "
+    "WHERE target_id IN ({marks}) AND sentence_terms != '' "
+    "UNION ALL SELECT l.id, r.id, r.sentence_terms FROM label l JOIN reference r ON r.label = l.full_label "
+    f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND r.sentence_terms != '' AND {_UNIQUE}"
+    ") WHERE target != source GROUP BY target, source ORDER BY target, source"
+)
+
+
+def _terms_of(sentence: str) -> str:
+    """The search terms of a citing sentence, once each, space-joined (the learned ranker's reading);
+    the reference's own placeholder is no term."""
+    return " ".join(dict.fromkeys(tokenize(sentence.replace(UNRESOLVED, " ")))) if sentence else ""
+
+
+@dataclass(frozen=True, slots=True)
+class CitingSentence:
+    """One statement's sentence around its reference to another: ``source_id`` cites, ``where``
+    (``statement`` or ``proof``), and the readable ``sentence``."""
+
+    source_id: str
+    sentence: str
+    where: str = "proof"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +150,8 @@ class StatementGraph:
                 CREATE INDEX IF NOT EXISTS section_label_full ON section_label (full_label);
                 CREATE TABLE IF NOT EXISTS reference (
                     id TEXT NOT NULL, position INTEGER NOT NULL, label TEXT NOT NULL, location TEXT NOT NULL,
-                    target_id TEXT NOT NULL, section TEXT NOT NULL, paper_id TEXT NOT NULL
+                    target_id TEXT NOT NULL, section TEXT NOT NULL, paper_id TEXT NOT NULL,
+                    sentence TEXT NOT NULL DEFAULT '', sentence_terms TEXT NOT NULL DEFAULT ''
                 );
                 CREATE INDEX IF NOT EXISTS reference_id ON reference (id);
                 CREATE INDEX IF NOT EXISTS reference_target ON reference (target_id);
@@ -127,7 +166,14 @@ class StatementGraph:
                 CREATE INDEX IF NOT EXISTS statement_arxiv_id ON statement_arxiv (arxiv_id);
                 """
             )
-            if db.execute("PRAGMA user_version").fetchone()[0] < _SCHEMA_VERSION:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            columns = {row[1] for row in db.execute("PRAGMA table_info(reference)")}
+            if "sentence" not in columns:
+                # A graph written before citing sentences were kept: its references have none until
+                # their statements are ingested again (a record's field, like every other).
+                db.execute("ALTER TABLE reference ADD COLUMN sentence TEXT NOT NULL DEFAULT ''")
+                db.execute("ALTER TABLE reference ADD COLUMN sentence_terms TEXT NOT NULL DEFAULT ''")
+            if version < 1:
                 # A graph written before citations were kept: its statements' papers get their arXiv
                 # ids now, so that new papers' citations of them resolve (their own citations come with
                 # a re-ingest, as every record field does).
@@ -136,6 +182,7 @@ class StatementGraph:
                     "INSERT OR IGNORE INTO statement_arxiv VALUES (?, ?)",
                     [(i, arxiv) for i, paper in rows if (arxiv := paper_arxiv_id(paper))],
                 )
+            if version < _SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     def _connect(self) -> sqlite3.Connection:
@@ -164,9 +211,11 @@ class StatementGraph:
                  for label, section in _section_labels(r)],
             )  # fmt: skip
             db.executemany(
-                "INSERT INTO reference VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO reference (id, position, label, location, target_id, section, paper_id, sentence, "
+                "sentence_terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (r.id, position, ref.label, ref.where, ref.statement_id, ref.section, r.paper_id)
+                    (r.id, position, ref.label, ref.where, ref.statement_id, ref.section, r.paper_id, ref.sentence,
+                     _terms_of(ref.sentence))
                     for r in records
                     for position, ref in enumerate(r.references)
                 ],
@@ -243,6 +292,39 @@ class StatementGraph:
                 (statement_id, statement_id),
             ).fetchall()
         return sorted({row[0] for row in rows} - {statement_id})
+
+    @named_errors
+    def citing_sentences(self, ids: Sequence[str], limit: int | None = None) -> dict[str, list[CitingSentence]]:
+        """For each of ``ids``, the sentences of the statements that reference it (resolved as
+        :meth:`used_by` resolves them), each citer once, in id order; at most ``limit`` a statement.
+        A statement no sentence cites is left out. One query whatever the number of ids."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        found: dict[str, list[CitingSentence]] = {}
+        with self._reads.reading() as db:
+            for start in range(0, len(ids), 400):
+                batch = ids[start : start + 400]
+                marks = ",".join("?" * len(batch))
+                for target, source, where, sentence in db.execute(_CITING.format(marks=marks), [*batch, *batch]):
+                    cited = found.setdefault(target, [])
+                    if limit is None or len(cited) < limit:
+                        cited.append(CitingSentence(source, sentence, where))
+        return found
+
+    @named_errors
+    def citing_terms(self, ids: Sequence[str]) -> dict[str, list[frozenset[str]]]:
+        """For each of ``ids`` that a sentence cites, the search terms of each citer's sentence (stemmed
+        words and LaTeX commands, made at ingest), in citer order: what the learned ranker reads."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        found: dict[str, list[frozenset[str]]] = {}
+        marks = ",".join("?" * len(ids))
+        with self._reads.reading() as db:
+            for target, _source, terms in db.execute(_CITING_TERMS.format(marks=marks), [*ids, *ids]):
+                found.setdefault(target, []).append(frozenset(terms.split()))
+        return found
 
     @named_errors
     def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:

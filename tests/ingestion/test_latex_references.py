@@ -68,14 +68,17 @@ def test_references_resolve_to_statements_equations_and_sections_within_the_pape
     [paper] = LatexIngestor().ingest([main.parent])
     by_label = {record.label: record for record in paper.records}
     definition, lemma, theorem = by_label["def:nice"], by_label["lem:first"], by_label["thm:later"]
+    stated = "Nice rings are zero, see (2) and Theorem 3."  # each reference keeps its citing sentence
+    proved = "By Definition 1, Section 1, Equation 1 and [ref]."  # another paper's label: "[ref]"
     assert lemma.references == (
-        LabelReference("eq:inside", "statement", lemma.id),  # an equation inside it: itself
-        LabelReference("thm:later", "statement", theorem.id),  # a later statement: resolved too
-        LabelReference("def:nice", "proof", definition.id),
-        LabelReference("sec:basics", "proof", "", "Basics"),  # a section: by its name
-        LabelReference("eq:outside", "proof", "", "Basics"),  # an equation between statements: its section
-        LabelReference("other-lemma-x", "proof"),  # not defined here: kept, unresolved
+        LabelReference("eq:inside", "statement", lemma.id, "", stated),  # an equation inside it: itself
+        LabelReference("thm:later", "statement", theorem.id, "", stated),  # a later statement: resolved too
+        LabelReference("def:nice", "proof", definition.id, "", proved),
+        LabelReference("sec:basics", "proof", "", "Basics", proved),  # a section: by its name
+        LabelReference("eq:outside", "proof", "", "Basics", proved),  # an equation between statements: its section
+        LabelReference("other-lemma-x", "proof", "", "", proved),  # not defined here: kept, unresolved
     )
+    assert theorem.references[0].sentence == "By Lemma 2, everything holds."  # through the paper's macro
     # through the paper's own macro; a reference cycle and a self-reference are fine
     assert [(r.label, r.statement_id) for r in theorem.references] == [
         ("lem:first", lemma.id), ("eq:inside", lemma.id), ("thm:later", theorem.id)
@@ -85,6 +88,6 @@ def test_references_resolve_to_statements_equations_and_sections_within_the_pape
     assert lemma.metadata["section_label"] == "sec:basics"
     # ``ingest --parse-only --json`` prints them
     assert lemma.to_dict()["references"][1] == {
-        "label": "thm:later", "where": "statement", "statement_id": theorem.id, "section": ""
+        "label": "thm:later", "where": "statement", "statement_id": theorem.id, "section": "", "sentence": stated
     }  # fmt: skip
     assert StatementRecord.from_dict(lemma.to_dict()) == lemma

@@ -63,9 +63,14 @@ def test_show_and_search_json(demo_index_dir: Path, tmp_path: Path) -> None:
     assert shown.exit_code == 0, shown.output
     assert "Uses (1):" in shown.output and "Cauchy's integral formula" in shown.output
     assert "Used by (1):" in shown.output and "Fundamental theorem of algebra" in shown.output
+    citing = ("If $p$ had no root, $1/p$ would be a bounded entire function, hence constant by Liouville's "
+              "theorem (Theorem 5).")  # fmt: skip
+    assert "How it is cited (1 citing sentences):" in shown.output and citing in shown.output
     as_json = runner.invoke(app, ["show", "thm:liouville", "--json", "--index", str(demo_index_dir)], env=env)
     view = json.loads(as_json.stdout)
     assert view["label"] == "thm:liouville" and view["used_by"][0]["label"] == "cor:fta"
+    assert view["cited_as_count"] == 1 and view["cited_as"][0]["sentence"] == citing
+    assert (view["cited_as"][0]["where"], view["cited_as"][0]["statement"]["label"]) == ("proof", "cor:fta")
     missing = runner.invoke(app, ["show", "lem:nowhere", "--index", str(demo_index_dir)], env=env)
     assert missing.exit_code == 2 and "no statement has the id or label" in missing.output
     found = runner.invoke(app, ["search", "bounded entire function", "--json", "-k", "3", "--index",

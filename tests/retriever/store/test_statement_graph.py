@@ -141,3 +141,46 @@ def test_a_deep_walk_reads_the_graph_once_per_level_and_visits_a_bounded_number(
     bounded = links._definition_ids("s", depth=5, max_statements=21)  # s, 20 lemmas: no room for a definition
     assert bounded == []
     assert len(links._definition_ids("s", depth=5, max_statements=51)) == 10
+
+
+def test_citing_sentences_follow_the_graph_across_papers_reingests_and_removals(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    by_name = LabelReference("lemma-NAK", "proof", "nak", "", "Hence M = 0 by Nakayama's lemma.")
+    in_chapter = record("a2", "algebra", "lemma-two", by_name)
+    stalk = LabelReference("algebra-lemma-NAK", "statement", "", "", "The stalk vanishes by [ref].")
+    from_topology = record("t1", "topology", "lemma-t", stalk)
+    graph.add([from_topology])  # before the chapter it cites
+    assert graph.citing_sentences(["nak"]) == {}
+    graph.add([NAK, in_chapter])  # the other chapter arrives: its sentence counts at once
+    cited = graph.citing_sentences(["nak", "a2"])
+    assert [(c.source_id, c.sentence, c.where) for c in cited["nak"]] == [
+        ("a2", "Hence M = 0 by Nakayama's lemma.", "proof"),
+        ("t1", "The stalk vanishes by [ref].", "statement"),
+    ] and "a2" not in cited
+    terms = graph.citing_terms(["nak"])["nak"]
+    assert "nakayama" in terms[0] and "ref" not in terms[1] and "stalk" in terms[1]
+    reworded = record("a2", "algebra", "lemma-two",
+                      LabelReference("lemma-NAK", "proof", "nak", "", "So M is zero."))  # fmt: skip
+    graph.add([reworded])  # a re-ingest replaces its sentence
+    assert [c.sentence for c in graph.citing_sentences(["nak"])["nak"]] == [
+        "So M is zero.",
+        "The stalk vanishes by [ref].",
+    ]
+    graph.remove(["t1"])  # a removed paper takes its sentences away
+    assert [c.source_id for c in graph.citing_sentences(["nak"], limit=5)["nak"]] == ["a2"]
+
+
+def test_a_graph_written_before_citing_sentences_gains_the_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "graph.sqlite") as db:
+        db.execute(
+            "CREATE TABLE reference (id TEXT NOT NULL, position INTEGER NOT NULL, label TEXT NOT NULL, "
+            "location TEXT NOT NULL, target_id TEXT NOT NULL, section TEXT NOT NULL, paper_id TEXT NOT NULL)"
+        )
+        db.execute("INSERT INTO reference VALUES ('old', 0, 'lemma-NAK', 'proof', 'nak', '', 'algebra')")
+        db.execute("PRAGMA user_version = 1")
+    graph = StatementGraph(tmp_path)
+    assert graph.citing_sentences(["nak"]) == {}  # its references have no sentence until re-ingested
+    graph.add([NAK, USES_NAK, record("a3", "algebra", "", LabelReference("lemma-NAK", "proof", "nak", "", "By it."))])
+    assert [c.source_id for c in graph.citing_sentences(["nak"])["nak"]] == ["a3"]
