@@ -126,3 +126,23 @@ def test_kind_weights_refit_on_the_same_features_and_must_name_a_training_kind(
         RankerTrainingSettings(kind_weights={"slogan": 0.5})
     with pytest.raises(ValueError, match="must not be negative"):
         RankerTrainingSettings(kind_weights={"question": -1})
+
+
+def test_a_ranker_trained_with_the_citing_sentences_reads_them_in_a_search(
+    demo_index_dir: Path, tmp_path: Path
+) -> None:
+    from retriever.search.ranking_features import CITING_FEATURE_NAMES
+
+    settings = small_settings(tmp_path, demo_index_dir)
+    settings.training.ranker.citing_features = True
+    report = TrainRankerJob(settings, demo_index_dir, tmp_path / "citing-ranker").run(log=lambda _m: None)
+    assert report.ranker.card["features"] == [*FEATURE_NAMES, *CITING_FEATURE_NAMES]
+    groups = QueryGroups.load(settings.data_dir / "training" / "ranker" / settings.training.ranker.name / FEATURES_FILE)
+    cited = groups.features[:, len(FEATURE_NAMES)]  # citing_log: the demo's statements cite each other
+    assert groups.features.shape[1] == len(FEATURE_NAMES) + len(CITING_FEATURE_NAMES) and (cited > 0).any()
+    settings.ranker.model = str(report.directory)
+    rag = MathRAG(settings)
+    ranker = LearnedRanker.load(str(report.directory), rag.index.embedder.identity)
+    assert ranker.citing_features and not ranker.graph_features
+    hits = rag.search("bounded entire function is constant", k=3)
+    assert len(hits) == 3 and all("first-stage" in hit.channel_ranks for hit in hits)

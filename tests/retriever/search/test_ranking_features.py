@@ -122,3 +122,28 @@ def test_profiles_kept_are_bounded() -> None:
     records = [dataclasses.replace(FLAT, id=f"s{i}") for i in range(5)]
     feature_matrix("flat", [hit(record, i + 1, {}, {}) for i, record in enumerate(records)], profiles)
     assert len(profiles._profiles) == 2
+
+
+def test_citing_features_read_what_the_citing_sentences_say(tmp_path) -> None:
+    from ingestion.records import LabelReference
+    from retriever.models.learned_ranker import citing_features
+    from retriever.search.ranking_features import CITING_FEATURE_NAMES
+    from retriever.store.statement_graph import StatementGraph
+
+    unnamed = StatementRecord("a", Source.ARXIV, StatementKind.LEMMA, "If $IM = M$ then $M = 0$.", "p1",
+                              label="lemma-nak")  # fmt: skip
+    by_name = LabelReference("lemma-nak", "proof", "a", "", "Hence $M = 0$ by Nakayama's lemma.")
+    bare = LabelReference("lemma-nak", "proof", "a", "", "Apply Lemma 3.")
+    citers = [StatementRecord(f"c{i}", Source.ARXIV, StatementKind.LEMMA, "Flat.", "p1", references=(ref,))
+              for i, ref in enumerate((by_name, bare))]  # fmt: skip
+    graph = StatementGraph(tmp_path)
+    graph.add([unnamed, *citers])
+    hits = [hit(unnamed, 1, {}, {}), hit(FLAT, 2, {}, {})]
+    matrix = citing_features("Nakayama lemma", hits, graph)
+    assert matrix.shape == (2, len(CITING_FEATURE_NAMES))
+    cited, together, best, only_there = (float(v) for v in matrix[0])
+    assert cited == pytest.approx(math.log(3))  # two statements cite it in a sentence
+    assert together == 1.0 and best == 1.0  # both query terms in one sentence
+    assert only_there == 1.0  # and neither is written in the lemma itself: its name comes from its citers
+    assert matrix[1].tolist() == [0.0, 0.0, 0.0, 0.0]  # nobody cites the definition
+    assert np.isnan(citing_features("Nakayama lemma", hits, None)).all()  # no graph: missing
