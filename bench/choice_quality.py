@@ -16,13 +16,14 @@ With ``--model-always`` (the model asked every time) the summary also replays ea
 the same answers (``POLICIES``: the ranker's first result alone; the model, with 1 or 3 closest sources
 quoted under the notice when it says NONE; a ranker margin that skips the model): how often the answer
 shows an answering statement, and how many quotes are presented as the answer that do not answer.
-``--max-sources N`` lets the model read N sources (the token budget grows with them).
+``--max-sources N`` lets the model read N sources (the token budget grows with them; with
+``--same-budget`` it stays, and each source is cut to its share: more openings in the same prompt).
 
 Answers go to ``choice_quality-answers.jsonl`` under ``--out`` (ignored by git: they quote third-party
 statements); the summary to ``choice_quality.json`` and ``.md``.
 
     python bench/choice_quality.py [--set FILE] [--index DIR] [--limit N] [--stride N] [--model-always]
-        [--max-sources N] [--from-answers FILE] [--out bench/results]
+        [--max-sources N [--same-budget]] [--from-answers FILE] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -396,8 +397,14 @@ def main() -> None:
     parser.add_argument(
         "--max-sources", type=int, default=None,
         help="sources the model chooses among (answers.quote.max_sources; the token budget grows with it)",
+    )
+    parser.add_argument(
+        "--same-budget", action="store_true",
+        help="with --max-sources: keep the sources' token budget, each source cut to its share (a deeper reading)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.same_budget and not args.max_sources:
+        parser.error("--same-budget goes with --max-sources")
     if args.from_answers:
         rows = [json.loads(line) for line in args.from_answers.read_text().splitlines() if line.strip()]
         defaults = {"chosen_by": "model", "expected": None, "lead_in": None, "verdict": None}
@@ -421,7 +428,10 @@ def main() -> None:
     if args.max_sources:
         quote = settings.answers.quote
         per_source = quote.sources_budget_tokens / quote.max_sources
-        quote.sources_budget_tokens = round(per_source * args.max_sources)
+        if args.same_budget:  # more sources in the same prompt tokens: each cut to its opening
+            quote.max_source_tokens = max(24, round(quote.sources_budget_tokens / args.max_sources))
+        else:
+            quote.sources_budget_tokens = round(per_source * args.max_sources)
         quote.max_sources = args.max_sources
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []

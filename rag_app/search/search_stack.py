@@ -6,6 +6,7 @@ Stages, each a class in ``retriever`` taking the stage before it::
     -> EnsembleRanker             + the companion embedding model's channel, fused linearly   (when asked)
     -> FirstStageSearcher         the records read from Chroma once; the filter, applied once
     -> LearnedRankingSearcher     LambdaMART over the top 100, from the channels' own numbers   (ranker.model)
+    -> CitingFusingSearcher       + what the statements' citers say of them, fused   (retrieval.citing_weight)
     -> RerankingSearcher          the cross-encoder over the top N                         (when asked)
     -> DuplicateCollapsingSearcher  one hit per duplicate group                  (duplicates.collapse)
     -> TypedNotationSearcher      ASCII-typed math read as LaTeX first, for every stage  (retrieval.typed_notation)
@@ -28,6 +29,7 @@ from retriever.models.cross_encoder_reranker import CrossEncoderReranker
 from retriever.models.learned_ranker import LearnedRanker
 from retriever.models.query_adapter import QueryAdapter
 from retriever.search.channel_ranker import ChannelRanker
+from retriever.search.citing_fusing_searcher import CitingFusingSearcher
 from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.search.ensemble_ranker import EnsembleRanker
 from retriever.search.first_stage_searcher import FirstStageSearcher
@@ -46,13 +48,14 @@ from retriever.types import StatementSearcher
 RERANK_SUFFIX = "+rerank"  # `hybrid-formula+rerank`: that retriever's top N rescored by the cross-encoder
 LEARNED_SUFFIX = "+ltr"  # `hybrid-formula+ltr`: that retriever's top 100 ordered by the learned ranker
 SECOND_EMBEDDING_SUFFIX = "+dense2"  # `hybrid-formula+dense2`: fused with the companion embedding model
+CITING_SUFFIX = "+citing"  # `hybrid-formula+ltr+citing`: the learned ranker's order fused with the citing channel
 NOTATION_SUFFIX = "+notation"  # `hybrid-formula+ltr+notation`: the query's ASCII-typed math read as LaTeX first
 REWRITE_SUFFIX = "+rewrite"  # `...+notation+rewrite`: fused with the search of the LLM's statement rewrite
 
 
 class UnknownRunNameError(ValueError):
     """A run name the grammar does not know (``MODE``, then any of ``+dense2``, ``+ltr``, ``+rerank``,
-    ``+notation``, ``+rewrite`` in that order)."""
+    ``+citing``, ``+notation``, ``+rewrite`` in that order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ class RunName:
     learned: bool = False
     notation: bool = False
     rewrite: bool = False
+    citing: bool = False  # the citing channel fused after the learned ranker (``+citing``, with ``+ltr``)
 
     @classmethod
     def parse(cls, name: str) -> RunName:
@@ -75,6 +79,8 @@ class RunName:
         rest = rest.removesuffix(REWRITE_SUFFIX)
         notation = rest.endswith(NOTATION_SUFFIX)
         rest = rest.removesuffix(NOTATION_SUFFIX)
+        citing = rest.endswith(CITING_SUFFIX)
+        rest = rest.removesuffix(CITING_SUFFIX)
         rerank = rest.endswith(RERANK_SUFFIX)
         rest = rest.removesuffix(RERANK_SUFFIX)
         learned = rest.endswith(LEARNED_SUFFIX)
@@ -88,13 +94,16 @@ class RunName:
                     "NAME+dense2",
                     "NAME+ltr",
                     "NAME+rerank",
+                    "NAME+ltr+citing",
                     "NAME+notation",
                     "NAME+rewrite",
-                    "NAME+dense2+ltr+rerank+notation+rewrite",
+                    "NAME+dense2+ltr+rerank+citing+notation+rewrite",
                 ]
             )
             raise UnknownRunNameError(f"unknown retriever {name!r} (known: {known}, run:PATH)")
-        return cls(SearchMode(mode), second, rerank, learned, notation, rewrite)
+        if citing and not learned:
+            raise UnknownRunNameError(f"retriever {name!r}: +citing follows the learned ranker (NAME+ltr+citing)")
+        return cls(SearchMode(mode), second, rerank, learned, notation, rewrite, citing)
 
 
 class SearchStack:
@@ -142,9 +151,10 @@ class SearchStack:
         self._ranker_lock = threading.Lock()
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._learned: dict[bool, LearnedRankingSearcher] = {}
+        self._citing: dict[bool, CitingFusingSearcher] = {}
         self._rerankings: dict[tuple[bool, bool], RerankingSearcher] = {}  # by (companion model, learned ranker)
         # by (rerank, companion model, learned ranker)
-        self._collapsing: dict[tuple[bool, bool, bool], DuplicateCollapsingSearcher] = {}
+        self._collapsing: dict[tuple[bool, bool, bool, bool], DuplicateCollapsingSearcher] = {}
         # the outer stages, by the (cached, so long-lived) searcher they wrap
         self._notation: dict[int, TypedNotationSearcher] = {}
         self._rewriting: dict[int, RewriteFusingSearcher] = {}
@@ -176,14 +186,16 @@ class SearchStack:
         learned: bool | None = None,
         notation: bool | None = None,
         rewrite: bool = False,
+        citing: bool | None = None,
     ) -> StatementSearcher:
         """The statement searcher: the first stage, ordered by the learned ranker when ``learned`` (unset:
-        when ``ranker.model`` names one), reranked when asked, duplicates collapsed when ``collapse``
+        when ``ranker.model`` names one), with the citing channel fused in after it when ``citing`` (unset:
+        when ``retrieval.citing_weight`` is above 0), reranked when asked, duplicates collapsed when ``collapse``
         (unset: ``duplicates.collapse``), the query's typed notation read as LaTeX when ``notation``
         (unset: ``retrieval.typed_notation``), fused with the search of the LLM's statement rewrite when
         ``rewrite`` (and a rewriter is given)."""
         notation = self.settings.retrieval.typed_notation if notation is None else notation
-        searcher = self._statements(rerank, second_embedding, collapse, learned)
+        searcher = self._statements(rerank, second_embedding, collapse, learned, citing)
         if notation:
             if id(searcher) not in self._notation:
                 self._notation[id(searcher)] = TypedNotationSearcher(searcher)
@@ -229,19 +241,22 @@ class SearchStack:
         return max(depth, 0)
 
     def _statements(
-        self, rerank: bool, second_embedding: bool, collapse: bool | None, learned: bool | None
+        self, rerank: bool, second_embedding: bool, collapse: bool | None, learned: bool | None, citing: bool | None
     ) -> StatementSearcher:
         collapse = self.settings.duplicates.collapse if collapse is None else collapse
         learned = self.learned_ranker_configured() if learned is None else learned
+        citing = learned and (self.settings.retrieval.citing_weight > 0 if citing is None else citing)
         use_second = second_embedding and self.companion is not None
         inner: StatementSearcher
         if rerank:
             inner = self.reranking(use_second, learned)
+        elif citing:
+            inner = self.citing(use_second)
         else:
             inner = self.learned(use_second) if learned else self.first_stage(use_second)
         if not collapse or self.duplicates is None:
             return inner
-        key = (rerank, use_second, learned)
+        key = (rerank, use_second, learned, citing)
         if key not in self._collapsing:
             self._collapsing[key] = DuplicateCollapsingSearcher(inner, self.duplicates)
         return self._collapsing[key]
@@ -267,6 +282,18 @@ class SearchStack:
                 tuple(self.settings.ranker.hide_features),
             )
         return self._learned[use_second]
+
+    def citing(self, second_embedding: bool = False) -> CitingFusingSearcher:
+        """The learned ranker's order with the citing channel fused in (``retrieval.citing_weight``; an
+        evaluation's ``+citing`` at a weight of 0 uses the default weight, 0.1)."""
+        use_second = second_embedding and self.companion is not None
+        if use_second not in self._citing:
+            weight = self.settings.retrieval.citing_weight or 0.1
+            learned = self.learned(use_second)
+            self._citing[use_second] = CitingFusingSearcher(
+                learned, self.index.graph, learned.ranker.mode, weight, self.settings.ranker.candidates
+            )
+        return self._citing[use_second]
 
     def learned_ranker_configured(self) -> bool:
         """Whether ``ranker.model`` gives a ranker for this index (``auto`` gives none for an embedder
@@ -360,5 +387,6 @@ class SearchStack:
             learned=run.learned,
             notation=run.notation,
             rewrite=run.rewrite,
+            citing=run.citing,
         )
         return searcher, run.mode

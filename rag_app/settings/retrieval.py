@@ -52,6 +52,12 @@ class RetrievalSettings(BaseModel):
         description="read mathematics typed in ASCII or words as LaTeX before searching (`mu_p` -> `$\\mu_p$`, "
         "`P^3` -> `$\\mathbb{P}^3$`); a query holding `$` or a backslash is left as typed",
     )
+    # What a statement's citers say of it, as one more lexical channel fused after the learned ranker
+    # (retriever/search/citing_fusing_searcher.py; docs/retrieval-and-evaluation.md, "How others cite a
+    # statement"). 0 turns it off.
+    citing_weight: float = Field(
+        0.1, ge=0, description="the citing channel's weight against the learned ranker's order (0: off)"
+    )
     statement_rewrite: Literal["off", "ask", "always"] = Field(
         "off",
         description="the LLM writes the statement a query looks for, searched beside the query and fused by rank: "

@@ -30,19 +30,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ingestion.citing_sentences import UNRESOLVED
 from ingestion.latex_citations import normalized_arxiv_id
 from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
+from retriever.store import citing_text
 from retriever.store.atomic_files import file_stamp
+from retriever.store.citing_text import UNIQUE_FULL_LABEL, CitingSentence, terms_of
 from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
-from retriever.text.math_tokenizer import tokenize
 
 GRAPH_DB = "graph.sqlite"
 _SCHEMA_VERSION = 2  # 1: citations and the statements' arXiv ids; 2: each reference's citing sentence
 _TABLES = ("statement", "label", "section_label", "reference", "citation", "statement_arxiv")
-# A label another paper defines resolves only where one statement carries it as PAPER-LABEL.
-_UNIQUE = "(SELECT COUNT(*) FROM label other WHERE other.full_label = l.full_label) = 1"
+_UNIQUE = UNIQUE_FULL_LABEL  # a label another paper defines resolves where one statement carries it as PAPER-LABEL
 # Each (statement, statement it uses) of the statements in {marks}: resolved by its paper, or by another.
 # The unary + keeps SQLite off the target_id index for `target_id = ''` (most references: a scan of them all,
 # 47 ms a search on the development index); the ids asked for drive the join instead.
@@ -59,43 +58,6 @@ _USED_BY_OF = (
     f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND {_UNIQUE}"
     ") WHERE target != source GROUP BY target"
 )
-
-# Each (statement of {marks}, a statement referencing it, where, the sentence), one row per citer (its
-# first sentence), as `used_by` resolves references; the ORDER BY makes the rows the same in every process.
-_CITING = (
-    "SELECT target, source, MIN(location), MIN(sentence) FROM ("
-    "SELECT target_id AS target, id AS source, location, sentence FROM reference "
-    "WHERE target_id IN ({marks}) AND sentence != '' "
-    "UNION ALL SELECT l.id, r.id, r.location, r.sentence FROM label l JOIN reference r ON r.label = l.full_label "
-    f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND r.sentence != '' AND {_UNIQUE}"
-    ") WHERE target != source GROUP BY target, source ORDER BY target, source"
-)
-
-_CITING_TERMS = (
-    "SELECT target, source, MIN(terms) FROM ("
-    "SELECT target_id AS target, id AS source, sentence_terms AS terms FROM reference "
-    "WHERE target_id IN ({marks}) AND sentence_terms != '' "
-    "UNION ALL SELECT l.id, r.id, r.sentence_terms FROM label l JOIN reference r ON r.label = l.full_label "
-    f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND r.sentence_terms != '' AND {_UNIQUE}"
-    ") WHERE target != source GROUP BY target, source ORDER BY target, source"
-)
-
-
-def _terms_of(sentence: str) -> str:
-    """The search terms of a citing sentence, once each, space-joined (the learned ranker's reading);
-    the reference's own placeholder is no term."""
-    return " ".join(dict.fromkeys(tokenize(sentence.replace(UNRESOLVED, " ")))) if sentence else ""
-
-
-@dataclass(frozen=True, slots=True)
-class CitingSentence:
-    """One statement's sentence around its reference to another: ``source_id`` cites, ``where``
-    (``statement`` or ``proof``), and the readable ``sentence``."""
-
-    source_id: str
-    sentence: str
-    where: str = "proof"
-
 
 @dataclass(frozen=True, slots=True)
 class Edge:
@@ -131,6 +93,7 @@ class StatementGraph:
 
     def _create(self) -> None:
         with closing(self._connect()) as db, db:
+            had_citing_text = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'citing_text'").fetchone()
             db.executescript(
                 """
                 CREATE TABLE IF NOT EXISTS statement (
@@ -182,6 +145,9 @@ class StatementGraph:
                     "INSERT OR IGNORE INTO statement_arxiv VALUES (?, ?)",
                     [(i, arxiv) for i, paper in rows if (arxiv := paper_arxiv_id(paper))],
                 )
+            db.execute(citing_text.CREATE_TABLE)
+            if not had_citing_text:
+                citing_text.rebuild(db)  # a graph from before the table: made from its references
             if version < _SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
@@ -196,6 +162,7 @@ class StatementGraph:
             return
         ids = [record.id for record in records]
         with closing(self._connect()) as db, db:
+            before = self._citing_text_touched(db, ids)  # whom their old versions cited
             self._delete(db, ids)
             db.executemany(
                 "INSERT INTO statement VALUES (?, ?, ?, ?)",
@@ -215,7 +182,7 @@ class StatementGraph:
                 "sentence_terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (r.id, position, ref.label, ref.where, ref.statement_id, ref.section, r.paper_id, ref.sentence,
-                     _terms_of(ref.sentence))
+                     terms_of(ref.sentence))
                     for r in records
                     for position, ref in enumerate(r.references)
                 ],
@@ -229,25 +196,47 @@ class StatementGraph:
                 "INSERT INTO statement_arxiv VALUES (?, ?)",
                 [(r.id, arxiv) for r in records if (arxiv := paper_arxiv_id(r.paper_id))],
             )
+            citing_text.refresh(db, before | self._citing_text_touched(db, ids))
 
     @named_errors
     def remove(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
         with closing(self._connect()) as db, db:
-            self._delete(db, list(ids))
+            touched = self._citing_text_touched(db, ids)
+            self._delete(db, ids)
+            citing_text.refresh(db, touched - set(ids))
 
     @named_errors
     def clear(self) -> None:
         with closing(self._connect()) as db, db:
             for table in _TABLES:
                 db.execute(f"DELETE FROM {table}")
+            db.execute("DELETE FROM citing_text")
 
     @staticmethod
     def _delete(db: sqlite3.Connection, ids: list[str]) -> None:
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
+            rowids = [row[0] for row in db.execute(f"SELECT rowid FROM statement WHERE id IN ({marks})", batch)]
+            citing_text.forget(db, rowids)
             for table in _TABLES:
                 db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", batch)
+
+    @staticmethod
+    def _citing_text_touched(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+        """The statements whose citing text changes when ``ids`` are written or removed: they themselves
+        (cited by earlier statements), what they reference, and those sharing a label with them (a
+        second bearer makes a label ambiguous: it resolves to neither)."""
+        touched = set(ids)
+        for start in range(0, len(ids), 400):
+            batch = ids[start : start + 400]
+            marks = ",".join("?" * len(batch))
+            touched.update(row[1] for row in db.execute(_USES.format(marks=marks), [*batch, *batch]))
+            touched.update(row[0] for row in db.execute(
+                f"SELECT other.id FROM label mine JOIN label other ON other.full_label = mine.full_label "
+                f"WHERE mine.id IN ({marks})", batch))  # fmt: skip
+        return touched
 
     # ----------------------------------------------------------------- reading
     @named_errors
@@ -297,34 +286,25 @@ class StatementGraph:
     def citing_sentences(self, ids: Sequence[str], limit: int | None = None) -> dict[str, list[CitingSentence]]:
         """For each of ``ids``, the sentences of the statements that reference it (resolved as
         :meth:`used_by` resolves them), each citer once, in id order; at most ``limit`` a statement.
-        A statement no sentence cites is left out. One query whatever the number of ids."""
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        found: dict[str, list[CitingSentence]] = {}
+        A statement no sentence cites is left out."""
         with self._reads.reading() as db:
-            for start in range(0, len(ids), 400):
-                batch = ids[start : start + 400]
-                marks = ",".join("?" * len(batch))
-                for target, source, where, sentence in db.execute(_CITING.format(marks=marks), [*batch, *batch]):
-                    cited = found.setdefault(target, [])
-                    if limit is None or len(cited) < limit:
-                        cited.append(CitingSentence(source, sentence, where))
-        return found
+            found = citing_text.citing_sentences(db, ids)
+        return {target: cited[:limit] if limit is not None else cited for target, cited in found.items()}
 
     @named_errors
     def citing_terms(self, ids: Sequence[str]) -> dict[str, list[frozenset[str]]]:
         """For each of ``ids`` that a sentence cites, the search terms of each citer's sentence (stemmed
         words and LaTeX commands, made at ingest), in citer order: what the learned ranker reads."""
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        found: dict[str, list[frozenset[str]]] = {}
-        marks = ",".join("?" * len(ids))
         with self._reads.reading() as db:
-            for target, _source, terms in db.execute(_CITING_TERMS.format(marks=marks), [*ids, *ids]):
-                found.setdefault(target, []).append(frozenset(terms.split()))
-        return found
+            found = citing_text.citing_sentences(db, ids)
+        return {target: [frozenset(s.terms.split()) for s in cited] for target, cited in found.items()}
+
+    @named_errors
+    def best_cited(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` statements whose citers' sentences best match ``query`` (BM25 over each statement's
+        citing text, higher is better): the citing channel (:mod:`retriever.store.citing_text`)."""
+        with self._reads.reading() as db:
+            return citing_text.best_matches(db, query, k)
 
     @named_errors
     def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:

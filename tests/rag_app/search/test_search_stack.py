@@ -11,6 +11,7 @@ import pytest
 from rag_app import MathRAG
 from rag_app.search.search_stack import RunName, SearchStack, UnknownRunNameError
 from retriever.search.channel_ranker import ChannelRanker
+from retriever.search.citing_fusing_searcher import CitingFusingSearcher
 from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.search.first_stage_searcher import FirstStageSearcher
 from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
@@ -43,10 +44,12 @@ def test_the_stages_are_composed_in_order_once_per_index(rag: MathRAG) -> None:
     assert isinstance(first.ranker, ChannelRanker) and first.ranker is stack.ranker
     # built once, reused by every search: the same objects each time they are asked for
     assert stack.statements(rerank=True, collapse=True, notation=False) is searcher
-    assert stack.statements(collapse=False, notation=False) is learned
+    citing = stack.statements(collapse=False, notation=False)  # the citing channel follows the ranker (0.1)
+    assert isinstance(citing, CitingFusingSearcher) and citing is stack.citing() and citing.learned is learned
+    assert stack.statements(collapse=False, notation=False, citing=False) is learned
     assert stack.statements(collapse=False, learned=False, notation=False) is first
     # no rewriter is asked for unless a search asks for the rewrite
-    assert stack.statements(collapse=False, rewrite=False).statements is learned
+    assert stack.statements(collapse=False, rewrite=False).statements is citing
     assert stack.reranking() is not reranking and stack.reranking().index is first
     # the second model is off here: asking for it gives the first stage alone
     assert stack.first_stage(second_embedding=True) is first
@@ -102,6 +105,7 @@ def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
     assert RunName.parse("dense+ltr") == RunName(SearchMode.DENSE, False, False, True)
     assert RunName.parse("hybrid-formula+ltr+notation") == RunName(SearchMode.HYBRID_FORMULA, False, False, True, True)
     assert RunName.parse("hybrid-formula+ltr+notation+rewrite").rewrite
+    assert RunName.parse("hybrid-formula+ltr+citing+notation").citing
     for unknown in (
         "hybrid+rerank+dense2",
         "bm26",
@@ -110,6 +114,7 @@ def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
         "hybrid+ltr+dense2",
         "hybrid+notation+ltr",
         "hybrid+rewrite+notation",
+        "hybrid+notation+citing",
     ):
         with pytest.raises(UnknownRunNameError, match="unknown retriever"):
             RunName.parse(unknown)
@@ -122,6 +127,9 @@ def test_run_names_name_a_mode_and_its_stages(rag: MathRAG) -> None:
     assert isinstance(reading, TypedNotationSearcher) and reading.statements is rag.search_stack.learned()
     with pytest.raises(UnknownRunNameError, match=r"second_embedding\.model"):
         rag.search_stack.for_run_name("hybrid+dense2")
+    with pytest.raises(UnknownRunNameError, match=r"follows the learned ranker"):
+        RunName.parse("hybrid-formula+citing")
+    assert rag.search_stack.for_run_name("hybrid-formula+ltr+citing")[0] is rag.search_stack.citing()
 
 
 def test_a_query_adapter_variant_shares_the_index(rag: MathRAG) -> None:

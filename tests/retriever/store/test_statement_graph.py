@@ -184,3 +184,21 @@ def test_a_graph_written_before_citing_sentences_gains_the_column(tmp_path: Path
     assert graph.citing_sentences(["nak"]) == {}  # its references have no sentence until re-ingested
     graph.add([NAK, USES_NAK, record("a3", "algebra", "", LabelReference("lemma-NAK", "proof", "nak", "", "By it."))])
     assert [c.source_id for c in graph.citing_sentences(["nak"])["nak"]] == ["a3"]
+
+
+def test_the_citing_text_ranks_statements_by_what_their_citers_say_and_follows_the_graph(tmp_path: Path) -> None:
+    graph = StatementGraph(tmp_path)
+    by_name = LabelReference("algebra-lemma-NAK", "proof", "", "", "The stalk vanishes by Nakayama's lemma.")
+    graph.add([record("t1", "topology", "lemma-t", by_name)])  # cites a chapter not in yet
+    assert graph.best_cited("Nakayama lemma", 5) == []
+    graph.add([NAK])  # the chapter arrives: the earlier citer's sentence becomes its text
+    assert [found for found, _ in graph.best_cited("Nakayama lemma", 5)] == ["nak"]
+    other = LabelReference("lemma-NAK", "proof", "nak", "", "Hence the module is flat.")
+    graph.add([record("a2", "algebra", "lemma-two", other)])  # a second citer adds to it
+    assert [found for found, _ in graph.best_cited("flat module", 5)] == ["nak"]
+    graph.remove(["t1"])  # a removed paper takes its words away
+    assert graph.best_cited("Nakayama stalk", 5) == [] and graph.best_cited("flat", 5)[0][0] == "nak"
+    graph.add([NAK])  # the cited statement ingested again keeps what others say of it
+    assert graph.best_cited("flat", 5)[0][0] == "nak"
+    graph.clear()
+    assert graph.best_cited("flat", 5) == []
