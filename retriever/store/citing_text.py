@@ -97,6 +97,20 @@ def rebuild(db: sqlite3.Connection) -> None:
     refresh(db, cited)
 
 
+def out_of_step(db: sqlite3.Connection) -> set[str]:
+    """The statements whose kept citing text differs from what their citers' sentences give (missing,
+    stale or extra): empty when the table follows the references, as every write keeps it."""
+    ids = [row[0] for row in db.execute("SELECT id FROM statement")]
+    expected = {
+        target: text
+        for target, sentences in citing_sentences(db, ids).items()
+        if (text := " ".join(_words(s.terms) for s in sentences).strip())
+    }
+    kept = dict(db.execute(
+        "SELECT s.id, c.terms FROM citing_text c JOIN statement s ON s.rowid = c.rowid").fetchall())  # fmt: skip
+    return {i for i in expected.keys() | kept.keys() if expected.get(i) != kept.get(i)}
+
+
 def best_matches(db: sqlite3.Connection, query: str, k: int) -> list[tuple[str, float]]:
     """The ``k`` statements whose citing text best matches ``query`` (BM25, higher is better)."""
     words = list(dict.fromkeys(_words(" ".join(tokenize(query))).split()))

@@ -291,6 +291,48 @@ class StatementGraphStore(_StatementFileStore):
         return self.file  # type: ignore[return-value]
 
 
+class CitingTextStore:
+    """Each statement's citing text (``retriever.store.citing_text``), in the graph's file: the graph writes it
+    with every write of the references, so it holds a statement when its text is what its citers' sentences
+    give, and a repair writes the whole table again from the references."""
+
+    name = "citing text"
+
+    def __init__(self, index: OwningIndex, graph: StatementGraph) -> None:
+        self.index = index
+        self.graph = graph
+
+    def kept(self) -> bool:
+        return True
+
+    def follows(self, lexical_in_step: bool) -> bool:
+        return True
+
+    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
+        """Written by the statement graph in the same transaction as the references."""
+
+    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
+        """Removed by the statement graph with the references."""
+
+    def ids(self) -> set[str]:
+        return self.graph.ids() - self.graph.citing_text_out_of_step()
+
+    def count(self) -> int:
+        return self.graph.count()
+
+    @property
+    def catch_up(self) -> Callable[..., None]:
+        return self._catch_up
+
+    def _catch_up(self, quick: bool, show_progress: bool) -> None:
+        if quick:
+            return  # the graph's writes keep it; only a repair (or a graph caught up) writes it all again
+        try:
+            self.graph.rebuild_citing_text()
+        except sqlite3.DatabaseError as error:
+            logger.warning("the citing text in %s not rebuilt (%s): run `rag-app repair`", self.graph.path, error)
+
+
 class RankingProfilesStore(_StatementFileStore):
     """What the learned ranker reads off each statement alone (``retriever.store.ranking_profiles``), made
     with every write so that no search makes them."""

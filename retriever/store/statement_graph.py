@@ -300,6 +300,18 @@ class StatementGraph:
         return {target: [frozenset(s.terms.split()) for s in cited] for target, cited in found.items()}
 
     @named_errors
+    def citing_text_out_of_step(self) -> set[str]:
+        """The statements whose citing text is missing or stale (``rag-app status``; empty when in step)."""
+        with closing(self._connect()) as db:
+            return citing_text.out_of_step(db)
+
+    @named_errors
+    def rebuild_citing_text(self) -> None:
+        """Every statement's citing text written again from the references (``rag-app repair``)."""
+        with closing(self._connect()) as db, db:
+            citing_text.rebuild(db)
+
+    @named_errors
     def best_cited(self, query: str, k: int) -> list[tuple[str, float]]:
         """The ``k`` statements whose citers' sentences best match ``query`` (BM25 over each statement's
         citing text, higher is better): the citing channel (:mod:`retriever.store.citing_text`)."""

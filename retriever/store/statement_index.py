@@ -36,6 +36,7 @@ from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import (
+    CitingTextStore,
     CompanionVectorsStore,
     DerivedStore,
     DuplicateGroupsStore,
@@ -174,6 +175,7 @@ class StatementIndex:
             FormulaIndexStore(self),
             MarfVectorsStore(self),
             StatementGraphStore(self, self.graph),
+            CitingTextStore(self, self.graph),
             RankingProfilesStore(self, self.ranking_profiles),
         ]
         self._lexical_checked = False  # sync_lexical ran once for searching in this process

@@ -403,5 +403,7 @@ def test_the_quick_status_reads_each_stores_count_and_no_ids(tmp_path: Path, mon
     statements = full["chroma"].statements
     assert statements and quick["chroma"].statements == statements
     assert quick["statement graph"].missing == 2 and not quick["statement graph"].in_step
-    in_step = {name: state.statements for name, state in quick.items() if name != "statement graph"}
+    assert quick["citing text"].missing == 2  # kept in the graph's file, with its statements
+    graph_file = ("statement graph", "citing text")
+    in_step = {name: state.statements for name, state in quick.items() if name not in graph_file}
     assert in_step == {name: statements for name in in_step}  # every other store: Chroma's count

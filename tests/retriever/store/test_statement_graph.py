@@ -202,3 +202,17 @@ def test_the_citing_text_ranks_statements_by_what_their_citers_say_and_follows_t
     assert graph.best_cited("flat", 5)[0][0] == "nak"
     graph.clear()
     assert graph.best_cited("flat", 5) == []
+
+
+def test_citing_text_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> None:
+    import sqlite3
+
+    graph = StatementGraph(tmp_path)
+    cites = LabelReference("lemma-NAK", "proof", "nak", "", "Hence the module is flat.")
+    graph.add([NAK, record("a2", "algebra", "lemma-two", cites)])
+    assert graph.citing_text_out_of_step() == set()
+    with sqlite3.connect(graph.path) as db:  # a kill between two writes, or a hand's edit
+        db.execute("DELETE FROM citing_text")
+    assert graph.citing_text_out_of_step() == {"nak"} and graph.best_cited("flat", 5) == []
+    graph.rebuild_citing_text()
+    assert graph.citing_text_out_of_step() == set() and graph.best_cited("flat", 5)[0][0] == "nak"
