@@ -34,7 +34,9 @@ def test_no_class_has_over_25_methods() -> None:
 
 # Issue 77: a clone travels light. Model weights ship in the repository (the embedded default runs
 # without a hub), so they are counted apart; everything else stays small and readable in a diff.
-MAX_TRACKED_BYTES = 8_000_000
+# Issue 83 raised the cap from 8.0 to 8.25 MB: the code and its tests grow with each feature (that issue
+# added 70 KB of modules, tests and a question set); results still come in as summaries, not per-query reports.
+MAX_TRACKED_BYTES = 8_250_000
 MAX_FILE_BYTES = 1_000_000
 WEIGHT_FOLDERS = ("retriever/formulas/weights/", "retriever/models/")
 
