@@ -181,7 +181,7 @@ class StatementLinks:
         definitions = self._definition_ids(statement_id, depth)
         cited = self.graph.citations(statement_id)
         citing, citing_count = self.graph.citing(statement_id)
-        sentences = self.graph.citing_sentences([statement_id]).get(statement_id, [])
+        sentences = self.graph.citing_text.sentences([statement_id]).get(statement_id, [])
         wanted = [statement_id, *(e.target_id for e in edges if e.target_id), *used_by, *definitions,
                   *(c.one_statement_id for c in cited if c.one_statement_id), *citing]  # fmt: skip
         records = {record.id: record for record in self.index.store.get(list(dict.fromkeys(wanted)))}

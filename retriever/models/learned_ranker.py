@@ -66,7 +66,8 @@ def citing_features(
     cannot be read)."""
     if graph is not None:
         try:
-            return citing_feature_matrix(query, hits, graph.citing_terms([hit.record.id for hit in hits]), profiles)
+            cited = graph.citing_text.terms([hit.record.id for hit in hits])
+            return citing_feature_matrix(query, hits, cited, profiles)
         except sqlite3.DatabaseError:
             pass  # a damaged graph: `rag-app status` names it; the ranker scores without it
     return np.full((len(hits), len(CITING_FEATURE_NAMES)), np.nan, dtype=np.float32)

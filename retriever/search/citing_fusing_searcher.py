@@ -43,7 +43,7 @@ class CitingFusingSearcher(ResultSearcher):
         if mode != self.mode or self.weight <= 0:
             return run_search(self.learned, query, k, mode, where)
         query = Query.of(query)
-        cited = self._channel.submit(self.graph.best_cited, str(query), self.depth)
+        cited = self._channel.submit(self.graph.citing_text.best, str(query), self.depth)
         result = run_search(self.learned, query, max(k, self.depth), mode, where)
         deadline.check("the citing channel")
         started = time.perf_counter()

@@ -192,7 +192,7 @@ def citing_feature_matrix(
     profiles: StatementProfiles | None = None,
 ) -> np.ndarray:
     """One row of :data:`CITING_FEATURE_NAMES` per hit: ``citing_terms`` holds the terms of each citing
-    sentence of a statement (:meth:`retriever.store.statement_graph.StatementGraph.citing_terms`)."""
+    sentence of a statement (:meth:`retriever.store.citing_text.CitingTexts.terms`)."""
     terms = QueryProfile.of(query).terms
     records = [hit.record for hit in hits]
     statements = profiles.of_many(records) if profiles is not None else [StatementProfile.of(r) for r in records]

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 
 from ingestion.citing_sentences import UNRESOLVED
+from retriever.store.sqlite_file import ReadConnections, connect, named_errors
 from retriever.text.math_tokenizer import tokenize
 
 # A label another paper defines resolves only where one statement carries it as PAPER-LABEL.
@@ -128,3 +131,47 @@ def best_matches(db: sqlite3.Connection, query: str, k: int) -> list[tuple[str, 
 def _words(terms: str) -> str:
     """The word terms of ``terms`` (LaTeX commands left out: the formula channel reads formulas)."""
     return " ".join(term for term in terms.split() if not term.startswith("\\"))
+
+
+class CitingTexts:
+    """The citing sentences and citing text of one statement graph's file (``StatementGraph.citing_text``); the
+    graph writes them with its references, these are the reads and the repair."""
+
+    def __init__(self, path: Path, reads: ReadConnections) -> None:
+        self.path = path
+        self._reads = reads
+
+    @named_errors
+    def sentences(self, ids: Sequence[str], limit: int | None = None) -> dict[str, list[CitingSentence]]:
+        """For each of ``ids``, the sentences of the statements that reference it (resolved as
+        ``StatementGraph.used_by`` resolves them), each citer once, in id order; at most ``limit`` a
+        statement. A statement no sentence cites is left out."""
+        with self._reads.reading() as db:
+            found = citing_sentences(db, ids)
+        return {target: cited[:limit] if limit is not None else cited for target, cited in found.items()}
+
+    @named_errors
+    def terms(self, ids: Sequence[str]) -> dict[str, list[frozenset[str]]]:
+        """For each of ``ids`` that a sentence cites, the search terms of each citer's sentence, in citer
+        order: what the learned ranker's citing features read."""
+        with self._reads.reading() as db:
+            found = citing_sentences(db, ids)
+        return {target: [frozenset(s.terms.split()) for s in cited] for target, cited in found.items()}
+
+    @named_errors
+    def best(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` statements whose citers' sentences best match ``query`` (the citing channel)."""
+        with self._reads.reading() as db:
+            return best_matches(db, query, k)
+
+    @named_errors
+    def out_of_step(self) -> set[str]:
+        """The statements whose citing text is missing or stale (``rag-app status``; empty when in step)."""
+        with closing(connect(self.path)) as db:
+            return out_of_step(db)
+
+    @named_errors
+    def rebuild(self) -> None:
+        """Every statement's citing text written again from the references (``rag-app repair``)."""
+        with closing(connect(self.path)) as db, db:
+            rebuild(db)

@@ -315,7 +315,7 @@ class CitingTextStore:
         """Removed by the statement graph with the references."""
 
     def ids(self) -> set[str]:
-        return self.graph.ids() - self.graph.citing_text_out_of_step()
+        return self.graph.ids() - self.graph.citing_text.out_of_step()
 
     def count(self) -> int:
         return self.graph.count()
@@ -328,7 +328,7 @@ class CitingTextStore:
         if quick:
             return  # the graph's writes keep it; only a repair (or a graph caught up) writes it all again
         try:
-            self.graph.rebuild_citing_text()
+            self.graph.citing_text.rebuild()
         except sqlite3.DatabaseError as error:
             logger.warning("the citing text in %s not rebuilt (%s): run `rag-app repair`", self.graph.path, error)
 

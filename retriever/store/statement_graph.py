@@ -35,7 +35,7 @@ from ingestion.latex_sources import parse_arxiv_name
 from ingestion.records import StatementRecord
 from retriever.store import citing_text
 from retriever.store.atomic_files import file_stamp
-from retriever.store.citing_text import UNIQUE_FULL_LABEL, CitingSentence, terms_of
+from retriever.store.citing_text import UNIQUE_FULL_LABEL, CitingTexts, terms_of
 from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
 
 GRAPH_DB = "graph.sqlite"
@@ -81,6 +81,7 @@ class StatementGraph:
     def __init__(self, directory: Path) -> None:
         self.path = directory / GRAPH_DB
         self._reads = ReadConnections(self.path)  # the reads a search makes, on a connection kept per thread
+        self.citing_text = CitingTexts(self.path, self._reads)  # how others cite each statement
         # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
         with contextlib.suppress(sqlite3.DatabaseError):
             self._create()
@@ -281,42 +282,6 @@ class StatementGraph:
                 (statement_id, statement_id),
             ).fetchall()
         return sorted({row[0] for row in rows} - {statement_id})
-
-    @named_errors
-    def citing_sentences(self, ids: Sequence[str], limit: int | None = None) -> dict[str, list[CitingSentence]]:
-        """For each of ``ids``, the sentences of the statements that reference it (resolved as
-        :meth:`used_by` resolves them), each citer once, in id order; at most ``limit`` a statement.
-        A statement no sentence cites is left out."""
-        with self._reads.reading() as db:
-            found = citing_text.citing_sentences(db, ids)
-        return {target: cited[:limit] if limit is not None else cited for target, cited in found.items()}
-
-    @named_errors
-    def citing_terms(self, ids: Sequence[str]) -> dict[str, list[frozenset[str]]]:
-        """For each of ``ids`` that a sentence cites, the search terms of each citer's sentence (stemmed
-        words and LaTeX commands, made at ingest), in citer order: what the learned ranker reads."""
-        with self._reads.reading() as db:
-            found = citing_text.citing_sentences(db, ids)
-        return {target: [frozenset(s.terms.split()) for s in cited] for target, cited in found.items()}
-
-    @named_errors
-    def citing_text_out_of_step(self) -> set[str]:
-        """The statements whose citing text is missing or stale (``rag-app status``; empty when in step)."""
-        with closing(self._connect()) as db:
-            return citing_text.out_of_step(db)
-
-    @named_errors
-    def rebuild_citing_text(self) -> None:
-        """Every statement's citing text written again from the references (``rag-app repair``)."""
-        with closing(self._connect()) as db, db:
-            citing_text.rebuild(db)
-
-    @named_errors
-    def best_cited(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The ``k`` statements whose citers' sentences best match ``query`` (BM25 over each statement's
-        citing text, higher is better): the citing channel (:mod:`retriever.store.citing_text`)."""
-        with self._reads.reading() as db:
-            return citing_text.best_matches(db, query, k)
 
     @named_errors
     def counts(self, ids: Sequence[str]) -> dict[str, tuple[int, int]]:

@@ -40,7 +40,9 @@ def test_a_records_dict_is_plain_json_and_its_own_copy() -> None:
     )
     data = record.to_dict()
     assert json.loads(json.dumps(data)) == data  # JSON's own types: lists, dicts, strings, numbers
-    assert data["references"] == [{"label": "thm:main", "where": "proof", "statement_id": "def", "section": ""}]
+    assert data["references"] == [
+        {"label": "thm:main", "where": "proof", "statement_id": "def", "section": "", "sentence": ""}
+    ]
     assert data["citations"] == [{"key": "Serre", "where": "statement", "arxiv_id": "2101.01234"}]
     data["metadata"]["parts"].append("c.tex")  # a caller editing the dict leaves the (shared) record alone
     assert record.metadata["parts"] == ["a.tex", "b.tex"]

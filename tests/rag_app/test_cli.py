@@ -310,8 +310,9 @@ def test_parse_only_prints_records_with_the_search_fields_and_stores_nothing(
     assert records[0]["text"] == "For $a, b \\in \\mathbb{Z}$ there are $x, y$ with $ax + by = \\gcd(a,b)$."
     assert records[1]["text"] == "See Theorem 1."
     assert records[1]["references"] == [
-        {"label": "t", "where": "statement", "statement_id": records[0]["id"], "section": ""}
-    ]
+        {"label": "t", "where": "statement", "statement_id": records[0]["id"], "section": "",
+         "sentence": "See Theorem 1."}  # the citing sentence: what the citer says of it
+    ]  # fmt: skip
     assert not index.exists()
 
 

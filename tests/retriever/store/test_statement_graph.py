@@ -150,24 +150,24 @@ def test_citing_sentences_follow_the_graph_across_papers_reingests_and_removals(
     stalk = LabelReference("algebra-lemma-NAK", "statement", "", "", "The stalk vanishes by [ref].")
     from_topology = record("t1", "topology", "lemma-t", stalk)
     graph.add([from_topology])  # before the chapter it cites
-    assert graph.citing_sentences(["nak"]) == {}
+    assert graph.citing_text.sentences(["nak"]) == {}
     graph.add([NAK, in_chapter])  # the other chapter arrives: its sentence counts at once
-    cited = graph.citing_sentences(["nak", "a2"])
+    cited = graph.citing_text.sentences(["nak", "a2"])
     assert [(c.source_id, c.sentence, c.where) for c in cited["nak"]] == [
         ("a2", "Hence M = 0 by Nakayama's lemma.", "proof"),
         ("t1", "The stalk vanishes by [ref].", "statement"),
     ] and "a2" not in cited
-    terms = graph.citing_terms(["nak"])["nak"]
+    terms = graph.citing_text.terms(["nak"])["nak"]
     assert "nakayama" in terms[0] and "ref" not in terms[1] and "stalk" in terms[1]
     reworded = record("a2", "algebra", "lemma-two",
                       LabelReference("lemma-NAK", "proof", "nak", "", "So M is zero."))  # fmt: skip
     graph.add([reworded])  # a re-ingest replaces its sentence
-    assert [c.sentence for c in graph.citing_sentences(["nak"])["nak"]] == [
+    assert [c.sentence for c in graph.citing_text.sentences(["nak"])["nak"]] == [
         "So M is zero.",
         "The stalk vanishes by [ref].",
     ]
     graph.remove(["t1"])  # a removed paper takes its sentences away
-    assert [c.source_id for c in graph.citing_sentences(["nak"], limit=5)["nak"]] == ["a2"]
+    assert [c.source_id for c in graph.citing_text.sentences(["nak"], limit=5)["nak"]] == ["a2"]
 
 
 def test_a_graph_written_before_citing_sentences_gains_the_column(tmp_path: Path) -> None:
@@ -181,27 +181,27 @@ def test_a_graph_written_before_citing_sentences_gains_the_column(tmp_path: Path
         db.execute("INSERT INTO reference VALUES ('old', 0, 'lemma-NAK', 'proof', 'nak', '', 'algebra')")
         db.execute("PRAGMA user_version = 1")
     graph = StatementGraph(tmp_path)
-    assert graph.citing_sentences(["nak"]) == {}  # its references have no sentence until re-ingested
+    assert graph.citing_text.sentences(["nak"]) == {}  # its references have no sentence until re-ingested
     graph.add([NAK, USES_NAK, record("a3", "algebra", "", LabelReference("lemma-NAK", "proof", "nak", "", "By it."))])
-    assert [c.source_id for c in graph.citing_sentences(["nak"])["nak"]] == ["a3"]
+    assert [c.source_id for c in graph.citing_text.sentences(["nak"])["nak"]] == ["a3"]
 
 
 def test_the_citing_text_ranks_statements_by_what_their_citers_say_and_follows_the_graph(tmp_path: Path) -> None:
     graph = StatementGraph(tmp_path)
     by_name = LabelReference("algebra-lemma-NAK", "proof", "", "", "The stalk vanishes by Nakayama's lemma.")
     graph.add([record("t1", "topology", "lemma-t", by_name)])  # cites a chapter not in yet
-    assert graph.best_cited("Nakayama lemma", 5) == []
+    assert graph.citing_text.best("Nakayama lemma", 5) == []
     graph.add([NAK])  # the chapter arrives: the earlier citer's sentence becomes its text
-    assert [found for found, _ in graph.best_cited("Nakayama lemma", 5)] == ["nak"]
+    assert [found for found, _ in graph.citing_text.best("Nakayama lemma", 5)] == ["nak"]
     other = LabelReference("lemma-NAK", "proof", "nak", "", "Hence the module is flat.")
     graph.add([record("a2", "algebra", "lemma-two", other)])  # a second citer adds to it
-    assert [found for found, _ in graph.best_cited("flat module", 5)] == ["nak"]
+    assert [found for found, _ in graph.citing_text.best("flat module", 5)] == ["nak"]
     graph.remove(["t1"])  # a removed paper takes its words away
-    assert graph.best_cited("Nakayama stalk", 5) == [] and graph.best_cited("flat", 5)[0][0] == "nak"
+    assert graph.citing_text.best("Nakayama stalk", 5) == [] and graph.citing_text.best("flat", 5)[0][0] == "nak"
     graph.add([NAK])  # the cited statement ingested again keeps what others say of it
-    assert graph.best_cited("flat", 5)[0][0] == "nak"
+    assert graph.citing_text.best("flat", 5)[0][0] == "nak"
     graph.clear()
-    assert graph.best_cited("flat", 5) == []
+    assert graph.citing_text.best("flat", 5) == []
 
 
 def test_citing_text_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> None:
@@ -210,9 +210,9 @@ def test_citing_text_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> None:
     graph = StatementGraph(tmp_path)
     cites = LabelReference("lemma-NAK", "proof", "nak", "", "Hence the module is flat.")
     graph.add([NAK, record("a2", "algebra", "lemma-two", cites)])
-    assert graph.citing_text_out_of_step() == set()
+    assert graph.citing_text.out_of_step() == set()
     with sqlite3.connect(graph.path) as db:  # a kill between two writes, or a hand's edit
         db.execute("DELETE FROM citing_text")
-    assert graph.citing_text_out_of_step() == {"nak"} and graph.best_cited("flat", 5) == []
-    graph.rebuild_citing_text()
-    assert graph.citing_text_out_of_step() == set() and graph.best_cited("flat", 5)[0][0] == "nak"
+    assert graph.citing_text.out_of_step() == {"nak"} and graph.citing_text.best("flat", 5) == []
+    graph.citing_text.rebuild()
+    assert graph.citing_text.out_of_step() == set() and graph.citing_text.best("flat", 5)[0][0] == "nak"
