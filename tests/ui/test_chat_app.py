@@ -374,6 +374,10 @@ def test_a_source_shows_what_it_uses_and_what_uses_it_and_opens_them(app_env: py
     buttons = at.chat_message[1].button
     opener = next(b for b in buttons if b.label.startswith("Corollary (Fundamental theorem of algebra)"))
     assert opener.key == f"src-0-{number}-used-by-0"
+    # how it is cited: the corollary's sentence, with a button opening the corollary
+    assert "**How it is cited** (1 citing sentences)" in [m.value for m in at.chat_message[1].markdown]
+    assert any(m.value.startswith("> If $p$ had no root") for m in at.chat_message[1].markdown)
+    assert any(b.key == f"src-0-{number}-cited-as-0" for b in buttons)
     at = opener.click().run()
     assert not at.exception, at.exception
     fta = MathRAG(Settings.load()).statement("complex-analysis#cor:fta").record
