@@ -288,7 +288,9 @@ class SearchStack:
         evaluation's ``+citing`` at a weight of 0 uses the default weight, 0.1)."""
         use_second = second_embedding and self.companion is not None
         if use_second not in self._citing:
-            weight = self.settings.retrieval.citing_weight or 0.1
+            weight = self.settings.retrieval.citing_weight or type(self.settings.retrieval).model_fields[
+                "citing_weight"
+            ].default
             learned = self.learned(use_second)
             self._citing[use_second] = CitingFusingSearcher(
                 learned, self.index.graph, learned.ranker.mode, weight, self.settings.ranker.candidates

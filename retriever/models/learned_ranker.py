@@ -121,11 +121,6 @@ class LearnedRanker:
         """Trained with the citing sentences' features too (``training.ranker.citing_features``)."""
         return CITING_FEATURE_NAMES[0] in tuple(self.card.get("features", ()))
 
-    @property
-    def reads_graph(self) -> bool:
-        """Whether its features need the index's statement graph."""
-        return self.graph_features or self.citing_features
-
     def scores(
         self, query: str, hits: list[SearchHit], graph: StatementGraph | None = None, hidden: Sequence[str] = ()
     ) -> np.ndarray:

@@ -13,14 +13,22 @@ the ranker searches. Measured in docs/retrieval-and-evaluation.md, "How others c
 from __future__ import annotations
 
 import dataclasses
+import logging
+import sqlite3
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as ChannelTimeout
 
 import retriever.deadline as deadline
 from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
 from retriever.store.statement_graph import StatementGraph
 from retriever.types import Query, ResultSearcher, SearchResult, StatementSearcher, run_search
+
+logger = logging.getLogger(__name__)
+# The longest a search waits for the channel outside a request's deadline (it takes about 10 ms; a graph
+# file another process holds could keep it longer): past it, the ranker's order stands.
+CHANNEL_WAIT_S = 5.0
 
 
 class CitingFusingSearcher(ResultSearcher):
@@ -47,7 +55,7 @@ class CitingFusingSearcher(ResultSearcher):
         result = run_search(self.learned, query, max(k, self.depth), mode, where)
         deadline.check("the citing channel")
         started = time.perf_counter()
-        channel = dict(cited.result())
+        channel = self._channel_scores(cited)
         head = [hit for hit in result.hits if hit.rank <= self.depth]
         if not channel or len(head) < 2:
             return result.with_hits(result.hits[:k])
@@ -72,3 +80,14 @@ class CitingFusingSearcher(ResultSearcher):
         tail = [hit for hit in result.hits if hit.rank > self.depth][: max(0, k - len(ranked))]
         timings = {**result.timings_ms, "citing_channel": (time.perf_counter() - started) * 1000}
         return result.with_hits([*ranked, *tail], timings_ms=timings)
+
+    def _channel_scores(self, cited: Future[list[tuple[str, float]]]) -> dict[str, float]:
+        """The channel's scores, waited for until the request's deadline (else :data:`CHANNEL_WAIT_S`);
+        none where the graph cannot be read (`rag-app status` names it) or the wait ran out."""
+        limit = deadline.current()
+        wait = max(0.0, limit - time.monotonic()) if limit is not None else CHANNEL_WAIT_S
+        try:
+            return dict(cited.result(timeout=wait))
+        except (sqlite3.DatabaseError, ChannelTimeout) as error:
+            logger.warning("the citing channel was not read (%s): the learned ranker's order stands", error)
+            return {}

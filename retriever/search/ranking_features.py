@@ -205,8 +205,7 @@ def citing_feature_matrix(
         together = frozenset().union(*sentences)
         own = frozenset().union(*statement.field_terms)
         best = max(_share(terms, sentence) for sentence in sentences)
-        rows.append([math.log1p(len(sentences)), _share(terms, together), best, _share(terms - own, together)
-                     if terms else 0.0])  # fmt: skip
+        rows.append([math.log1p(len(sentences)), _share(terms, together), best, _share(terms - own, together)])
     return np.asarray(rows, dtype=np.float32).reshape(len(rows), len(CITING_FEATURE_NAMES))
 
 

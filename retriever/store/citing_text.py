@@ -81,7 +81,7 @@ def refresh(db: sqlite3.Connection, ids: Iterable[str]) -> None:
         texts = [
             (rows[target], text)
             for target, sentences in citing_sentences(db, batch).items()
-            if target in rows and (text := " ".join(_words(s.terms) for s in sentences).strip())
+            if target in rows and (text := _text_of(sentences))
         ]
         db.executemany("INSERT INTO citing_text (rowid, terms) VALUES (?, ?)", texts)
 
@@ -104,11 +104,8 @@ def out_of_step(db: sqlite3.Connection) -> set[str]:
     """The statements whose kept citing text differs from what their citers' sentences give (missing,
     stale or extra): empty when the table follows the references, as every write keeps it."""
     ids = [row[0] for row in db.execute("SELECT id FROM statement")]
-    expected = {
-        target: text
-        for target, sentences in citing_sentences(db, ids).items()
-        if (text := " ".join(_words(s.terms) for s in sentences).strip())
-    }
+    texts = {target: _text_of(sentences) for target, sentences in citing_sentences(db, ids).items()}
+    expected = {target: text for target, text in texts.items() if text}
     kept = dict(db.execute(
         "SELECT s.id, c.terms FROM citing_text c JOIN statement s ON s.rowid = c.rowid").fetchall())  # fmt: skip
     return {i for i in expected.keys() | kept.keys() if expected.get(i) != kept.get(i)}
@@ -126,6 +123,11 @@ def best_matches(db: sqlite3.Connection, query: str, k: int) -> list[tuple[str, 
         (match, k),
     ).fetchall()
     return [(statement_id, float(score)) for statement_id, score in rows]
+
+
+def _text_of(sentences: Sequence[CitingSentence]) -> str:
+    """A statement's citing text: the word terms of its citers' sentences ("" when none has a word)."""
+    return " ".join(_words(s.terms) for s in sentences).strip()
 
 
 def _words(terms: str) -> str:

@@ -48,3 +48,17 @@ def test_a_statement_its_citers_name_moves_up_among_the_rankers_candidates(tmp_p
     assert [h.record.id for h in fused.run("Nakayama's lemma", 3, "dense").hits] == ["a", "b", "nak"]
     off = CitingFusingSearcher(ranked, graph, "hybrid-formula", weight=0.0)
     assert [h.record.id for h in off.run("Nakayama's lemma", 3, "hybrid-formula").hits] == ["a", "b", "nak"]
+
+
+def test_a_graph_that_cannot_be_read_leaves_the_rankers_order(tmp_path: Path, monkeypatch) -> None:
+    import sqlite3
+
+    graph = StatementGraph(tmp_path)
+    ranked = Ranked([statement("a"), statement("b")], [2.0, 1.0])
+
+    def damaged(query: str, k: int) -> list[tuple[str, float]]:
+        raise sqlite3.DatabaseError("file is not a database")
+
+    monkeypatch.setattr(graph.citing_text, "best", damaged)
+    fused = CitingFusingSearcher(ranked, graph, "hybrid-formula", weight=2.0)
+    assert [h.record.id for h in fused.run("anything", 2, "hybrid-formula").hits] == ["a", "b"]
