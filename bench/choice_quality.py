@@ -23,7 +23,7 @@ Answers go to ``choice_quality-answers.jsonl`` under ``--out`` (ignored by git: 
 statements); the summary to ``choice_quality.json`` and ``.md``.
 
     python bench/choice_quality.py [--set FILE] [--index DIR] [--limit N] [--stride N] [--model-always]
-        [--max-sources N [--same-budget]] [--from-answers FILE] [--out bench/results]
+        [--max-sources N [--same-budget]] [--prompt NAME@vN] [--from-answers FILE] [--out bench/results]
 """
 
 from __future__ import annotations
@@ -389,6 +389,9 @@ def main() -> None:
         "--model", default=None, help="the packaged chat model (llm.local_model), e.g. qwen2.5-coder-0.5b-instruct"
     )
     parser.add_argument("--max-source-tokens", type=int, default=None, help="answers.quote.max_source_tokens")
+    parser.add_argument(
+        "--prompt", default=None, help="answers.quote.prompt, e.g. answer_select@v2 (sources one line each)"
+    )
     parser.add_argument("--reading-gap", type=float, default=None, help="answers.quote.reading_gap")
     parser.add_argument(
         "--paired", type=Path,
@@ -423,6 +426,8 @@ def main() -> None:
         settings.llm.local_model = args.model
     if args.max_source_tokens:
         settings.answers.quote.max_source_tokens = args.max_source_tokens
+    if args.prompt:
+        settings.answers.quote.prompt = args.prompt
     if args.reading_gap is not None:
         settings.answers.quote.reading_gap = args.reading_gap
     if args.max_sources:

@@ -25,6 +25,9 @@ class PromptTemplate:
     version: int
     system: str
     user: str
+    # How the sources are laid out for this prompt (rag_app/answering/context.py): "fenced", each source in
+    # its own keyed fence with a heading; "lines", one fence around all, each source on one line.
+    layout: str = "fenced"
 
     @property
     def identity(self) -> str:
@@ -64,4 +67,7 @@ def load_prompt(name: str) -> PromptTemplate:
     data = tomllib.loads((resources.files(__name__) / f"{base}.v{version}.toml").read_text(encoding="utf-8"))
     if int(data["version"]) != version:
         raise ValueError(f"prompts/{base}.v{version}.toml says version {data['version']}")
-    return PromptTemplate(name=base, version=version, system=data["system"], user=data["user"])
+    layout = data.get("layout", "fenced")
+    if layout not in ("fenced", "lines"):
+        raise ValueError(f"prompts/{base}.v{version}.toml: layout {layout!r} is neither 'fenced' nor 'lines'")
+    return PromptTemplate(name=base, version=version, system=data["system"], user=data["user"], layout=layout)

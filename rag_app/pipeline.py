@@ -385,7 +385,9 @@ class MathRAG(GraphQueries):
         rewrite = self.settings.retrieval.statement_rewrite != "off"
         searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
         mode = mode or self.settings.retrieval.mode
-        k = k or self.settings.retrieval.top_k
+        # at least as many as the model may read: answers.quote.max_sources above retrieval.top_k (a deeper
+        # reading) would otherwise read only top_k of them
+        k = max(k or self.settings.retrieval.top_k, self._answer_reads_at_most())
         # The next results come from this same search, as deep as it ranks its first k the same (issue 76).
         depth = self.search_stack.stable_depth(
             mode, rerank=rerank, second_embedding=second, where=where, rewrite=rewrite
@@ -406,6 +408,11 @@ class MathRAG(GraphQueries):
         return answerer.stream(question, retrieval, started)
 
     # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
+    def _answer_reads_at_most(self) -> int:
+        """The sources the answer may give its model: the quoting answer's ``max_sources``, else ``answers.max_sources``."""
+        answers = self.settings.answers
+        return answers.quote.max_sources if answers.style == "quote" else answers.max_sources
+
     def close(self) -> None:
         """Stop the LLM server if this object started it."""
         self.llm.close()

@@ -335,8 +335,9 @@ class Answerer:
         if sources_budget is not None:
             budget = min(budget, sources_budget)
         packed = pack_sources(
-            hits, max(0, budget), fence, client.count_tokens, max_source_tokens, proofs, self._definition_notes(hits)
-        )
+            hits, max(0, budget), fence, client.count_tokens, max_source_tokens, proofs, self._definition_notes(hits),
+            prompt.layout,
+        )  # fmt: skip
         context = ContextReport(
             packed.tokens + frame_tokens,
             packed.counted,

@@ -11,7 +11,9 @@ class QuoteSettings(BaseModel):
     """``answers.style = "quote"``: what the model reads to pick the sources that answer. It only chooses,
     so each source is shown short (its heading and beginning) and more of them fit the same time."""
 
-    prompt: str = Field("answer_select", description="prompt name (its latest version) or NAME@vN")
+    # v2 lays the sources out one line each (issue 83, a deeper reading): opt-in until it wins, measured
+    # in docs/retrieval-and-evaluation.md ("A deeper reading").
+    prompt: str = Field("answer_select@v1", description="prompt name (its latest version) or NAME@vN")
     max_sources: int = Field(4, ge=1, description="sources the model chooses among")
     source_margin: float | None = Field(
         None, ge=0, description="only sources within this cosine of the best one; unset: the top max_sources"

@@ -22,14 +22,29 @@ pytestmark = pytest.mark.llm
 QUESTION = "What does Nakayama's lemma say about a finitely generated module $M$ with $IM = M$?"
 
 
-def quoting_rag(demo_index_dir: Path, tmp_path: Path, server: LLMServerProcess, reply: str) -> MathRAG:
+def quoting_rag(
+    demo_index_dir: Path, tmp_path: Path, server: LLMServerProcess, reply: str, **quote_settings: object
+) -> MathRAG:
     # the model chooses every time: these tests are about its pick (tests/rag_app/test_answer_choice.py
     # covers the learned ranker's clear first result, quoted without asking it)
-    quote = {"ranker_sure_margin": None}
+    quote = {"ranker_sure_margin": None, **quote_settings}
     settings = make_settings(tmp_path, index_dir=demo_index_dir, answers={"style": "quote", "quote": quote})
     settings.llm.base_url = server.base_url
     settings.llm.extra_body = forced_output(reply)  # the real server generates exactly this
     return MathRAG(settings)
+
+
+def test_a_deeper_reading_gives_the_model_more_openings_than_the_search_shows_in_the_lean_layout(
+    demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
+) -> None:
+    rag = quoting_rag(
+        demo_index_dir, tmp_path, llm_server, "[7]", prompt="answer_select@v2", max_sources=7, max_source_tokens=60
+    )
+    assert rag.settings.retrieval.top_k < 7
+    answer = rag.ask(QUESTION)
+    assert answer.prompt == "answer_select@v2" and answer.context.sources_given == 7
+    assert len(answer.sources) == 7 and max(answer.context.source_tokens) <= 60
+    assert answer.cited == [7] and f"[7] {answer.sources[6].record.display_name}" in answer.text
 
 
 def test_the_statement_the_model_picks_is_quoted_whole(
