@@ -407,12 +407,13 @@ class MathRAG(GraphQueries):
         )  # fmt: skip
         return answerer.stream(question, retrieval, started)
 
-    # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
     def _answer_reads_at_most(self) -> int:
-        """The sources the answer may give its model: the quoting answer's ``max_sources``, else ``answers.max_sources``."""
+        """The sources the answer may give its model: ``answers.quote.max_sources`` (quoting), else
+        ``answers.max_sources``."""
         answers = self.settings.answers
         return answers.quote.max_sources if answers.style == "quote" else answers.max_sources
 
+    # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
     def close(self) -> None:
         """Stop the LLM server if this object started it."""
         self.llm.close()
