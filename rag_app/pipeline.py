@@ -387,7 +387,9 @@ class MathRAG(GraphQueries):
         mode = mode or self.settings.retrieval.mode
         # at least as many as the model may read: answers.quote.max_sources above retrieval.top_k (a deeper
         # reading) would otherwise read only top_k of them
-        k = max(k or self.settings.retrieval.top_k, self._answer_reads_at_most())
+        answers = self.settings.answers
+        reads = answers.quote.max_sources if answers.style == "quote" else answers.max_sources
+        k = max(k or self.settings.retrieval.top_k, reads)
         # The next results come from this same search, as deep as it ranks its first k the same (issue 76).
         depth = self.search_stack.stable_depth(
             mode, rerank=rerank, second_embedding=second, where=where, rewrite=rewrite
@@ -406,12 +408,6 @@ class MathRAG(GraphQueries):
             lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
         )  # fmt: skip
         return answerer.stream(question, retrieval, started)
-
-    def _answer_reads_at_most(self) -> int:
-        """The sources the answer may give its model: ``answers.quote.max_sources`` (quoting), else
-        ``answers.max_sources``."""
-        answers = self.settings.answers
-        return answers.quote.max_sources if answers.style == "quote" else answers.max_sources
 
     # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
     def close(self) -> None:
