@@ -385,11 +385,11 @@ class MathRAG(GraphQueries):
         rewrite = self.settings.retrieval.statement_rewrite != "off"
         searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
         mode = mode or self.settings.retrieval.mode
-        # at least as many as the model may read: answers.quote.max_sources above retrieval.top_k (a deeper
-        # reading) would otherwise read only top_k of them
+        # unless k is asked for, as many as the model may read: answers.quote.max_sources above retrieval.top_k (a
+        # deeper reading) would otherwise read only top_k of them
         answers = self.settings.answers
         reads = answers.quote.max_sources if answers.style == "quote" else answers.max_sources
-        k = max(k or self.settings.retrieval.top_k, reads)
+        k = k or max(self.settings.retrieval.top_k, reads)
         # The next results come from this same search, as deep as it ranks its first k the same (issue 76).
         depth = self.search_stack.stable_depth(
             mode, rerank=rerank, second_embedding=second, where=where, rewrite=rewrite
