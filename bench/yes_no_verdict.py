@@ -15,7 +15,7 @@ The quoted statement, by ``--quote``:
   choice); with ``--model-verdict``, also the model's verdict on the same quote (two calls per question:
   minutes per hundred questions on 2 CPUs).
 
-Ways of deciding: ``rules`` (the default: rag_app/answering/claim_verdict.py), ``model`` (the earlier verdict,
+Ways of deciding: ``rules`` (the default: retriever/text/claims/claim_comparison.py), ``model`` (the earlier verdict,
 two model calls), ``rules+model`` ("Yes" only where both say yes), and ``none`` (no lead-in: the quote alone).
 
 The index holds the demo corpus, the Stacks project and the Math StackExchange threads we wrote; it is built
@@ -45,10 +45,10 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
-from rag_app.answering.claim_verdict import compare, is_yes_no_question
-from rag_app.answering.yes_no_lead import rules_lead_in
+from rag_app.answering.yes_no_lead import YesNoReading
 from rag_app.datasets.query_set import EvalQuery, QuerySet
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
+from retriever.text.claims import is_yes_no_question
 from retriever.types import SearchHit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,26 +86,22 @@ def gold_hit(hits: list[SearchHit], gold: set[str]) -> tuple[SearchHit | None, i
 
 
 def rules_verdict(question: str, hit: SearchHit) -> dict[str, Any]:
-    started = time.perf_counter()
-    comparison = compare(question, hit.record.text, hit.record.kind.value)
-    lead_in = rules_lead_in(comparison, 1)
+    lead = YesNoReading.by_rules(question, hit, 1)
     return {
-        "said": said(lead_in, comparison.verdict.value),
-        "lead_in": lead_in,
-        "reason": comparison.reason,
-        "missing": list(comparison.missing),
-        "unmatched": list(comparison.unmatched),
-        "ms": round((time.perf_counter() - started) * 1000, 3),
+        "said": said(lead.lead_in, lead.verdict.value if lead.verdict else None),
+        "lead_in": lead.lead_in,
+        "reason": lead.reason,
+        "missing": list(lead.missing),
+        "unmatched": list(lead.unmatched),
+        "ms": round(lead.ms, 3),
     }
 
 
 def model_verdict(rag: MathRAG, question: str, hit: SearchHit) -> dict[str, Any]:
     """The earlier way: the packaged model judges "the answer is yes" and "the answer is no"."""
-    from rag_app.answering.answerer import Answerer
-
-    answerer = Answerer(rag.settings, rag.index.embedder, lambda ids: {}, rag.llm.client)
-    lead = answerer._model_lead(rag.llm.client(), question, hit, 1)
-    return {"said": said(lead.lead_in, lead.verdict), "lead_in": lead.lead_in, "ms": round(lead.ms, 1)}
+    lead = YesNoReading(rag.settings.answers.quote, rag.llm.client).by_model(rag.llm.client(), question, hit, 1)
+    verdict = lead.verdict.value if lead.verdict else None
+    return {"said": said(lead.lead_in, verdict), "lead_in": lead.lead_in, "ms": round(lead.ms, 1)}
 
 
 def run_one(rag: MathRAG, query: EvalQuery, quote: str, with_model: bool) -> dict[str, Any]:

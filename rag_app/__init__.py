@@ -44,6 +44,9 @@ MOVED_MODULES = {
     "rag_app.training.paper_split": "rag_app.datasets.paper_split",
     # Issue 77: the index's writers and the jobs that feed them, under a name apart from ``ingestion/``.
     "rag_app.ingest": "rag_app.indexing",
+    # Issue 84: the reading of yes/no claims is pure text, beside the other text readers.
+    "rag_app.answering.claim_verdict": "retriever.text.claims.claim_comparison",
+    "rag_app.answering.claim_terms": "retriever.text.claims.claim_terms",
     **{
         f"rag_app.ingest.{name}": f"rag_app.indexing.{name}"
         for name in ("arxiv_month", "dask_ingest", "ingest_report", "low_priority", "mse_ingest", "statement_writer")

@@ -118,8 +118,9 @@ class Answer:
 
     @property
     def yes_no_verdict(self) -> str | None:
-        """A yes/no question's quoting answer: the model's verdict on the quoted statement."""
-        return self.generation.yes_no.verdict if self.generation.yes_no else None
+        """A yes/no question's quoting answer: the verdict on the quoted statement (a ``Verdict`` value)."""
+        yes_no = self.generation.yes_no
+        return yes_no.verdict.value if yes_no and yes_no.verdict else None
 
     @property
     def lead_in(self) -> str | None:
@@ -230,6 +231,9 @@ class AnswerUpdate:
     appended: str
     changed: bool  # the statement shown first is no longer the answer's first quote (or the model is not there)
     notice: str  # the sentence that says what became of what was shown first
+    # The answer's text for a reader who was shown nothing first (``ask --json``, ``POST /v1/ask``, MCP): no
+    # sentence about a first quote it never saw (issue 84). None: ``text`` as it is.
+    plain: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The fields of a ``text`` event of ``/v1/ask/stream`` that carries an update (``text``: what to append)."""
@@ -266,6 +270,7 @@ class AnswerStream:
         self._chunks = chunks
         self._finish = finish
         self._text = ""  # the answer as it stands: chunks appended, an update's text in place of all before
+        self._shown = False  # a chunk went to a reader (iterated), not only read inside :meth:`result`
         self._generation: Generation | None = None
         self._answer: Answer | None = None
 
@@ -275,6 +280,11 @@ class AnswerStream:
 
     def events(self) -> Iterator[str | AnswerUpdate]:
         """Text chunks to append, and updates that replace what was shown (see the class)."""
+        for event in self._events():
+            self._shown = True
+            yield event
+
+    def _events(self) -> Iterator[str | AnswerUpdate]:
         while self._generation is None:
             try:
                 deadline.check("the next chunk of the answer")
@@ -288,7 +298,10 @@ class AnswerStream:
                 break
             if self.first_chunk_s is None:
                 self.first_chunk_s = time.perf_counter() - self.started
-            self._text = self._text + chunk if isinstance(chunk, str) else chunk.text
+            if isinstance(chunk, str):
+                self._text += chunk
+            else:  # what replaces the text depends on whether anyone saw the text before
+                self._text = chunk.text if self._shown or chunk.plain is None else chunk.plain
             yield chunk
         if self.generated_s is None:
             self.generated_s = time.perf_counter() - self.started
@@ -300,7 +313,7 @@ class AnswerStream:
 
     def result(self) -> Answer:
         if self._answer is None:
-            for _ in self.events():  # finish generation if the caller stopped early
+            for _ in self._events():  # finish generation if the caller stopped early (or never read)
                 pass
             assert self._generation is not None  # set when the chunks ended
             self._answer = self._finish(self._text, self._generation, self)

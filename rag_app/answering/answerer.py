@@ -18,14 +18,12 @@ import retriever.deadline as deadline
 from ingestion.records import StatementRecord
 from prompts import PromptTemplate, load_prompt
 from rag_app.answering.answer import Answer, AnswerStream, AnswerUpdate
-from rag_app.answering.claim_verdict import ClaimVerdict, compare
 from rag_app.answering.context import (
     asks_for_proof,
     definitions_note,
     estimate_tokens,
     new_fence_key,
     pack_sources,
-    source_block,
 )
 from rag_app.answering.quoted_answer import (
     choice_probabilities,
@@ -44,16 +42,9 @@ from rag_app.answering.stages import (
     Relevance,
     Retrieval,
     ShownFirst,
-    YesNoLead,
 )
 from rag_app.answering.written_checks import CUT_OFF, WrittenAnswerChecks
-from rag_app.answering.yes_no_lead import (
-    checkable_lead_in,
-    is_yes_no_question,
-    parse_claim,
-    rules_lead_in,
-    verdict_of_claims,
-)
+from rag_app.answering.yes_no_lead import YesNoReading
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
@@ -85,6 +76,7 @@ class Answerer:
         self.vectors = vectors
         self.client = client
         self.definitions = definitions  # (statement id, how many): the definitions it relies on, nearest first
+        self.yes_no = YesNoReading(settings.answers.quote, client)  # the lead-in above a yes/no question's quote
 
     def stream(self, question: str, retrieval: Retrieval, started: float) -> AnswerStream:
         """Check that something relevant was found, then stream the LLM's answer. Nothing is generated
@@ -247,62 +239,16 @@ class Answerer:
         quote = self.settings.answers.quote
         text, sentences = quoted_answer(generation.sources, generation.picked, quote.unsure_quotes)
         generation = replace(generation, quoted=tuple(sentences))
-        if generation.picked and quote.yes_no_lead and is_yes_no_question(question):
-            first = generation.picked[0]
-            lead, calls = self._yes_no_lead(client, question, generation.sources[first - 1], first, model_allowed)
+        if not generation.picked:
+            return text, generation
+        first = generation.picked[0]
+        decided = self.yes_no.lead(question, generation.sources[first - 1], first, client, model_allowed)
+        if decided is not None:
+            lead, calls = decided
             generation = replace(generation, yes_no=lead, model_calls=(*generation.model_calls, *calls))
             if lead.lead_in:
                 text = f"{lead.lead_in}\n\n{text}"
         return text, generation
-
-    def _yes_no_lead(
-        self, client: ChatClient | None, question: str, hit: SearchHit, number: int, model_allowed: bool = True
-    ) -> tuple[YesNoLead, tuple[ModelCall, ...]]:
-        """The lead-in above the quote of source ``number`` for a yes/no question, decided as
-        ``answers.quote.yes_no_method`` says (:mod:`rag_app.answering.yes_no_lead`), and the model calls made."""
-        method = self.settings.answers.quote.yes_no_method
-        started = time.perf_counter()
-        comparison = compare(question, hit.record.text, hit.record.kind.value)
-        rules = YesNoLead(
-            comparison.verdict.value, rules_lead_in(comparison, number), (time.perf_counter() - started) * 1000,
-            "rules", comparison.reason, comparison.missing, comparison.unmatched,
-        )  # fmt: skip
-        if method == "rules" or (method == "rules+model" and comparison.verdict is not ClaimVerdict.YES):
-            return rules, ()
-        if not model_allowed:  # shown before the model's part: no "Yes" the model has not seen
-            return replace(
-                rules, lead_in=None, method=method
-            ) if method == "model" or comparison.verdict is ClaimVerdict.YES else rules, ()
-        try:
-            model_lead = self._model_lead(client or self.client(), question, hit, number)
-        except (LLMUnavailableError, LLMServerError, PackagedModelError):
-            failed = YesNoLead(None, None, 0.0, method)  # the quote stands without the model's lead-in
-            return (failed if method == "model" else replace(rules, lead_in=None, verdict=None, method=method)), ()
-        calls = (ModelCall("verdict", model_lead.ms),) if model_lead.verdict is not None else ()
-        if method == "model":
-            return model_lead, calls
-        agreed = model_lead.lead_in is not None  # the model's "Yes" beside the rules' own
-        combined = replace(rules, method=method, ms=rules.ms + model_lead.ms)
-        return (combined if agreed else replace(combined, verdict="none", lead_in=None)), calls
-
-    def _model_lead(self, client: ChatClient, question: str, hit: SearchHit, number: int) -> YesNoLead:
-        """The model's lead-in for a yes/no question whose answer quotes ``hit`` as source ``number``: the model
-        reads the statement whole and judges "the answer is yes" and "the answer is no" TRUE or FALSE;
-        no verdict where that cannot be checked (``verdict`` None: no call was made)."""
-        quote = self.settings.answers.quote
-        started = time.perf_counter()
-        fence = new_fence_key()
-        text = source_block(number, hit, fence)  # numbered as the answer quotes it
-        if (client.count_tokens(text) or estimate_tokens(text)) > quote.yes_no_max_statement_tokens:
-            return YesNoLead(None, None, 0.0, "model")  # read cut, a verdict could be wrong about the part not read
-        prompt = load_prompt(quote.yes_no_prompt)
-        claims = []
-        for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
-            messages = prompt.messages(sources=text, question=question, fence=fence, answer=answer)
-            claims.append(parse_claim(client.chat(messages, max_tokens=3, temperature=0.0)))
-        verdict = verdict_of_claims(*claims)
-        lead_in = checkable_lead_in(question, hit.record.text, verdict, number, quote.yes_no_min_overlap)
-        return YesNoLead(verdict.value, lead_in, (time.perf_counter() - started) * 1000, "model")
 
     def _messages(
         self,
@@ -377,15 +323,15 @@ def _update_after_shown_first(shown: ShownFirst, shown_text: str, generation: Ge
     picked = generation.picked
     if not picked:
         notice = f"{read} and judged that none of them answers the question; {first} was the search's first result."
-        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice)
+        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice, text)
     chosen = " and ".join(f"[{number}]" for number in picked)
     if picked[0] not in shown.picked:
         notice = f"{read} and chose {chosen} instead of {first}, the search's first result shown first."
-        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice)
+        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice, text)
     lead_in = generation.yes_no.lead_in if generation.yes_no else None
     if not text.startswith(shown_text):  # the same first quote under another lead-in (the model's verdict)
         notice = f"{read} and chose {chosen}; the line above {first} now reads: {lead_in or '(none)'}"
-        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice)
+        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice, text)
     added = [number for number in picked if number not in shown.picked]
     if not added:
         notice = f"{read} and chose {first} as well."

@@ -1,9 +1,8 @@
 """The content words of a text: what a question is about, without its scaffolding.
 
-One definition for every check that compares the words of two texts. Its callers differ on purpose,
-and say so by argument: the yes/no lead-in compares word families (``stem_length``: "compact" and
-"compactness" are one topic), the conversation's rewrite check compares the words themselves and
-leaves formulas out (``without_math``: a formula is checked on its own there).
+The conversation's rewrite check compares the words themselves and leaves formulas out (``without_math``:
+a formula is checked on its own there). The yes/no reading compares word families with the claims' own
+stemmer (:func:`retriever.text.claims.yes_no_questions.topic_words`; issue 84: one stemmer, not two).
 """
 
 from __future__ import annotations
@@ -16,19 +15,13 @@ INLINE_MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
 MIN_LENGTH = 3  # "of", "is", "R": too short to say what a text is about
 
 
-def content_words(
-    text: str, stopwords: Collection[str], *, stem_length: int | None = None, without_math: bool = False
-) -> set[str]:
+def content_words(text: str, stopwords: Collection[str], *, without_math: bool = False) -> set[str]:
     """The lower-cased words of ``text`` of three letters or more, less ``stopwords``.
 
-    ``stem_length`` cuts each word to its first letters (a crude stem); ``without_math`` drops inline
-    formulas (``$...$``, ``\\(...\\)``) first, so that LaTeX command names are not taken for words.
+    ``without_math`` drops inline formulas (``$...$``, ``\\(...\\)``) first, so that LaTeX command names
+    are not taken for words.
     """
     if without_math:
         text = INLINE_MATH.sub(" ", text)
     words = (word.lower().strip("'-") for word in WORD.findall(text))
-    return {
-        word[:stem_length] if stem_length else word
-        for word in words
-        if len(word) >= MIN_LENGTH and word not in stopwords
-    }
+    return {word for word in words if len(word) >= MIN_LENGTH and word not in stopwords}

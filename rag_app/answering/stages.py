@@ -18,6 +18,7 @@ import numpy as np
 
 from rag_app.answering.attribution import SentenceSupport
 from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
+from retriever.text.claims import Verdict
 from retriever.types import Query, ScoredBy, SearchHit, SearchResult
 
 
@@ -98,7 +99,7 @@ class YesNoLead:
     "rules+model"); ``reason``, ``missing`` (the statement's hypotheses the question does not state) and
     ``unmatched`` (the question's terms the statement does not use): what decided it, for the reader to check."""
 
-    verdict: str | None
+    verdict: Verdict | None
     lead_in: str | None
     ms: float
     method: str = "model"
@@ -108,7 +109,7 @@ class YesNoLead:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "verdict": self.verdict,
+            "verdict": self.verdict.value if self.verdict else None,
             "lead_in": self.lead_in,
             "method": self.method,
             "reason": self.reason,

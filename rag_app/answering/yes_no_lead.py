@@ -1,17 +1,18 @@
 """The quoting answer's one-line lead-in for a yes/no question, above the quote: a verdict a reader can check.
 
-Three ways of deciding it (``answers.quote.yes_no_method``), measured side by side by
-``bench/yes_no_verdict.py`` on ``eval/questions/yes-no-claims.v1.jsonl``:
+:class:`YesNoReading` is the one thing the answer calls (``Answerer._quoted_text``): given the question and the
+statement quoted first, it decides the lead-in as ``answers.quote.yes_no_method`` says. Three ways, measured
+side by side by ``bench/yes_no_verdict.py`` on ``eval/questions/yes-no-claims.v1.jsonl``:
 
 - **rules** (the default): the question's claim compared with the quoted statement's hypotheses and
-  conclusion (:mod:`rag_app.answering.claim_verdict`). It says "Yes, as [n] states:" only where the statement
-  proves what was asked, "[n] states the opposite:" where it asserts the opposite, "Only under a hypothesis the
-  question does not state (...); [n]:" where it needs a hypothesis the question drops, and, where the
-  statement does not use the question's words or concludes something else, a notice that the quote does not
-  settle the question as asked. No model call.
+  conclusion (:mod:`retriever.text.claims`, pure reading of text). It says "Yes, as [n] states:" only where
+  the statement proves what was asked, "[n] states the opposite:" where it asserts the opposite, "Only under
+  a hypothesis the question does not state (...); [n]:" where it needs a hypothesis the question drops, and,
+  where the statement does not use the question's words or concludes something else, a notice that the
+  quote does not settle the question as asked. No model call.
 - **model**: the packaged model reads the statement whole and judges the claims "the answer is yes" and "the
   answer is no" TRUE or FALSE; "Yes" where it judges yes TRUE and no FALSE, the question does not negate and the
-  statement shares most of its content words. It said "Yes" to 10 of 16 false claims that drop a hypothesis
+  statement shares most of its topic words. It said "Yes" to 10 of 16 false claims that drop a hypothesis
   (issue 74): kept to be measured against, not the default.
 - **rules+model**: "Yes" only where both say yes; the other lead-ins as the rules give them.
 """
@@ -19,49 +20,20 @@ Three ways of deciding it (``answers.quote.yes_no_method``), measured side by si
 from __future__ import annotations
 
 import re
-from enum import Enum
+import time
+from collections.abc import Callable
+from dataclasses import replace
 
-from rag_app.answering import claim_verdict
-from rag_app.answering.claim_verdict import (
-    CONVERSE,
-    EXPRESSION,
-    OTHER_CONCLUSION,
-    PART_OF_PHRASE,
-    ClaimComparison,
-    ClaimVerdict,
-)
-from rag_app.answering.content_words import content_words
-
-# Words that carry no topic: question scaffolding, quantifiers, connectives.
-_SCAFFOLDING = """
-    is are was were does do did can could must should will would may might has have had be been being
-    isn't aren't doesn't don't can't not no true false always every each any all some there it its
-    this that these those the a an of in on at to for from by with as and or if then than into over
-    under about what which when where who whom whose why how one ones such also still necessarily
-    possible possibly exist exists existing
-"""
-_NOT_CONTENT = frozenset(_SCAFFOLDING.split())
-_STEM = 5  # characters compared: "compact"/"compactness", "integral"/"integrals" match
-
-
-# A question that negates (or asks about failure) is where the model's verdicts went wrong.
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nothing|cannot|can't|isn't|aren't|doesn't|don't|fails?|false|without|"
-    r"counterexamples?|non[-\w]*)\b",
-    re.IGNORECASE,
-)
-
-
-class Verdict(Enum):
-    YES = "yes"
-    NO = "no"
-    UNCLEAR = "unclear"
-
-
-def is_yes_no_question(question: str) -> bool:
-    """Whether ``question`` asks yes or no ("Is every PID a UFD?", "If p is prime, is ...?")."""
-    return claim_verdict.is_yes_no_question(question)
-
+from prompts import load_prompt
+from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
+from rag_app.answering.stages import ModelCall, YesNoLead
+from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
+from rag_app.serving.llm_server import LLMServerError
+from rag_app.serving.packaged_models import PackagedModelError
+from rag_app.settings.answering import QuoteSettings
+from retriever.text.claims import ClaimComparison, Verdict, compare, is_yes_no_question, negates, topic_overlap
+from retriever.text.claims.claim_comparison import CONVERSE, EXPRESSION, OTHER_CONCLUSION, PART_OF_PHRASE
+from retriever.types import SearchHit
 
 _NOT_SETTLED = {
     CONVERSE: "the question asks the converse of [{n}]",
@@ -71,14 +43,79 @@ _NOT_SETTLED = {
 }
 
 
+class YesNoReading:
+    """The lead-in policy: rules, model or both (``quote.yes_no_method``), over the statement quoted first.
+
+    ``client``: the model's chat client, asked for only where the method needs the model."""
+
+    def __init__(self, quote: QuoteSettings, client: Callable[[], ChatClient]) -> None:
+        self.quote = quote
+        self.client = client
+
+    def lead(
+        self, question: str, hit: SearchHit, number: int, client: ChatClient | None = None, model_allowed: bool = True
+    ) -> tuple[YesNoLead, tuple[ModelCall, ...]] | None:
+        """The lead-in above the quote of ``hit`` as source ``number`` and the model calls made for it; None
+        where there is none to give (the lead-in is off, or the question does not ask yes or no).
+        ``model_allowed``: False where the quote is shown before the model's part, so no "Yes" stands that the
+        model has not seen (method "model" or "rules+model")."""
+        if not self.quote.yes_no_lead or not is_yes_no_question(question):
+            return None
+        method = self.quote.yes_no_method
+        rules = self.by_rules(question, hit, number)
+        if method == "rules" or (method == "rules+model" and rules.verdict is not Verdict.YES):
+            return rules, ()
+        if not model_allowed:
+            unseen = method == "model" or rules.verdict is Verdict.YES
+            return (replace(rules, lead_in=None, method=method) if unseen else rules), ()
+        try:
+            model_lead = self.by_model(client or self.client(), question, hit, number)
+        except (LLMUnavailableError, LLMServerError, PackagedModelError):
+            failed = YesNoLead(None, None, 0.0, method)  # the quote stands without the model's lead-in
+            return (failed if method == "model" else replace(rules, lead_in=None, verdict=None, method=method)), ()
+        calls = (ModelCall("verdict", model_lead.ms),) if model_lead.verdict is not None else ()
+        if method == "model":
+            return model_lead, calls
+        agreed = model_lead.lead_in is not None  # the model's "Yes" beside the rules' own
+        combined = replace(rules, method=method, ms=rules.ms + model_lead.ms)
+        return (combined if agreed else replace(combined, verdict=Verdict.NONE, lead_in=None)), calls
+
+    @staticmethod
+    def by_rules(question: str, hit: SearchHit, number: int) -> YesNoLead:
+        """The rules' lead-in (no model call)."""
+        started = time.perf_counter()
+        comparison = compare(question, hit.record.text, hit.record.kind.value)
+        return YesNoLead(
+            comparison.verdict, rules_lead_in(comparison, number), (time.perf_counter() - started) * 1000,
+            "rules", comparison.reason, comparison.missing, comparison.unmatched,
+        )  # fmt: skip
+
+    def by_model(self, client: ChatClient, question: str, hit: SearchHit, number: int) -> YesNoLead:
+        """The model's lead-in: the model reads the statement whole and judges "the answer is yes" and "the answer
+        is no" TRUE or FALSE; no verdict where that cannot be checked (``verdict`` None: no call was made)."""
+        started = time.perf_counter()
+        fence = new_fence_key()
+        text = source_block(number, hit, fence)  # numbered as the answer quotes it
+        if (client.count_tokens(text) or estimate_tokens(text)) > self.quote.yes_no_max_statement_tokens:
+            return YesNoLead(None, None, 0.0, "model")  # read cut, a verdict could be wrong about the part not read
+        prompt = load_prompt(self.quote.yes_no_prompt)
+        claims = []
+        for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
+            messages = prompt.messages(sources=text, question=question, fence=fence, answer=answer)
+            claims.append(parse_claim(client.chat(messages, max_tokens=3, temperature=0.0)))
+        verdict = verdict_of_claims(*claims)
+        lead_in = checkable_lead_in(question, hit.record.text, verdict, number, self.quote.yes_no_min_overlap)
+        return YesNoLead(verdict, lead_in, (time.perf_counter() - started) * 1000, "model")
+
+
 def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
     """The lead-in for the rules' verdict on source ``number``: each form names what the reader checks in
     the quote beneath it."""
-    if comparison.verdict is ClaimVerdict.YES:
+    if comparison.verdict is Verdict.YES:
         return f"Yes, as [{number}] states:"
-    if comparison.verdict is ClaimVerdict.OPPOSITE:
+    if comparison.verdict is Verdict.OPPOSITE:
         return f"[{number}] states the opposite:"
-    if comparison.verdict is ClaimVerdict.ONLY_IF:
+    if comparison.verdict is Verdict.ONLY_IF:
         return f"Only under a hypothesis the question does not state ({', '.join(comparison.missing)}); [{number}]:"
     if comparison.unmatched:
         words = ", ".join(comparison.unmatched[:6])
@@ -90,11 +127,6 @@ def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
         detail = f" ({', '.join(comparison.missing)})" if comparison.missing else ""
         return f"Check against the question: {notice.format(n=number)}{detail}. Quoted as it stands:"
     return None
-
-
-def negates(question: str) -> bool:
-    """Whether the question carries a negation ("not", "non-", "fails", "without", ...)."""
-    return bool(_NEGATION.search(question))
 
 
 def parse_claim(reply: str) -> bool | None:
@@ -112,14 +144,6 @@ def verdict_of_claims(yes_claim: bool | None, no_claim: bool | None) -> Verdict:
     if yes_claim is False and no_claim is True:
         return Verdict.NO
     return Verdict.UNCLEAR
-
-
-def topic_overlap(question: str, statement: str) -> float:
-    """The share of the question's content words that the statement uses (1.0 when it has none)."""
-    asked = content_words(question, _NOT_CONTENT, stem_length=_STEM)
-    if not asked:
-        return 1.0
-    return len(asked & content_words(statement, _NOT_CONTENT, stem_length=_STEM)) / len(asked)
 
 
 def checkable_lead_in(question: str, statement: str, verdict: Verdict, number: int, min_overlap: float) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_app.answering.answer import AnswerStatus, AnswerStream, AnswerUpdate
+from rag_app.answering.quoted_answer import NONE_STATED
 from tests.rag_app.answering.test_yes_no_lead import PID, VerdictClient, answer_stream
 
 FLAT = "A flat module over a field is free."
@@ -106,3 +107,21 @@ def test_the_first_quote_shows_no_yes_the_model_is_to_decide(tmp_path: Path) -> 
     assert "Yes, as" not in first and isinstance(update, AnswerUpdate)
     answer = answer_stream.result()
     assert answer.yes_no_verdict == "no" and answer.cited == [1]
+
+
+def test_read_without_being_shown_anything_the_answer_carries_no_update_sentence(tmp_path: Path) -> None:
+    """``ask --json``, ``POST /v1/ask`` and MCP read the answer whole: no sentence about a first quote they never
+    saw, and the record still says what was shown first to readers who streamed it (issue 84)."""
+    for n, (question, choice) in enumerate(
+        [("Is every principal ideal domain a UFD?", "[2]"), ("modules", "NONE"), ("flat modules over a field", "[1]")]
+    ):
+        answer = stream(tmp_path / str(n), question, choice)[0].result()
+        assert "The model read" not in answer.text and "first result" not in answer.text, answer.text
+        assert answer.to_dict()["shown_first"]["picked"] == [1]
+        streamed = stream(tmp_path / f"streamed-{n}", question, choice)[0]
+        list(streamed.events())
+        if choice != "[1]":  # a change: a reader who saw the first quote is told what became of it
+            assert streamed.result().text.startswith("The model read")
+    assert answer.text.startswith("[1] ")
+    none_answer = stream(tmp_path / "none", "modules", "NONE")[0].result()
+    assert none_answer.status is AnswerStatus.UNSUPPORTED and none_answer.text.startswith(NONE_STATED)

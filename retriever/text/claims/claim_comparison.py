@@ -2,11 +2,9 @@
 
 A yes/no question makes a claim ("Is every bounded holomorphic function on the unit disc constant?"); the
 statement quoted under it proves one ("A bounded entire function is constant."). The lead-in above the quote
-may say "Yes" only where the statement proves what was asked, so the two are compared part by part:
+may say "Yes" only where the statement proves what was asked, so the two are compared part by part, the
+statement read into claims (:mod:`retriever.text.claims.statement_claims`):
 
-- the statement is read into claims: its hypotheses ("Let ... be", "If ..., then", "For ...,", the subject
-  of "A bounded entire function is ...") and its conclusion; "if and only if" and definitions read both ways;
-  "In particular", "hence", "so" start a further claim under the same hypotheses;
 - **Yes** where every word of the question is the statement's, every hypothesis of one of its claims is
   stated by the question (a relation such as ``p ∤ a`` by the same formula), the question asks that claim's
   conclusion (not its hypothesis: that is the converse), and nothing is asserted with the opposite polarity;
@@ -18,7 +16,8 @@ may say "Yes" only where the statement proves what was asked, so the two are com
 
 Rules rather than the packaged model: asked "is the answer yes?", the model said yes to 10 of 16 false claims
 (issue 74); these rules read the quote in microseconds and say "Yes" only when they can show why
-(bench/yes_no_verdict.py measures both on eval/questions/yes-no-claims.v1.jsonl).
+(bench/yes_no_verdict.py measures both on eval/questions/yes-no-claims.v1.jsonl). Pure reading of text: no
+setting, no model (issue 84 moved it here from the answering room).
 """
 
 from __future__ import annotations
@@ -27,30 +26,12 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from rag_app.answering.claim_terms import (
-    Terms,
-    Word,
-    is_generic,
-    question_latex,
-    split_math,
-    stem_of,
-    terms_of,
-)
+from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
+from retriever.text.claims.statement_claims import StatementClaim, statement_claims
+from retriever.text.claims.yes_no_questions import is_yes_no_question
 
-# Auxiliary verbs that open a yes/no question in English (after an optional "so," or "but").
-_YES_NO_OPENING = re.compile(
-    r"^\s*(?:(?:so|but|and|then)\s*,?\s+)?"
-    r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had|isn't|aren't|"
-    r"doesn't|don't|can't)\b",
-    re.IGNORECASE,
-)
-_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had)"
-# "If p is prime and p does not divide a, is a^(p-1) = 1 mod p?": a yes/no question after its hypotheses.
-_PREFACED_YES_NO = re.compile(
-    rf"^\s*(?:if|for|in|on|over|when|whenever|given|with|under|let|suppose|assume)\b.*?,\s*{_AUXILIARY}\b.*\?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
 _QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
+
 # Words a statement may write as a sign in its formulas.
 _WORD_SIGNS = {
     "isomorph": "≅",
@@ -82,75 +63,61 @@ _WORD_SIGNS = {
     "cap": "∩",
     "divisor": "|∣",
 }
+
 _GREEK_LETTERS = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "zeta": "ζ", "theta": "θ",
     "lambda": "λ", "mu": "μ", "nu": "ν", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φϕ",
     "chi": "χ", "omega": "ω",
 }  # fmt: skip
-# The verbs that end a statement's subject ("A bounded entire function | is constant").
-_VERB = re.compile(
-    r"\b(?:is|are|has|have|satisfies|satisfy|admits|admit|converges|converge|diverges|diverge|extends|extend|"
-    r"lifts|factors|factor|maps|attains|attain|agree|agrees|equals|contains|contain|divides|forms|form|"
-    r"induce|induces|generate|generates|lies|lie|holds|exists|exist|occur|occurs|can|must|splits|coincide|"
-    r"coincides|tends|commute|commutes|becomes|take|takes)\b"
-)
-_CONTEXT = re.compile(r"^(?:let|suppose|assume|fix|consider|given|write|denote)\b", re.IGNORECASE)
-_IF_THEN = re.compile(r"^(?:if|when|whenever|provided(?: that)?)\s+(.+?)(?:,\s*then\s+|\s+then\s+)(.+)$", re.I | re.S)
-_IF_COMMA = re.compile(r"^(?:if|when|whenever|provided(?: that)?)\s+(.+),\s+(.+)$", re.I | re.S)
-_SCOPE = re.compile(r"^(?:for|on|in|over|under|given)\s+(.+?),\s+(.+)$", re.I | re.S)
-_IFF = re.compile(r"\s(?:if and only if|iff|exactly when|precisely when)\s", re.I)
-_THERE_IS = re.compile(r"^there\s+(?:is|are|exists?)\b", re.I)
-_FURTHER = re.compile(
-    r"^(?:then|moreover|furthermore|in particular|hence|thus|so|consequently|conversely|equivalently|indeed|"
-    r"that is|i\.e\.|also)\b,?\s*",
-    re.I,
-)
-_CLAUSE_BREAK = re.compile(
-    r"(?<=[.;:])\s+|;\s*|\.\s*$|,\s+(?:so|hence|thus|in particular)\s+"
-    r"|,\s+and\s+(?=(?:every|each|any|all|an?|the)\s)",  # "Every metric space is normal, and every compact ..."
-    re.I,
-)
-_ABBREVIATED = re.compile(r"\b(?:i\.e|e\.g|resp|cf|etc)\.", re.I)
-_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}|\\ref\{[^}]*\}|~")
-_PARENTHESIZED = re.compile(r"\((?:[^()\uE000]|\uE000\d+\uE001)*\)")
+
 _ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
+
 # A hypothesis formula that states a condition (``p ∤ a``, ``gcd(a,n) = 1``, ``n ≥ 3``): the question must
 # state it too. A formula that only names or types an object (``f : D^n → D^n``) need not be repeated.
 _CONDITION = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪]|\|")
+
 _PLAIN_LETTERS = {"ℝ": "R", "ℂ": "C", "ℤ": "Z", "ℚ": "Q", "ℕ": "N"}
+
 _EXPRESSION = re.compile(r"[+\-*·]")
+
 _RELATION_SIGN = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪≅∼≃∈→↦|]")
+
 # Nouns a question may add without asking anything more: "the set of primes", "the number of zeros".
 _FILLER = frozenset(stem_of(word) for word in ("set", "number", "element", "value", "collection", "itself"))
 
-
 # Why a statement does not settle the question as asked (the reader is told, above the quote).
 CONVERSE = "the question asks the converse"
+
 OTHER_CONCLUSION = "the statement concludes something else than the question asks"
+
 EXPRESSION = "the statement concludes about an expression the question does not name"
+
 PART_OF_PHRASE = "the question asks part of what the statement concludes"
 
-
 UNPROVED = "a {kind}, not a proved statement"
+
 # What a paper proves or defines: the statements a verdict may rest on.
 PROVED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact"})
+
 UNPROVED_KINDS = frozenset({"conjecture", "question", "problem", "exercise", "hypothesis", "assumption"})
 
 
-class ClaimVerdict(Enum):
+
+class Verdict(Enum):
+    """A verdict on a yes/no question, as the answer records it (``yes_no_verdict``). The rules give YES,
+    OPPOSITE, ONLY_IF or NONE; the model's reading (``answers.quote.yes_no_method = "model"``) gives YES, NO
+    (it judged "the answer is no" true and "yes" false) or UNCLEAR (its two judgements did not agree)."""
+
     YES = "yes"
+    NO = "no"
     OPPOSITE = "opposite"
     ONLY_IF = "only-if"
     NONE = "none"
+    UNCLEAR = "unclear"
 
 
-@dataclass(frozen=True, slots=True)
-class StatementClaim:
-    """One claim of a statement: what it assumes and what it concludes (both ways, for an equivalence)."""
+ClaimVerdict = Verdict  # its name before issue 84
 
-    hypotheses: Terms
-    conclusion: Terms
-    equivalence: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,35 +126,11 @@ class ClaimComparison:
     (``missing``, as the statement words them), the question's terms the statement does not use
     (``unmatched``), and a short reason."""
 
-    verdict: ClaimVerdict
+    verdict: Verdict
     reason: str
     missing: tuple[str, ...] = ()
     unmatched: tuple[str, ...] = ()
 
-
-def is_yes_no_question(question: str) -> bool:
-    """Whether ``question`` asks yes or no ("Is every PID a UFD?", "Does sum 1/p converge", "If p is prime,
-    is ...?")."""
-    return bool(_YES_NO_OPENING.match(question) or _PREFACED_YES_NO.match(question))
-
-
-def statement_claims(latex: str, definition: bool = False) -> list[StatementClaim]:
-    """The claims of a statement (LaTeX), in order. Sentences opening with "Let", "Suppose", ... are the
-    hypotheses of every claim after them; ``definition``: every claim reads both ways."""
-    text, formulas = split_math(_ENVIRONMENT.sub(" ", latex))
-    text = _ABBREVIATED.sub(lambda m: m.group(0).replace(".", ""), text)
-    # "(faithfully) flat", "(resp. ...)", "(see ...)": a reading the claim may or may not carry, never a word
-    # a question can rest on
-    text = _PARENTHESIZED.sub(" ", text)
-    context = Terms((), ())
-    claims: list[StatementClaim] = []
-    for clause in _clauses(text):
-        if _CONTEXT.match(clause) and not re.search(r"\bthen\b", clause, re.I):
-            context = context.merged(terms_of(clause, formulas))
-            continue
-        for claim in _claim(clause, formulas, definition):
-            claims.append(StatementClaim(context.merged(claim.hypotheses), claim.conclusion, claim.equivalence))
-    return claims
 
 
 def compare(question: str, statement_latex: str, kind: str = "theorem") -> ClaimComparison:
@@ -196,39 +139,40 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
     conjecture, a question or an exercise settles nothing (the reader is told), and an answer post, a remark
     or an example argues in prose whose hypotheses the rules cannot read."""
     if not is_yes_no_question(question):
-        return ClaimComparison(ClaimVerdict.NONE, "not a yes/no question")
+        return ClaimComparison(Verdict.NONE, "not a yes/no question")
     if kind in UNPROVED_KINDS:
-        return ClaimComparison(ClaimVerdict.NONE, UNPROVED.format(kind=kind))
+        return ClaimComparison(Verdict.NONE, UNPROVED.format(kind=kind))
     if kind not in PROVED_KINDS:
-        return ClaimComparison(ClaimVerdict.NONE, f"a {kind} is not read for a verdict")
+        return ClaimComparison(Verdict.NONE, f"a {kind} is not read for a verdict")
     definition = kind == "definition"
     if _ANSWER_OPENING.match(statement_latex):
         # An answer post ("Yes. By the structure theorem ...") answers its own thread's question, not
         # necessarily this one; its first word is no verdict on a claim it does not state.
-        return ClaimComparison(ClaimVerdict.NONE, "an answer to another question")
+        return ClaimComparison(Verdict.NONE, "an answer to another question")
     asked_text, asked_formulas = split_math(question_latex(_QUESTION_IFF.sub(",", question)))
     asked = terms_of(asked_text, asked_formulas)
     claims = statement_claims(statement_latex, definition)
     if not asked.words or not claims:
-        return ClaimComparison(ClaimVerdict.NONE, "nothing to compare")
+        return ClaimComparison(Verdict.NONE, "nothing to compare")
     all_stems = frozenset().union(*(c.hypotheses.stems | c.conclusion.stems for c in claims))
     all_formulas = " ".join(f for c in claims for f in c.hypotheses.formulas + c.conclusion.formulas)
     all_formulas += " " + " ".join(n for c in claims for n in c.hypotheses.names + c.conclusion.names)
     unmatched = _unmatched(asked, all_stems, all_formulas)
     if unmatched:
-        return ClaimComparison(ClaimVerdict.NONE, "the question says what the statement does not", unmatched=unmatched)
+        return ClaimComparison(Verdict.NONE, "the question says what the statement does not", unmatched=unmatched)
     results = [_compare_claim(asked, claim) for claim in claims]
     found = {result.verdict for result in results if result is not None}
-    if ClaimVerdict.YES in found and ClaimVerdict.OPPOSITE not in found:
-        return next(r for r in results if r is not None and r.verdict is ClaimVerdict.YES)
-    if ClaimVerdict.OPPOSITE in found and ClaimVerdict.YES not in found:
-        return next(r for r in results if r is not None and r.verdict is ClaimVerdict.OPPOSITE)
-    if ClaimVerdict.YES in found:
-        return ClaimComparison(ClaimVerdict.NONE, "the statement's claims disagree about the question")
-    if ClaimVerdict.ONLY_IF in found:
-        return next(r for r in results if r is not None and r.verdict is ClaimVerdict.ONLY_IF)
+    if Verdict.YES in found and Verdict.OPPOSITE not in found:
+        return next(r for r in results if r is not None and r.verdict is Verdict.YES)
+    if Verdict.OPPOSITE in found and Verdict.YES not in found:
+        return next(r for r in results if r is not None and r.verdict is Verdict.OPPOSITE)
+    if Verdict.YES in found:
+        return ClaimComparison(Verdict.NONE, "the statement's claims disagree about the question")
+    if Verdict.ONLY_IF in found:
+        return next(r for r in results if r is not None and r.verdict is Verdict.ONLY_IF)
     reasons = [r.reason for r in results if r is not None]
-    return ClaimComparison(ClaimVerdict.NONE, reasons[0] if reasons else OTHER_CONCLUSION)
+    return ClaimComparison(Verdict.NONE, reasons[0] if reasons else OTHER_CONCLUSION)
+
 
 
 def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | None:
@@ -244,28 +188,29 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
     predicate = [w for w in predicate if not _written_otherwise(w, concluded_formulas) or w.quantified]
     if predicate:
         if all(w.stem in claim.hypotheses.stems for w in predicate):
-            return ClaimComparison(ClaimVerdict.NONE, CONVERSE)
-        return ClaimComparison(ClaimVerdict.NONE, OTHER_CONCLUSION)
+            return ClaimComparison(Verdict.NONE, CONVERSE)
+        return ClaimComparison(Verdict.NONE, OTHER_CONCLUSION)
     if not claim.equivalence and _hypotheses_last(asked.words, claim):
-        return ClaimComparison(ClaimVerdict.NONE, CONVERSE)
+        return ClaimComparison(Verdict.NONE, CONVERSE)
     unasked = [f for f in claim.conclusion.formulas if _EXPRESSION.search(f) and not _RELATION_SIGN.search(f)]
     unasked = [f for f in unasked if f not in asked_formulas]
     if unasked:  # "f and f + g have the same number of zeros": asked of f and g, another claim
-        return ClaimComparison(ClaimVerdict.NONE, EXPRESSION, tuple(unasked))
+        return ClaimComparison(Verdict.NONE, EXPRESSION, tuple(unasked))
     uncovered = _uncovered_phrase(asked_stems, claim.conclusion.words)
     if uncovered:
-        return ClaimComparison(ClaimVerdict.NONE, PART_OF_PHRASE, uncovered)
+        return ClaimComparison(Verdict.NONE, PART_OF_PHRASE, uncovered)
     missing = [
         w.surface for w in claim.hypotheses.words if not is_generic(w.stem) and not w.binds and not _stated(w, asked)
     ]
     missing += [f for f in claim.hypotheses.formulas if _CONDITION.search(f) and f not in asked_formulas]
     if _opposed(asked.words, claim.conclusion.words):
         if missing:
-            return ClaimComparison(ClaimVerdict.NONE, "the opposite, under a hypothesis not stated", tuple(missing))
-        return ClaimComparison(ClaimVerdict.OPPOSITE, "the statement asserts the opposite")
+            return ClaimComparison(Verdict.NONE, "the opposite, under a hypothesis not stated", tuple(missing))
+        return ClaimComparison(Verdict.OPPOSITE, "the statement asserts the opposite")
     if missing:
-        return ClaimComparison(ClaimVerdict.ONLY_IF, "a hypothesis the question does not state", tuple(missing))
-    return ClaimComparison(ClaimVerdict.YES, "the statement proves the claim")
+        return ClaimComparison(Verdict.ONLY_IF, "a hypothesis the question does not state", tuple(missing))
+    return ClaimComparison(Verdict.YES, "the statement proves the claim")
+
 
 
 def _hypotheses_last(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
@@ -279,6 +224,7 @@ def _hypotheses_last(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
     return bool(at_h and at_c) and max(at_h) > max(at_c)
 
 
+
 def _predicate(words: tuple[Word, ...]) -> list[Word]:
     """What the question asks of its subject: its last word, with the words "of" ties to it ("does G have
     a subgroup of order d": subgroup, order)."""
@@ -286,6 +232,7 @@ def _predicate(words: tuple[Word, ...]) -> list[Word]:
     while predicate[0].of_link and len(predicate) < len(words):
         predicate.insert(0, words[len(words) - len(predicate) - 1])
     return predicate
+
 
 
 def _uncovered_phrase(asked: frozenset[str], concluded: tuple[Word, ...]) -> tuple[str, ...]:
@@ -301,9 +248,11 @@ def _uncovered_phrase(asked: frozenset[str], concluded: tuple[Word, ...]) -> tup
     return tuple(left)
 
 
+
 def _stated(hypothesis: Word, asked: Terms) -> bool:
     """Whether the question states this hypothesis, with the same polarity."""
     return any(w.stem == hypothesis.stem and w.negative == hypothesis.negative for w in asked.words)
+
 
 
 def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
@@ -316,6 +265,7 @@ def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
     return False
 
 
+
 def _unmatched(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
     """The question's words and formulas that the statement never uses."""
     missing = [w.surface for w in asked.words if w.stem not in stems and not _written_otherwise(w, formulas)]
@@ -323,10 +273,12 @@ def _unmatched(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str,
     return tuple(dict.fromkeys(missing))
 
 
+
 def _named_plainly(formula: str, formulas: str) -> bool:
     """``R`` typed alone is ℝ or a ring named R: either is what the statement says when it writes R."""
     plain = _PLAIN_LETTERS.get(formula)
     return plain is not None and re.search(rf"(?<![A-Za-z]){plain}(?![a-z])", formulas) is not None
+
 
 
 def _written_otherwise(word: Word, formulas: str) -> bool:
@@ -344,72 +296,11 @@ def _written_otherwise(word: Word, formulas: str) -> bool:
     return len(word.surface) >= 2 and operator.search(formulas.lower()) is not None
 
 
-def _clauses(text: str) -> list[str]:
-    """The sentences and clauses of a statement, with "then", "in particular", ... at their start removed."""
-    clauses = []
-    for raw in _CLAUSE_BREAK.split(text):
-        clause = " ".join(raw.split()).strip(" ,.")
-        while (stripped := _FURTHER.sub("", clause, count=1)) != clause:
-            clause = stripped
-        if clause:
-            clauses.append(clause)
-    return clauses
-
-
-def _claim(clause: str, formulas: list[str], definition: bool) -> list[StatementClaim]:
-    """One clause read as claims: hypotheses and conclusion (several for an equivalence)."""
-    if match := _SCOPE.match(clause):
-        scope = terms_of(match.group(1), formulas)
-        return [
-            StatementClaim(scope.merged(inner.hypotheses), inner.conclusion, inner.equivalence)
-            for inner in _claim(match.group(2), formulas, definition)
-        ]
-    if match := _IF_THEN.match(clause) or _IF_COMMA.match(clause):
-        given = terms_of(match.group(1), formulas)
-        inner = [c for c in _claim(match.group(2), formulas, False) if c.equivalence]  # "then A iff B"
-        if inner:
-            return [StatementClaim(given.merged(c.hypotheses), c.conclusion, True) for c in inner]
-        concluded = terms_of(match.group(2), formulas)
-        both_ways = [StatementClaim(concluded, given, True)] if definition else []
-        return [StatementClaim(given, concluded, definition), *both_ways]
-    if len(parts := _IFF.split(clause)) > 1:
-        return _equivalence(parts, formulas)
-    if _THERE_IS.match(clause):
-        return [StatementClaim(Terms((), ()), terms_of(clause, formulas), definition)]
-    subject, predicate = _subject_split(clause)
-    if definition and (parts := re.split(r"\bif\b", predicate, maxsplit=1)) and len(parts) == 2:
-        return _equivalence([subject + " " + parts[0], parts[1]], formulas)
-    conclusion = terms_of(predicate, formulas)
-    if not conclusion.words and not conclusion.formulas:
-        return []
-    return [StatementClaim(terms_of(subject, formulas), conclusion, definition)]
-
-
-def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:
-    """An equivalence, "A is B iff C iff D": each side implies each other, under the subject A. Asked "is
-    every A B?", the claim C ⟹ B needs C, a hypothesis the question must state."""
-    subject, first = _subject_split(parts[0])
-    sides = [terms_of(side, formulas) for side in [first, *parts[1:]]]
-    held = terms_of(subject, formulas)
-    return [
-        StatementClaim(held.merged(given), concluded, True)
-        for i, given in enumerate(sides)
-        for j, concluded in enumerate(sides)
-        if i != j
-    ]
-
-
-def _subject_split(clause: str) -> tuple[str, str]:
-    """``"A bounded entire function is constant"`` → (``"A bounded entire function"``, ``"is constant"``);
-    no verb: all of it is the conclusion."""
-    match = _VERB.search(clause)
-    return (clause[: match.start()], clause[match.start() :]) if match else ("", clause)
-
-
 __all__ = [
     "ClaimComparison",
     "ClaimVerdict",
     "StatementClaim",
+    "Verdict",
     "compare",
     "is_yes_no_question",
     "statement_claims",

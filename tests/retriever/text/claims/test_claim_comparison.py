@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_app.answering.claim_terms import formula_key, question_latex
-from rag_app.answering.claim_verdict import ClaimVerdict, compare, is_yes_no_question, statement_claims
+from retriever.text.claims import Verdict, compare, is_yes_no_question, statement_claims
+from retriever.text.claims.claim_terms import formula_key, question_latex
 
 LIOUVILLE = "A bounded entire function is constant."
 MERTENS = (
@@ -33,7 +33,7 @@ P_GROUP = r"A nontrivial finite $p$-group has a nontrivial center."
 PID_UFD = "A principal ideal domain is a unique factorization domain."
 
 
-def verdict(question: str, statement: str, kind: str = "theorem") -> ClaimVerdict:
+def verdict(question: str, statement: str, kind: str = "theorem") -> Verdict:
     return compare(question, statement, kind).verdict
 
 
@@ -52,7 +52,7 @@ def verdict(question: str, statement: str, kind: str = "theorem") -> ClaimVerdic
     ],
 )  # fmt: skip
 def test_yes_where_the_statement_proves_the_claim(question: str, statement: str) -> None:
-    assert verdict(question, statement) is ClaimVerdict.YES
+    assert verdict(question, statement) is Verdict.YES
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_yes_where_the_statement_proves_the_claim(question: str, statement: str)
 )
 def test_only_under_a_hypothesis_the_question_drops(question: str, statement: str) -> None:
     comparison = compare(question, statement)
-    assert comparison.verdict is ClaimVerdict.ONLY_IF and comparison.missing
+    assert comparison.verdict is Verdict.ONLY_IF and comparison.missing
 
 
 @pytest.mark.parametrize(
@@ -89,29 +89,29 @@ def test_only_under_a_hypothesis_the_question_drops(question: str, statement: st
     ],
 )  # fmt: skip
 def test_never_yes_to_a_claim_the_statement_does_not_prove(question: str, statement: str) -> None:
-    assert verdict(question, statement) is not ClaimVerdict.YES
+    assert verdict(question, statement) is not Verdict.YES
 
 
 def test_each_claim_of_a_statement_is_read_apart() -> None:
     normal = "Every metric space is normal, and every compact Hausdorff space is normal."
-    assert verdict("Is every compact Hausdorff space normal?", normal) is ClaimVerdict.YES
-    assert verdict("Is every Hausdorff space normal?", normal) is ClaimVerdict.ONLY_IF
+    assert verdict("Is every compact Hausdorff space normal?", normal) is Verdict.YES
+    assert verdict("Is every Hausdorff space normal?", normal) is Verdict.ONLY_IF
 
 
 def test_the_opposite_where_the_statement_asserts_it() -> None:
-    assert verdict("Does the sum of the reciprocals of the primes converge?", MERTENS) is ClaimVerdict.OPPOSITE
+    assert verdict("Does the sum of the reciprocals of the primes converge?", MERTENS) is Verdict.OPPOSITE
     planar = (
         r"A simple planar graph with $n \ge 3$ vertices has at most $3n - 6$ edges; in particular $K_5$ is not planar."
     )
-    assert verdict("Is K_5 planar?", planar) is ClaimVerdict.OPPOSITE
-    assert verdict("Is K_5 non-planar?", planar) is ClaimVerdict.YES
+    assert verdict("Is K_5 planar?", planar) is Verdict.OPPOSITE
+    assert verdict("Is K_5 non-planar?", planar) is Verdict.YES
 
 
 def test_only_what_a_paper_proves_is_read_for_a_verdict() -> None:
     conjecture = compare("Must an entire function that is bounded be constant?", LIOUVILLE, "conjecture")
-    assert conjecture.verdict is ClaimVerdict.NONE and "not a proved statement" in conjecture.reason
-    assert verdict("Is every bounded entire function constant?", LIOUVILLE, "answer") is ClaimVerdict.NONE
-    assert verdict("Is every bounded entire function constant?", "Yes. " + LIOUVILLE, "theorem") is ClaimVerdict.NONE
+    assert conjecture.verdict is Verdict.NONE and "not a proved statement" in conjecture.reason
+    assert verdict("Is every bounded entire function constant?", LIOUVILLE, "answer") is Verdict.NONE
+    assert verdict("Is every bounded entire function constant?", "Yes. " + LIOUVILLE, "theorem") is Verdict.NONE
 
 
 def test_statements_are_read_into_hypotheses_and_conclusions() -> None:
