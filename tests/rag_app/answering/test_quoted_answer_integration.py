@@ -54,8 +54,10 @@ def test_the_statement_the_model_picks_is_quoted_whole(
     answer = rag.ask(QUESTION, k=5)
     assert answer.raw_text == "[2]" and answer.style == "quote" and answer.prompt == "answer_select@v1"
     picked = answer.sources[1].record
-    quoted = after_notice(answer)  # the model chose another than the search's first result, shown first
-    assert answer.text.startswith("The model read the ") and "chose [2] instead of [1]" in answer.text
+    quoted = after_notice(answer)
+    # read whole (nothing was shown first), the answer carries no sentence about the first quote (issue 84)
+    assert answer.text.startswith("[2] ") and "The model read" not in answer.text
+    assert answer.generation.shown_first is not None and answer.generation.shown_first.kept is False
     assert quoted.startswith(f"[2] {picked.display_name}, in *{picked.source_title}*:")
     body = " ".join(line.removeprefix("> ") for line in quoted.splitlines()[2:])
     assert " ".join(picked.text.split()) == " ".join(body.split())  # word for word, nothing cut
