@@ -56,8 +56,9 @@ DEFAULT_SET = ROOT / "eval/questions/yes-no-claims.v1.jsonl"
 DEFAULT_INDEX = Path.home() / ".cache/rag-app-claims/index"
 STACKS = ROOT.parent / "shared/corpora/stacks-project"
 OUT = ROOT / "bench/results"
-SAID = ("yes", "opposite", "only-if", "notice", "nothing")
-CORRECT = {"yes": {"yes"}, "no": {"opposite", "only-if"}}  # a lead-in that is right about the truth
+SAID = ("yes", "no", "opposite", "only-if", "notice", "nothing")
+# a lead-in that is right about the truth ("no": "No: [n] gives a counterexample" / "states the opposite", issue 84)
+CORRECT = {"yes": {"yes"}, "no": {"no", "opposite", "only-if"}}
 
 
 def build_index(index: Path) -> None:
@@ -73,7 +74,7 @@ def build_index(index: Path) -> None:
 
 def said(lead_in: str | None, verdict: str | None) -> str:
     """What the reader was told, in the table's words."""
-    if verdict in ("yes", "opposite", "only-if") and lead_in:
+    if verdict in ("yes", "no", "opposite", "only-if") and lead_in:
         return str(verdict)
     return "notice" if lead_in else "nothing"
 
@@ -178,7 +179,7 @@ def summarize(rows: list[dict[str, Any]], ways: list[str]) -> dict[str, Any]:
         settled = [r for r in true_claims if r.get("quote_settles")]
         kept = sum(1 for r in settled if way != "none" and r.get(way, {}).get("said") in CORRECT["yes"])
         false_yes = [r["qid"] for r in rows if r["truth"] == "no" and r.get(way, {}).get("said") == "yes"]
-        wrong_no = [r["qid"] for r in true_claims if r.get(way, {}).get("said") in ("opposite", "only-if")]
+        wrong_no = [r["qid"] for r in true_claims if r.get(way, {}).get("said") in ("no", "opposite", "only-if")]
         right_no = sum(1 for r in rows if r["truth"] == "no" and r.get(way, {}).get("said") in CORRECT["no"])
         summary["ways"][way] = {
             "confusion": table,
@@ -254,11 +255,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--rescore", type=Path, help="a rows file: decide the rules' verdicts again on its quotes")
     parser.add_argument("--name", default="", help="a name for the results (default: from the set and options)")
+    parser.add_argument(
+        "--no-counterexample-search", action="store_true",
+        help="--quote system: no second search worded as a counterexample (answers.quote.counterexample_search)",
+    )  # fmt: skip
     args = parser.parse_args()
     if not (args.index / "manifest.json").exists():
         build_index(args.index)
     queries = [q for q in QuerySet.load(args.set).queries if is_yes_no_question(q.text)][:: args.stride]
     rag = MathRAG(Settings(index_dir=args.index, answers={"style": "quote"}))
+    rag.settings.answers.quote.counterexample_search = not args.no_counterexample_search
     if args.rescore:
         stored = [json.loads(line) for line in args.rescore.read_text().splitlines() if line.strip()]
         rows = [rescore(rag, row) for row in tqdm(stored, desc="rules again")]

@@ -51,6 +51,7 @@ from retriever.store.derived_stores import DuplicateGroupsStore
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.duplicate_groups import rebuild as rebuild_duplicates
 from retriever.store.statement_index import require_index
+from retriever.text.claims import counterexample_query, is_yes_no_question
 from retriever.text.query_notation import read_typed_notation
 from retriever.types import Query, VectorUpdate, run_search
 
@@ -400,7 +401,11 @@ class MathRAG(GraphQueries):
         hits = self._counted(result.hits)  # each result shows what it uses and what uses it
         result, next_hits = result.with_hits(hits[:k]), tuple(hits[k:])
         filter_ = where.describe() if where is not None else "everything"
-        retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits)
+        counter: tuple[SearchHit, ...] = ()
+        if self.settings.answers.quote.counterexample_search and is_yes_no_question(search.query):
+            # a yes/no claim's counterexample is worded as a failure: searched for as one (issue 84)
+            counter = tuple(run_search(searcher, Query(counterexample_query(search.query)), 10, mode, where).hits)
+        retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits, counter)
         # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
         answerer = Answerer(

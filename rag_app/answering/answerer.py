@@ -184,9 +184,10 @@ class Answerer:
         quote = self.settings.answers.quote
         hits, similarities = retrieval.hits, relevance.similarities
         candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
+        found = (*hits, *retrieval.next_hits, *retrieval.counter_hits)  # where a claim's counterexample may stand
         if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
             generation = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="ranker")
-            text, generation = self._quoted_text(None, question, generation)
+            text, generation = self._quoted_text(None, question, generation, found=found)
             yield text
             return generation
         if retrieval.learned_ranker and quote.reading_gap is not None:
@@ -194,7 +195,7 @@ class Answerer:
         shown: ShownFirst | None = None
         if quote.show_first and candidates:
             first = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="search")
-            first_text, _ = self._quoted_text(None, question, first, model_allowed=False)
+            first_text, _ = self._quoted_text(None, question, first, model_allowed=False, found=found)
             shown = ShownFirst((1,), (time.perf_counter() - started) * 1000)
             shown_text = first_text
             yield f"{shown_first_heading(len(candidates))}\n\n{first_text}"
@@ -222,7 +223,7 @@ class Answerer:
             choice=choice_probabilities(alternatives, given),
             model_calls=(*generation.model_calls, ModelCall("choice", (time.perf_counter() - asked) * 1000)),
         )
-        text, generation = self._quoted_text(client, question, generation)
+        text, generation = self._quoted_text(client, question, generation, found=found)
         if shown is None:
             yield text
             return generation
@@ -232,11 +233,25 @@ class Answerer:
         return replace(generation, shown_first=replace(shown, kept=kept, notice=update.notice))
 
     def _quoted_text(
-        self, client: ChatClient | None, question: str, generation: Generation, model_allowed: bool = True
+        self,
+        client: ChatClient | None,
+        question: str,
+        generation: Generation,
+        model_allowed: bool = True,
+        found: Sequence[SearchHit] = (),
     ) -> tuple[str, Generation]:
         """The quote of ``generation``'s picks, under the yes/no lead-in where the question asks yes or no
-        (``model_allowed``: the lead-in may ask the model, where ``answers.quote.yes_no_method`` says so)."""
+        (``model_allowed``: the lead-in may ask the model, where ``answers.quote.yes_no_method`` says so).
+        Where a statement the search ``found`` refutes the claim (a counterexample, a warning), it is quoted
+        first, under "No: [n] ...", and the model's pick beside it (issue 84)."""
         quote = self.settings.answers.quote
+        refuter = self.yes_no.refuter(question, (*generation.sources, *found))
+        if refuter is not None:
+            given = [hit.record.id for hit in generation.sources]
+            sources = generation.sources if refuter.record.id in given else (*generation.sources, refuter)
+            number = [hit.record.id for hit in sources].index(refuter.record.id) + 1
+            picked = (number, *(n for n in generation.picked if n != number))[: quote.max_quotes]
+            generation = replace(generation, sources=sources, picked=picked)
         text, sentences = quoted_answer(generation.sources, generation.picked, quote.unsure_quotes)
         generation = replace(generation, quoted=tuple(sentences))
         if not generation.picked:

@@ -40,6 +40,8 @@ class Retrieval:
     model_calls: tuple[ModelCall, ...] = ()  # calls to the model the search made (the conversation's rewrite)
     # The same search's results after ``result``'s (retrieval.next_results): the list under an answer (issue 76)
     next_hits: tuple[SearchHit, ...] = ()
+    # A yes/no question's second search, worded as a counterexample (issue 84): where its refutation may stand
+    counter_hits: tuple[SearchHit, ...] = ()
 
     @classmethod
     def of_hits(cls, hits: list[SearchHit], query: str, **fields: object) -> Retrieval:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from prompts import load_prompt
@@ -32,7 +32,13 @@ from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings.answering import QuoteSettings
 from retriever.text.claims import ClaimComparison, Verdict, compare, is_yes_no_question, negates, topic_overlap
-from retriever.text.claims.claim_comparison import CONVERSE, EXPRESSION, OTHER_CONCLUSION, PART_OF_PHRASE
+from retriever.text.claims.claim_comparison import (
+    CONVERSE,
+    EXPRESSION,
+    OTHER_CONCLUSION,
+    OTHER_SUBJECT,
+    PART_OF_PHRASE,
+)
 from retriever.types import SearchHit
 
 _NOT_SETTLED = {
@@ -40,6 +46,7 @@ _NOT_SETTLED = {
     OTHER_CONCLUSION: "[{n}] concludes something else than the question asks",
     EXPRESSION: "[{n}] concludes about an expression the question does not name",
     PART_OF_PHRASE: "what [{n}] concludes differs from what the question asks",
+    OTHER_SUBJECT: "[{n}] proves it of another object than the question names",
 }
 
 
@@ -80,6 +87,21 @@ class YesNoReading:
         combined = replace(rules, method=method, ms=rules.ms + model_lead.ms)
         return (combined if agreed else replace(combined, verdict=Verdict.NONE, lead_in=None)), calls
 
+    def refuter(self, question: str, hits: Sequence[SearchHit]) -> SearchHit | None:
+        """The first of ``hits`` (in their order) that refutes the yes/no ``question``'s claim as asked (a
+        counterexample, a warning, the claim's negation: :mod:`retriever.text.claims.refutation`); None where
+        none does, the lead-in is off, or the question does not ask yes or no."""
+        if not self.quote.yes_no_lead or not is_yes_no_question(question):
+            return None
+        seen: set[str] = set()
+        for hit in hits:
+            if hit.record.id in seen:
+                continue
+            seen.add(hit.record.id)
+            if compare(question, hit.record.text, hit.record.kind.value).verdict is Verdict.NO:
+                return hit
+        return None
+
     @staticmethod
     def by_rules(question: str, hit: SearchHit, number: int) -> YesNoLead:
         """The rules' lead-in (no model call)."""
@@ -115,6 +137,10 @@ def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
         return f"Yes, as [{number}] states:"
     if comparison.verdict is Verdict.OPPOSITE:
         return f"[{number}] states the opposite:"
+    if comparison.verdict is Verdict.NO:  # refuted by the statement: a counterexample, a warning, the negation
+        if comparison.reason.endswith("counterexample"):
+            return f"No: [{number}] gives a counterexample:"
+        return f"No: [{number}] states the opposite:"
     if comparison.verdict is Verdict.ONLY_IF:
         return f"Only under a hypothesis the question does not state ({', '.join(comparison.missing)}); [{number}]:"
     if comparison.unmatched:

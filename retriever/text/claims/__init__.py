@@ -7,13 +7,14 @@ formulas compared), ``statement_claims`` (a statement's hypotheses and conclusio
 
 from retriever.text.claims.claim_comparison import ClaimComparison, Verdict, compare
 from retriever.text.claims.statement_claims import StatementClaim, statement_claims
-from retriever.text.claims.yes_no_questions import is_yes_no_question, negates, topic_overlap
+from retriever.text.claims.yes_no_questions import counterexample_query, is_yes_no_question, negates, topic_overlap
 
 __all__ = [
     "ClaimComparison",
     "StatementClaim",
     "Verdict",
     "compare",
+    "counterexample_query",
     "is_yes_no_question",
     "negates",
     "statement_claims",

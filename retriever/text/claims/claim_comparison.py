@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
+from retriever.text.claims.refutation import refutes
 from retriever.text.claims.statement_claims import StatementClaim, statement_claims
 from retriever.text.claims.yes_no_questions import is_yes_no_question
 
@@ -93,8 +94,10 @@ OTHER_CONCLUSION = "the statement concludes something else than the question ask
 EXPRESSION = "the statement concludes about an expression the question does not name"
 
 PART_OF_PHRASE = "the question asks part of what the statement concludes"
+OTHER_SUBJECT = "the statement proves it of another object than the question names"
 
 UNPROVED = "a {kind}, not a proved statement"
+REFUTED = "the statement refutes the claim: {form}"
 
 # What a paper proves or defines: the statements a verdict may rest on.
 PROVED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact"})
@@ -142,7 +145,10 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
         return ClaimComparison(Verdict.NONE, "not a yes/no question")
     if kind in UNPROVED_KINDS:
         return ClaimComparison(Verdict.NONE, UNPROVED.format(kind=kind))
-    if kind not in PROVED_KINDS:
+    if kind not in PROVED_KINDS:  # an example or a remark: read only for a counterexample or a warning
+        refutation = refutes(question, statement_latex, kind)
+        if refutation is not None:
+            return ClaimComparison(Verdict.NO, REFUTED.format(form=refutation.form), refutation.denied)
         return ClaimComparison(Verdict.NONE, f"a {kind} is not read for a verdict")
     definition = kind == "definition"
     if _ANSWER_OPENING.match(statement_latex):
@@ -157,9 +163,12 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
     all_stems = frozenset().union(*(c.hypotheses.stems | c.conclusion.stems for c in claims))
     all_formulas = " ".join(f for c in claims for f in c.hypotheses.formulas + c.conclusion.formulas)
     all_formulas += " " + " ".join(n for c in claims for n in c.hypotheses.names + c.conclusion.names)
-    unmatched = _unmatched(asked, all_stems, all_formulas)
+    unmatched = unmatched_terms(asked, all_stems, all_formulas)
     if unmatched:
         return ClaimComparison(Verdict.NONE, "the question says what the statement does not", unmatched=unmatched)
+    refutation = refutes(question, statement_latex, kind)
+    if refutation is not None:  # "There exists ... which is not ...": never a "Yes", whatever a clause says
+        return ClaimComparison(Verdict.NO, REFUTED.format(form=refutation.form), refutation.denied)
     results = [_compare_claim(asked, claim) for claim in claims]
     found = {result.verdict for result in results if result is not None}
     if Verdict.YES in found and Verdict.OPPOSITE not in found:
@@ -190,7 +199,7 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
         if all(w.stem in claim.hypotheses.stems for w in predicate):
             return ClaimComparison(Verdict.NONE, CONVERSE)
         return ClaimComparison(Verdict.NONE, OTHER_CONCLUSION)
-    if not claim.equivalence and _hypotheses_last(asked.words, claim):
+    if (not claim.equivalence or claim.directed) and _hypotheses_last(asked.words, claim):
         return ClaimComparison(Verdict.NONE, CONVERSE)
     unasked = [f for f in claim.conclusion.formulas if _EXPRESSION.search(f) and not _RELATION_SIGN.search(f)]
     unasked = [f for f in unasked if f not in asked_formulas]
@@ -199,10 +208,27 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
     uncovered = _uncovered_phrase(asked_stems, claim.conclusion.words)
     if uncovered:
         return ClaimComparison(Verdict.NONE, PART_OF_PHRASE, uncovered)
+    # the word the question asks about does not also state a hypothesis ("Is every localization of a
+    # Noetherian ring catenary?" against "A localization of a catenary ring is catenary": catenary is missing)
+    hypothesized = Terms(asked.words[: len(asked.words) - len(_predicate(asked.words))], asked.formulas)
     missing = [
-        w.surface for w in claim.hypotheses.words if not is_generic(w.stem) and not w.binds and not _stated(w, asked)
+        w.surface
+        for w in claim.hypotheses.words
+        if not is_generic(w.stem) and not w.binds and not _stated(w, hypothesized)
     ]
     missing += [f for f in claim.hypotheses.formulas if _CONDITION.search(f) and f not in asked_formulas]
+    # what the question assumes, this claim must speak of: "The ring Z is a Jacobson ring" proves nothing of "a
+    # domain with finitely many maximal ideals", though the statement's next sentence uses those words
+    claim_formulas = " ".join(claim.hypotheses.formulas + claim.conclusion.formulas + claim.hypotheses.names)
+    elsewhere = [
+        w.surface
+        for w in hypothesized.words
+        if not is_generic(w.stem)
+        and w.stem not in claim.hypotheses.stems | claim.conclusion.stems
+        and not _written_otherwise(w, claim_formulas)
+    ]
+    if elsewhere:
+        return ClaimComparison(Verdict.NONE, OTHER_SUBJECT, tuple(elsewhere))
     if _opposed(asked.words, claim.conclusion.words):
         if missing:
             return ClaimComparison(Verdict.NONE, "the opposite, under a hypothesis not stated", tuple(missing))
@@ -266,7 +292,7 @@ def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
 
 
 
-def _unmatched(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
+def unmatched_terms(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
     """The question's words and formulas that the statement never uses."""
     missing = [w.surface for w in asked.words if w.stem not in stems and not _written_otherwise(w, formulas)]
     missing += [f for f in asked.formulas if f not in formulas and not _named_plainly(f, formulas)]

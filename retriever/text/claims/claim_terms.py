@@ -41,7 +41,7 @@ _SCAFFOLDING_WORDS = """
     whenever where who whom whose why how that this these those it its it's there here such also still every
     each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
     assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
-    existing actually just case cases whole
+    existing actually just case cases whole following
 """
 SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
 # Nouns that name the kind of object, not a hypothesis about it: a statement's "Let R be a ring" binds a
@@ -51,7 +51,8 @@ _GENERIC_NOUNS_WORDS = """
     number numbers integer integers ring rings module modules group groups field fields matrix matrices sequence
     sequences series family families object objects morphism morphisms scheme schemes graph graphs polynomial
     polynomials vector vectors variable variables ideal ideals operator operators measure measures value values
-    term terms collection collections structure structures coefficient coefficients
+    term terms collection collections structure structures coefficient coefficients system systems
+    topological
 """
 GENERIC_NOUNS = frozenset(_GENERIC_NOUNS_WORDS.split())
 _NEGATORS = frozenset({"not", "no", "never", "cannot", "can't", "isn't", "aren't", "doesn't", "don't", "nor", "fails"})
@@ -134,6 +135,12 @@ _QUANTIFIERS = frozenset({"every", "any", "all", "each", "arbitrary"})
 _ARTICLES = frozenset({"a", "an", "the"})
 _NUMBER_SYSTEMS = frozenset("ℝℂℤℚℕ")
 _BLACKBOARD_LETTERS = {"R": "ℝ", "C": "ℂ", "Z": "ℤ", "Q": "ℚ", "N": "ℕ"}
+_NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
+_MEASURED_NUMBER = re.compile(
+    r"\b(dimension|rank|degree|genus|codimension|height|length|order|characteristic|depth)\s+("
+    + "|".join(_NUMBER_WORDS) + r")\b",
+    re.IGNORECASE,
+)
 _COMPOUND = re.compile("\ue000(\\d+)\ue001-([A-Za-z]+)")
 # Letters that, before a hyphen, make another object: a p-group, a q-expansion, an n-cycle.
 _MEANINGFUL_PREFIXES = frozenset({"p", "q", "ℓ", "l", "n", "k", "m"})
@@ -213,6 +220,8 @@ def _relation(match: re.Match[str]) -> str:
 def terms_of(text: str, formulas: list[str]) -> Terms:
     """The terms of ``text`` (placeholders standing for ``formulas``)."""
     text = _COMPOUND.sub(lambda m: _compound(m, formulas), text)
+    # "dimension one" is "dimension 1" ("one" alone is scaffolding: "every one of them")
+    text = _MEASURED_NUMBER.sub(lambda m: f"{m.group(1)} {_NUMBER_WORDS[m.group(2).lower()]}", text)
     text = _LATEX_MARKUP.sub(" ", text).replace("’", "'")
     words: list[Word] = []
     keys: list[str] = []

@@ -9,7 +9,7 @@ are the hypotheses of every claim after them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from retriever.text.claims.claim_terms import Terms, split_math, terms_of
 
@@ -47,6 +47,9 @@ _CLAUSE_BREAK = re.compile(
 
 _ABBREVIATED = re.compile(r"\b(?:i\.e|e\.g|resp|cf|etc)\.", re.I)
 
+# A list's items as LaTeX writes them, or as the index stores them (Markdown bullets, "(1)", "1.")
+_ITEM = re.compile(r"\\item\b(?:\[[^\]]*\])?|\n\s*(?:[*\u2022-]|\(?\d{1,2}[.)])\s+")
+_FOLLOWING_EQUIVALENT = re.compile(r"\bthe following are equivalent\b:?", re.IGNORECASE)
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}|\\ref\{[^}]*\}|~")
 
 _PARENTHESIZED = re.compile(r"\((?:[^()\uE000]|\uE000\d+\uE001)*\)")
@@ -60,12 +63,17 @@ class StatementClaim:
     hypotheses: Terms
     conclusion: Terms
     equivalence: bool
-
+    # each direction of the equivalence is a claim of its own ("A iff B", "the following are equivalent"):
+    # this one reads one way only, so asking it backwards is its converse
+    directed: bool = False
 
 
 def statement_claims(latex: str, definition: bool = False) -> list[StatementClaim]:
     """The claims of a statement (LaTeX), in order. Sentences opening with "Let", "Suppose", ... are the
-    hypotheses of every claim after them; ``definition``: every claim reads both ways."""
+    hypotheses of every claim after them; ``definition``: every claim reads both ways. "The following are
+    equivalent" and its items read as an equivalence of the items, under the sentences before it."""
+    if (equivalent := _FOLLOWING_EQUIVALENT.search(latex)) and _ITEM.search(latex[equivalent.end() :]):
+        return _listed_equivalence(latex[: equivalent.start()], latex[equivalent.end() :])
     text, formulas = split_math(_ENVIRONMENT.sub(" ", latex))
     text = _ABBREVIATED.sub(lambda m: m.group(0).replace(".", ""), text)
     # "(faithfully) flat", "(resp. ...)", "(see ...)": a reading the claim may or may not carry, never a word
@@ -78,9 +86,24 @@ def statement_claims(latex: str, definition: bool = False) -> list[StatementClai
             context = context.merged(terms_of(clause, formulas))
             continue
         for claim in _claim(clause, formulas, definition):
-            claims.append(StatementClaim(context.merged(claim.hypotheses), claim.conclusion, claim.equivalence))
+            claims.append(replace(claim, hypotheses=context.merged(claim.hypotheses)))
     return claims
 
+
+
+def _listed_equivalence(before: str, items: str) -> list[StatementClaim]:
+    """"Let f be ... The following are equivalent (1) f is finite, (2) f is affine and proper": each item
+    implies each other, under the hypotheses of the sentences before the list."""
+    context = terms_of(*split_math(_ENVIRONMENT.sub(" ", before)))
+    text, formulas = split_math(_ENVIRONMENT.sub(" ", _ITEM.sub(" \ue002 ", items)))
+    sides = [terms_of(_PARENTHESIZED.sub(" ", side).strip(" ,.;"), formulas) for side in text.split("\ue002")[1:]]
+    sides = [side for side in sides if side.words or side.formulas]
+    return [
+        StatementClaim(context.merged(given), concluded, True, directed=True)
+        for i, given in enumerate(sides)
+        for j, concluded in enumerate(sides)
+        if i != j
+    ]
 
 
 def _clauses(text: str) -> list[str]:
@@ -101,14 +124,14 @@ def _claim(clause: str, formulas: list[str], definition: bool) -> list[Statement
     if match := _SCOPE.match(clause):
         scope = terms_of(match.group(1), formulas)
         return [
-            StatementClaim(scope.merged(inner.hypotheses), inner.conclusion, inner.equivalence)
+            StatementClaim(scope.merged(inner.hypotheses), inner.conclusion, inner.equivalence, inner.directed)
             for inner in _claim(match.group(2), formulas, definition)
         ]
     if match := _IF_THEN.match(clause) or _IF_COMMA.match(clause):
         given = terms_of(match.group(1), formulas)
         inner = [c for c in _claim(match.group(2), formulas, False) if c.equivalence]  # "then A iff B"
         if inner:
-            return [StatementClaim(given.merged(c.hypotheses), c.conclusion, True) for c in inner]
+            return [StatementClaim(given.merged(c.hypotheses), c.conclusion, True, c.directed) for c in inner]
         concluded = terms_of(match.group(2), formulas)
         both_ways = [StatementClaim(concluded, given, True)] if definition else []
         return [StatementClaim(given, concluded, definition), *both_ways]
@@ -133,7 +156,7 @@ def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:
     sides = [terms_of(side, formulas) for side in [first, *parts[1:]]]
     held = terms_of(subject, formulas)
     return [
-        StatementClaim(held.merged(given), concluded, True)
+        StatementClaim(held.merged(given), concluded, True, directed=True)
         for i, given in enumerate(sides)
         for j, concluded in enumerate(sides)
         if i != j

@@ -206,3 +206,39 @@ def test_no_lead_in_when_unclear_off_or_not_a_yes_no_question(tmp_path: Path) ->
     assert plain.lead_in is None and client.verdict_prompts == [], "not a yes/no question: no extra call"
     abstained, client = answer(tmp_path / "none", "Is every principal ideal domain a UFD?", "NONE", "YES")
     assert abstained.lead_in is None and client.verdict_prompts == [], "nothing picked: nothing to lead into"
+
+
+def test_a_counterexample_the_search_found_is_quoted_first_under_no_and_the_models_pick_beside_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 84: the statement that refutes the claim as asked opens the answer, "No: [n] gives a counterexample:",
+    though the model picked another and the counterexample stood below the sources it read."""
+    from ingestion.records import Source, StatementKind, StatementRecord
+    from retriever.types import SearchHit
+
+    question = "Is every formally smooth ring map flat?"
+    lemma = hit("Let $R \\to S$ be a smooth ring map. Then $R \\to S$ is flat.")
+    other = hit("A polynomial ring over $R$ is formally smooth over $R$.")
+    counter = SearchHit(
+        StatementRecord("counter", Source.LOCAL, StatementKind.LEMMA,
+                        "There exists a formally smooth ring map which is not flat.", "examples"), 0.5, 7,
+    )  # fmt: skip
+    settings = make_settings(tmp_path, answers={"style": "quote", "quote": {"ranker_sure_margin": None}})
+    client = VerdictClient("[1]", "NO")
+    vectors = {h.record.id: np.ones(4, np.float32) / 2 for h in (lemma, other, counter)}
+    answerer = Answerer(settings, FlatEmbedder(), lambda ids: {i: vectors[i] for i in ids}, lambda: client)
+    result = SearchResult([lemma, other], Query(question), vectors, scored_by=ScoredBy.FUSION)
+    retrieval = Retrieval(
+        RewrittenQuery(question, RewriteMethod.AS_ASKED), result, "everything", "hybrid", next_hits=(counter,)
+    )
+    answer = answerer.stream(question, retrieval, time.perf_counter()).result()
+    assert answer.text.startswith("No: [3] gives a counterexample:\n\n[3] ")
+    assert answer.cited == [3, 1] and answer.sources[2].record.id == "counter"
+    assert answer.yes_no_verdict == "no" and answer.to_dict()["yes_no"]["reason"].endswith("counterexample")
+    # found by the second search, worded as a counterexample (retrieval.counter_hits), it opens the answer the same
+    second = replace(retrieval, next_hits=(), counter_hits=(counter,))
+    assert answerer.stream(question, second, time.perf_counter()).result().text.startswith("No: [3] gives a")
+    # the same claim asked true-side up is not refuted by it
+    true_side = answerer.stream("Is a smooth ring map flat?", replace(retrieval, search=RewrittenQuery(
+        "Is a smooth ring map flat?", RewriteMethod.AS_ASKED)), time.perf_counter()).result()  # fmt: skip
+    assert not true_side.text.startswith("No")

@@ -1,0 +1,122 @@
+"""Whether a statement refutes a yes/no claim as asked: a counterexample, a warning, the claim's negation.
+
+Research text states its warnings as examples and remarks ("An open immersion is in general not
+quasi-compact", "There exists a ring R and a finite flat R-module M which is not projective", "The converse
+is not true"). Such a statement refutes the claim "Is every open immersion quasi-compact?" when:
+
+- it uses every word of the question (the same objects; a sign in its formulas counts, as for "Yes");
+- it is written as a failure: an existence ("There exists ... which is not ..."), a generality denied
+  ("in general not", "need not", "not necessarily", "it is not true that"), or an example or remark that
+  denies the question's predicate;
+- the question asserts what the statement denies: a word the question asks positively is negated in the
+  statement (for an existence, any negation of it: "cannot be written as", "does not contain"), and the
+  question itself carries no negation (negated questions are left to the comparison of claims).
+
+An existence refutes a universal claim even under more hypotheses than the question states: one
+counterexample is enough. The form says which lead-in fits: "counterexample" (an existence or an example)
+or "opposite" (the claim's negation, in general). Pure reading of text, as the rest of this package.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
+from retriever.text.claims.statement_claims import StatementClaim, statement_claims
+from retriever.text.claims.yes_no_questions import is_yes_no_question, negates
+
+_EXISTENCE = re.compile(r"\bthere (?:exists?|is|are)\b|\bthere exist\b", re.IGNORECASE)
+_GENERALITY_DENIED = re.compile(
+    r"\b(?:in general|need(?:s)? not|not necessarily|not always|not true|does not hold|do not hold|is false|"
+    r"counter ?examples?|not the case|cannot|can ?not|not even|fails?)\b",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|nor|neither|fails?)\b|n't\b", re.IGNORECASE)
+_CLAIM_DENIED = re.compile(r"\bit is (?:not true|not the case|false) that\b", re.IGNORECASE)
+_COUNTEREXAMPLE = re.compile(r"\bcounter ?examples?\b", re.IGNORECASE)
+_CONVERSE_FAILS = re.compile(r"\bthe converse (?:is not true|is false|does not hold|fails)\b", re.IGNORECASE)
+_QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
+# Adverbs a warning words its denial with ("is automatically projective", "in general not"): no qualifier.
+_HEDGES = frozenset(stem_of(word) for word in ("automatically", "general", "generally", "necessarily", "always"))
+_ARGUED_KINDS = frozenset({"example", "remark"})
+# What a paper proves, and its examples and remarks; not an answer post (it answers its own thread's question,
+# "No, HK need not be normal" under another claim) nor a conjecture or an exercise.
+_READ_KINDS = frozenset(
+    {"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact", "example", "remark"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Refutation:
+    """How a statement refutes a claim: ``form`` "counterexample" or "opposite"; ``denied``: the question's
+    words it denies, as the statement writes them."""
+
+    form: str
+    denied: tuple[str, ...]
+
+
+def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None:
+    """The refutation of the yes/no ``question``'s claim by a statement of ``kind``, or None (see the module)."""
+    if not is_yes_no_question(question) or negates(question) or kind not in _READ_KINDS:
+        return None
+    asked_text, asked_formulas = split_math(question_latex(_QUESTION_IFF.sub(",", question)))
+    asked = terms_of(asked_text, asked_formulas)
+    claims = statement_claims(statement_latex, kind == "definition")
+    if not asked.words or not claims:
+        return None
+    from retriever.text.claims.claim_comparison import unmatched_terms  # (claim_comparison asks this module first)
+
+    stems = frozenset().union(*(c.hypotheses.stems | c.conclusion.stems for c in claims))
+    formulas = " ".join(f for c in claims for f in c.hypotheses.formulas + c.conclusion.formulas)
+    formulas += " " + " ".join(n for c in claims for n in c.hypotheses.names + c.conclusion.names)
+    # "over an arbitrary ring": a counterexample over one ring refutes it, whatever it names its ring
+    generalized = Terms(tuple(w for w in asked.words if not (w.quantified and is_generic(w.stem))), asked.formulas)
+    if unmatched_terms(generalized, stems, formulas):
+        return None
+    # the warning is the statement's first claim; what follows it ("The standard example is ...") qualifies nothing
+    if _qualified_otherwise(asked.stems, [claims[0].hypotheses, claims[0].conclusion]):
+        return None
+    plain = " ".join(statement_latex.split())
+    asked_positive = {w.stem: w for w in asked.words if not w.negative and not is_generic(w.stem)}
+    denied = [
+        w.surface
+        for c in claims
+        for w in c.conclusion.words
+        if w.negative and w.stem in asked_positive and not w.binds
+    ]
+    if _CONVERSE_FAILS.search(plain) and _asks_converse(asked.words, claims[0]):
+        return Refutation("opposite", ("the converse",))
+    if _CLAIM_DENIED.search(plain):  # "It is not true that a finite R-module which is R-flat is projective"
+        return Refutation("counterexample" if _COUNTEREXAMPLE.search(plain) else "opposite", tuple(denied))
+    existence = bool(_EXISTENCE.search(plain)) and bool(_NEGATION.search(plain))
+    if existence:
+        return Refutation("counterexample", tuple(dict.fromkeys(denied)))
+    if denied and (kind in _ARGUED_KINDS or _GENERALITY_DENIED.search(plain)):
+        form = "counterexample" if kind == "example" else "opposite"
+        return Refutation(form, tuple(dict.fromkeys(denied)))
+    return None
+
+
+def _asks_converse(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
+    """Whether the question asks, as its predicate (its last word), what the claim assumes and does not
+    conclude, compared as written ("finite" and "finitely" share a stem, not a meaning)."""
+    asked_last = asked[-1].surface.lower()
+    assumed = {w.surface.lower() for w in claim.hypotheses.words}
+    concluded = {w.surface.lower() for w in claim.conclusion.words}
+    return asked_last in assumed and asked_last not in concluded
+
+
+def _qualified_otherwise(asked: frozenset[str], parts: list[Terms]) -> bool:
+    """Whether the statement qualifies an object of the question by a word the question does not use: "There
+    exists a formally smooth ring map which is not flat" is about formally smooth maps, no counterexample to
+    "Is a smooth ring map flat?". (Conservative: "a finite flat module which is not projective" is not taken
+    for a counterexample to "Is every flat module projective?" either, though it is one.)"""
+    for terms in parts:
+        phrases: dict[int, set[str]] = {}
+        for word in terms.words:
+            if not is_generic(word.stem) and word.stem not in _HEDGES:
+                phrases.setdefault(word.phrase, set()).add(word.stem)
+        if any(stems & asked and stems - asked for stems in phrases.values()):
+            return True
+    return False
