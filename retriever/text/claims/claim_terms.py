@@ -41,7 +41,7 @@ _SCAFFOLDING_WORDS = """
     whenever where who whom whose why how that this these those it its it's there here such also still every
     each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
     assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
-    existing actually just case cases whole following
+    existing actually just case cases whole following ie eg resp cf
 """
 SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
 # Nouns that name the kind of object, not a hypothesis about it: a statement's "Let R be a ring" binds a

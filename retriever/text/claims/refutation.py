@@ -62,7 +62,10 @@ def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None
         return None
     asked_text, asked_formulas = split_math(question_latex(_QUESTION_IFF.sub(",", question)))
     asked = terms_of(asked_text, asked_formulas)
-    claims = statement_claims(statement_latex, kind == "definition")
+    # The warning is the statement's first sentence ("An open immersion is in general not quasi-compact."); what
+    # follows it ("The standard example is ...", a proof sketch) neither refutes nor qualifies.
+    first = first_sentence(statement_latex)
+    claims = statement_claims(first, kind == "definition")
     if not asked.words or not claims:
         return None
     from retriever.text.claims.claim_comparison import unmatched_terms  # (claim_comparison asks this module first)
@@ -74,28 +77,64 @@ def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None
     generalized = Terms(tuple(w for w in asked.words if not (w.quantified and is_generic(w.stem))), asked.formulas)
     if unmatched_terms(generalized, stems, formulas):
         return None
-    # the warning is the statement's first claim; what follows it ("The standard example is ...") qualifies nothing
-    if _qualified_otherwise(asked.stems, [claims[0].hypotheses, claims[0].conclusion]):
+    parts = [terms for c in claims for terms in (c.hypotheses, c.conclusion)]
+    if _qualified_otherwise(asked.stems, parts) or _other_kind_of_object(asked.words, parts):
         return None
-    plain = " ".join(statement_latex.split())
-    asked_positive = {w.stem: w for w in asked.words if not w.negative and not is_generic(w.stem)}
-    denied = [
-        w.surface
-        for c in claims
-        for w in c.conclusion.words
-        if w.negative and w.stem in asked_positive and not w.binds
-    ]
-    if _CONVERSE_FAILS.search(plain) and _asks_converse(asked.words, claims[0]):
+    plain = " ".join(first.split())
+    asked_positive = {w.stem for w in asked.words if not w.negative and not is_generic(w.stem)}
+    denied = tuple(
+        dict.fromkeys(
+            w.surface for c in claims for w in c.conclusion.words if w.negative and w.stem in asked_positive
+        )
+    )
+    if _CONVERSE_FAILS.search(" ".join(statement_latex.split())) and _asks_converse(asked.words, claims[0]):
         return Refutation("opposite", ("the converse",))
     if _CLAIM_DENIED.search(plain):  # "It is not true that a finite R-module which is R-flat is projective"
-        return Refutation("counterexample" if _COUNTEREXAMPLE.search(plain) else "opposite", tuple(denied))
-    existence = bool(_EXISTENCE.search(plain)) and bool(_NEGATION.search(plain))
-    if existence:
-        return Refutation("counterexample", tuple(dict.fromkeys(denied)))
+        form = "counterexample" if _COUNTEREXAMPLE.search(statement_latex) else "opposite"
+        return Refutation(form, denied)
+    if not _phrases_kept(asked.words[:-1], parts):  # the objects of a counterexample are the question's
+        return None
+    if _EXISTENCE.search(plain) and _NEGATION.search(plain):  # "There exists ... which is not ...", one sentence
+        return Refutation("counterexample", denied)
     if denied and (kind in _ARGUED_KINDS or _GENERALITY_DENIED.search(plain)):
-        form = "counterexample" if kind == "example" else "opposite"
-        return Refutation(form, tuple(dict.fromkeys(denied)))
+        return Refutation("counterexample" if kind == "example" else "opposite", denied)
     return None
+
+
+def first_sentence(latex: str) -> str:
+    """The statement's first sentence: up to the first full stop outside a formula and outside braces."""
+    depth, math = 0, False
+    for i, char in enumerate(latex):
+        if char == "$" and (i == 0 or latex[i - 1] != "\\"):
+            math = not math
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+        elif char == "." and not math and depth == 0 and (i + 1 == len(latex) or latex[i + 1].isspace()):
+            before = latex[max(0, i - 4) : i].lower()
+            if not before.endswith(("i.e", "e.g", "resp", " cf", "etc")):
+                return latex[: i + 1]
+    return latex
+
+
+def _phrases_kept(asked: tuple[Word, ...], parts: list[Terms]) -> bool:
+    """Whether each phrase of the question's objects ("a local ring", "finite flat module") stands together in
+    the sentence: "a ring R ... not locally free" has the words of "Over a local ring, ... free?", not its
+    local ring."""
+    said = [{w.stem for w in terms.words if w.phrase == n} for terms in parts for n in {w.phrase for w in terms.words}]
+    phrases: dict[int, set[str]] = {}
+    for word in asked:
+        phrases.setdefault(word.phrase, set()).add(word.stem)
+    return all(any(stems <= group for group in said) for stems in phrases.values() if len(stems) > 1)
+
+
+def _other_kind_of_object(asked: tuple[Word, ...], parts: list[Terms]) -> bool:
+    """Whether the sentence names another kind of object than the question: "morphism of algebraic spaces"
+    against "morphism of schemes" (each names a kind the other does not)."""
+    asked_kinds = {w.stem for w in asked if is_generic(w.stem) and not w.quantified}
+    said_kinds = {w.stem for terms in parts for w in terms.words if is_generic(w.stem)}
+    return bool(asked_kinds - said_kinds) and bool(said_kinds - asked_kinds)
 
 
 def _asks_converse(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
