@@ -244,25 +244,15 @@ class Answerer:
         (``model_allowed``: the lead-in may ask the model, where ``answers.quote.yes_no_method`` says so).
         Where a statement the search ``found`` refutes the claim (a counterexample, a warning), it is quoted
         first, under "No: [n] ...", and the model's pick beside it (issue 84)."""
-        quote = self.settings.answers.quote
-        refuter = self.yes_no.refuter(question, (*generation.sources, *found))
-        if refuter is not None:
-            given = [hit.record.id for hit in generation.sources]
-            sources = generation.sources if refuter.record.id in given else (*generation.sources, refuter)
-            number = [hit.record.id for hit in sources].index(refuter.record.id) + 1
-            picked = (number, *(n for n in generation.picked if n != number))[: quote.max_quotes]
-            generation = replace(generation, sources=sources, picked=picked)
-        text, sentences = quoted_answer(generation.sources, generation.picked, quote.unsure_quotes)
+        read = self.yes_no.read(question, generation.sources, generation.picked, found, client, model_allowed)
+        generation = replace(generation, sources=read.sources, picked=read.picked)
+        unsure = self.settings.answers.quote.unsure_quotes
+        text, sentences = quoted_answer(generation.sources, generation.picked, unsure)
         generation = replace(generation, quoted=tuple(sentences))
-        if not generation.picked:
-            return text, generation
-        first = generation.picked[0]
-        decided = self.yes_no.lead(question, generation.sources[first - 1], first, client, model_allowed)
-        if decided is not None:
-            lead, calls = decided
-            generation = replace(generation, yes_no=lead, model_calls=(*generation.model_calls, *calls))
-            if lead.lead_in:
-                text = f"{lead.lead_in}\n\n{text}"
+        if read.lead is not None:
+            generation = replace(generation, yes_no=read.lead, model_calls=(*generation.model_calls, *read.calls))
+            if read.lead.lead_in:
+                text = f"{read.lead.lead_in}\n\n{text}"
         return text, generation
 
     def _messages(

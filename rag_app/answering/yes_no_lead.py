@@ -1,7 +1,8 @@
 """The quoting answer's one-line lead-in for a yes/no question, above the quote: a verdict a reader can check.
 
-:class:`YesNoReading` is the one thing the answer calls (``Answerer._quoted_text``): given the question and the
-statement quoted first, it decides the lead-in as ``answers.quote.yes_no_method`` says. Three ways, measured
+:class:`YesNoReading` is the one thing the answer calls (``Answerer._quoted_text`` calls :meth:`YesNoReading.read`
+once): a statement the search found that refutes the claim is quoted first (issue 84), and the lead-in above the
+first quote is decided as ``answers.quote.yes_no_method`` says. Three ways, measured
 side by side by ``bench/yes_no_verdict.py`` on ``eval/questions/yes-no-claims.v1.jsonl``:
 
 - **rules** (the default): the question's claim compared with the quoted statement's hypotheses and
@@ -22,7 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from prompts import load_prompt
 from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
@@ -48,6 +49,17 @@ _NOT_SETTLED = {
     PART_OF_PHRASE: "what [{n}] concludes differs from what the question asks",
     OTHER_SUBJECT: "[{n}] proves it of another object than the question names",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class YesNoRead:
+    """What the yes/no reading makes of an answer's quotes: the sources and picks (a refuting statement first,
+    where one was found) and the lead-in above the first quote, with the model calls made for it."""
+
+    sources: tuple[SearchHit, ...]
+    picked: tuple[int, ...]
+    lead: YesNoLead | None
+    calls: tuple[ModelCall, ...] = ()
 
 
 class YesNoReading:
@@ -86,6 +98,28 @@ class YesNoReading:
         agreed = model_lead.lead_in is not None  # the model's "Yes" beside the rules' own
         combined = replace(rules, method=method, ms=rules.ms + model_lead.ms)
         return (combined if agreed else replace(combined, verdict=Verdict.NONE, lead_in=None)), calls
+
+    def read(
+        self,
+        question: str,
+        sources: tuple[SearchHit, ...],
+        picked: tuple[int, ...],
+        found: Sequence[SearchHit] = (),
+        client: ChatClient | None = None,
+        model_allowed: bool = True,
+    ) -> YesNoRead:
+        """The one call the answer makes: where a statement of ``sources`` or of what the search ``found``
+        refutes the yes/no claim, it becomes the first quote (added to the sources where the model did not read
+        it) and the model's pick follows; then the lead-in above the first quote (:meth:`lead`)."""
+        refuter = self.refuter(question, (*sources, *found)) if picked or found else None
+        if refuter is not None:
+            given = [hit.record.id for hit in sources]
+            sources = sources if refuter.record.id in given else (*sources, refuter)
+            number = [hit.record.id for hit in sources].index(refuter.record.id) + 1
+            picked = (number, *(n for n in picked if n != number))[: self.quote.max_quotes]
+        decided = self.lead(question, sources[picked[0] - 1], picked[0], client, model_allowed) if picked else None
+        lead, calls = decided if decided is not None else (None, ())
+        return YesNoRead(sources, picked, lead, calls)
 
     def refuter(self, question: str, hits: Sequence[SearchHit]) -> SearchHit | None:
         """The first of ``hits`` (in their order) that refutes the yes/no ``question``'s claim as asked (a
