@@ -36,7 +36,9 @@ def test_no_class_has_over_25_methods() -> None:
 # without a hub), so they are counted apart; everything else stays small and readable in a diff.
 # Issue 83 raised the cap from 8.0 to 8.25 MB: the code and its tests grow with each feature (that issue
 # added 70 KB of modules, tests and a question set); results still come in as summaries, not per-query reports.
-MAX_TRACKED_BYTES = 8_250_000
+# Issue 84 raised it to 8.4 MB for its 60 KB research-claims set and the claims package (its new results are kept
+# as Markdown summaries only).
+MAX_TRACKED_BYTES = 8_400_000
 MAX_FILE_BYTES = 1_000_000
 WEIGHT_FOLDERS = ("retriever/formulas/weights/", "retriever/models/")
 
