@@ -105,11 +105,11 @@ PROVED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "defin
 UNPROVED_KINDS = frozenset({"conjecture", "question", "problem", "exercise", "hypothesis", "assumption"})
 
 
-
 class Verdict(Enum):
     """A verdict on a yes/no question, as the answer records it (``yes_no_verdict``). The rules give YES,
-    OPPOSITE, ONLY_IF or NONE; the model's reading (``answers.quote.yes_no_method = "model"``) gives YES, NO
-    (it judged "the answer is no" true and "yes" false) or UNCLEAR (its two judgements did not agree)."""
+    NO (the statement refutes the claim: :mod:`retriever.text.claims.refutation`), OPPOSITE, ONLY_IF or NONE;
+    the model's reading (``answers.quote.yes_no_method = "model"``) gives YES, NO (it judged "the answer is no"
+    true and "yes" false) or UNCLEAR (its two judgements did not agree)."""
 
     YES = "yes"
     NO = "no"
@@ -122,7 +122,6 @@ class Verdict(Enum):
 ClaimVerdict = Verdict  # its name before issue 84
 
 
-
 @dataclass(frozen=True, slots=True)
 class ClaimComparison:
     """The verdict, with what decided it: the statement's hypotheses the question does not state
@@ -133,7 +132,6 @@ class ClaimComparison:
     reason: str
     missing: tuple[str, ...] = ()
     unmatched: tuple[str, ...] = ()
-
 
 
 def compare(question: str, statement_latex: str, kind: str = "theorem") -> ClaimComparison:
@@ -181,7 +179,6 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
         return next(r for r in results if r is not None and r.verdict is Verdict.ONLY_IF)
     reasons = [r.reason for r in results if r is not None]
     return ClaimComparison(Verdict.NONE, reasons[0] if reasons else OTHER_CONCLUSION)
-
 
 
 def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | None:
@@ -238,7 +235,6 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
     return ClaimComparison(Verdict.YES, "the statement proves the claim")
 
 
-
 def _hypotheses_last(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
     """Whether the question names the claim's hypotheses after its conclusion ("Is every unique
     factorization domain a principal ideal domain?" against "A principal ideal domain is a unique
@@ -250,7 +246,6 @@ def _hypotheses_last(asked: tuple[Word, ...], claim: StatementClaim) -> bool:
     return bool(at_h and at_c) and max(at_h) > max(at_c)
 
 
-
 def _predicate(words: tuple[Word, ...]) -> list[Word]:
     """What the question asks of its subject: its last word, with the words "of" ties to it ("does G have
     a subgroup of order d": subgroup, order)."""
@@ -258,7 +253,6 @@ def _predicate(words: tuple[Word, ...]) -> list[Word]:
     while predicate[0].of_link and len(predicate) < len(words):
         predicate.insert(0, words[len(words) - len(predicate) - 1])
     return predicate
-
 
 
 def _uncovered_phrase(asked: frozenset[str], concluded: tuple[Word, ...]) -> tuple[str, ...]:
@@ -274,11 +268,9 @@ def _uncovered_phrase(asked: frozenset[str], concluded: tuple[Word, ...]) -> tup
     return tuple(left)
 
 
-
 def _stated(hypothesis: Word, asked: Terms) -> bool:
     """Whether the question states this hypothesis, with the same polarity."""
     return any(w.stem == hypothesis.stem and w.negative == hypothesis.negative for w in asked.words)
-
 
 
 def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
@@ -291,7 +283,6 @@ def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
     return False
 
 
-
 def unmatched_terms(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
     """The question's words and formulas that the statement never uses."""
     missing = [w.surface for w in asked.words if w.stem not in stems and not _written_otherwise(w, formulas)]
@@ -299,12 +290,10 @@ def unmatched_terms(asked: Terms, stems: frozenset[str], formulas: str) -> tuple
     return tuple(dict.fromkeys(missing))
 
 
-
 def _named_plainly(formula: str, formulas: str) -> bool:
     """``R`` typed alone is ℝ or a ring named R: either is what the statement says when it writes R."""
     plain = _PLAIN_LETTERS.get(formula)
     return plain is not None and re.search(rf"(?<![A-Za-z]){plain}(?![a-z])", formulas) is not None
-
 
 
 def _written_otherwise(word: Word, formulas: str) -> bool:

@@ -138,7 +138,8 @@ _BLACKBOARD_LETTERS = {"R": "ℝ", "C": "ℂ", "Z": "ℤ", "Q": "ℚ", "N": "ℕ
 _NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
 _MEASURED_NUMBER = re.compile(
     r"\b(dimension|rank|degree|genus|codimension|height|length|order|characteristic|depth)\s+("
-    + "|".join(_NUMBER_WORDS) + r")\b",
+    + "|".join(_NUMBER_WORDS)
+    + r")\b",
     re.IGNORECASE,
 )
 _COMPOUND = re.compile("\ue000(\\d+)\ue001-([A-Za-z]+)")

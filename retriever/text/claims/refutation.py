@@ -83,9 +83,7 @@ def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None
     plain = " ".join(first.split())
     asked_positive = {w.stem for w in asked.words if not w.negative and not is_generic(w.stem)}
     denied = tuple(
-        dict.fromkeys(
-            w.surface for c in claims for w in c.conclusion.words if w.negative and w.stem in asked_positive
-        )
+        dict.fromkeys(w.surface for c in claims for w in c.conclusion.words if w.negative and w.stem in asked_positive)
     )
     if _CONVERSE_FAILS.search(" ".join(statement_latex.split())) and _asks_converse(asked.words, claims[0]):
         return Refutation("opposite", ("the converse",))

@@ -55,7 +55,6 @@ _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}
 _PARENTHESIZED = re.compile(r"\((?:[^()\uE000]|\uE000\d+\uE001)*\)")
 
 
-
 @dataclass(frozen=True, slots=True)
 class StatementClaim:
     """One claim of a statement: what it assumes and what it concludes (both ways, for an equivalence)."""
@@ -90,9 +89,8 @@ def statement_claims(latex: str, definition: bool = False) -> list[StatementClai
     return claims
 
 
-
 def _listed_equivalence(before: str, items: str) -> list[StatementClaim]:
-    """"Let f be ... The following are equivalent (1) f is finite, (2) f is affine and proper": each item
+    """ "Let f be ... The following are equivalent (1) f is finite, (2) f is affine and proper": each item
     implies each other, under the hypotheses of the sentences before the list."""
     context = terms_of(*split_math(_ENVIRONMENT.sub(" ", before)))
     text, formulas = split_math(_ENVIRONMENT.sub(" ", _ITEM.sub(" \ue002 ", items)))
@@ -116,7 +114,6 @@ def _clauses(text: str) -> list[str]:
         if clause:
             clauses.append(clause)
     return clauses
-
 
 
 def _claim(clause: str, formulas: list[str], definition: bool) -> list[StatementClaim]:
@@ -148,7 +145,6 @@ def _claim(clause: str, formulas: list[str], definition: bool) -> list[Statement
     return [StatementClaim(terms_of(subject, formulas), conclusion, definition)]
 
 
-
 def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:
     """An equivalence, "A is B iff C iff D": each side implies each other, under the subject A. Asked "is
     every A B?", the claim C ⟹ B needs C, a hypothesis the question must state."""
@@ -161,7 +157,6 @@ def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:
         for j, concluded in enumerate(sides)
         if i != j
     ]
-
 
 
 def _subject_split(clause: str) -> tuple[str, str]:

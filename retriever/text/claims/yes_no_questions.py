@@ -23,7 +23,6 @@ _PREFACED_YES_NO = re.compile(
 )
 
 
-
 def is_yes_no_question(question: str) -> bool:
     """Whether ``question`` asks yes or no ("Is every PID a UFD?", "Does sum 1/p converge", "If p is prime,
     is ...?")."""
