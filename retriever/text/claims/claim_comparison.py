@@ -26,50 +26,14 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
+from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, terms_of
 from retriever.text.claims.refutation import refutes
 from retriever.text.claims.statement_claims import StatementClaim, statement_claims
+from retriever.text.claims.term_matching import unmatched_terms, written_otherwise
 from retriever.text.claims.yes_no_questions import is_yes_no_question
 
 _QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
 
-# Words a statement may write as a sign in its formulas.
-_WORD_SIGNS = {
-    "isomorph": "≅",
-    "congruent": "≡",
-    "asymptot": "∼",
-    "equal": "=",
-    "integr": "∫∮",
-    "complex": "ℂ",
-    "plane": "ℂ",
-    "real": "ℝ",
-    "integ": "ℤ",
-    "ration": "ℚ",
-    "natur": "ℕ",
-    "divid": "|∣",
-    "sum": "∑",
-    "product": "∏",
-    "converg": "→",
-    "tend": "→",
-    "contain": "⊆⊂",
-    "insid": "⊆⊂",
-    "zero": "0",
-    "greater": ">",
-    "less": "<",
-    "most": "≤",
-    "least": "≥",
-    "infin": "∞",
-    "union": "∪",
-    "intersect": "∩",
-    "cap": "∩",
-    "divisor": "|∣",
-}
-
-_GREEK_LETTERS = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "zeta": "ζ", "theta": "θ",
-    "lambda": "λ", "mu": "μ", "nu": "ν", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φϕ",
-    "chi": "χ", "omega": "ω",
-}  # fmt: skip
 
 _ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
 
@@ -77,14 +41,11 @@ _ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
 # state it too. A formula that only names or types an object (``f : D^n → D^n``) need not be repeated.
 _CONDITION = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪]|\|")
 
-_PLAIN_LETTERS = {"ℝ": "R", "ℂ": "C", "ℤ": "Z", "ℚ": "Q", "ℕ": "N"}
 
 _EXPRESSION = re.compile(r"[+\-*·]")
 
 _RELATION_SIGN = re.compile(r"[=<>≤≥≠≡∤⊆⊂≪≅∼≃∈→↦|]")
 
-# Nouns a question may add without asking anything more: "the set of primes", "the number of zeros".
-_FILLER = frozenset(stem_of(word) for word in ("set", "number", "element", "value", "collection", "itself"))
 
 # Why a statement does not settle the question as asked (the reader is told, above the quote).
 CONVERSE = "the question asks the converse"
@@ -191,7 +152,7 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
         return None
     concluded_formulas = " ".join(claim.conclusion.formulas)
     predicate = [w for w in _predicate(asked.words) if w.stem not in claim.conclusion.stems]
-    predicate = [w for w in predicate if not _written_otherwise(w, concluded_formulas) or w.quantified]
+    predicate = [w for w in predicate if not written_otherwise(w, concluded_formulas) or w.quantified]
     if predicate:
         if all(w.stem in claim.hypotheses.stems for w in predicate):
             return ClaimComparison(Verdict.NONE, CONVERSE)
@@ -222,7 +183,7 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
         for w in hypothesized.words
         if not is_generic(w.stem)
         and w.stem not in claim.hypotheses.stems | claim.conclusion.stems
-        and not _written_otherwise(w, claim_formulas)
+        and not written_otherwise(w, claim_formulas)
     ]
     if elsewhere:
         return ClaimComparison(Verdict.NONE, OTHER_SUBJECT, tuple(elsewhere))
@@ -281,34 +242,6 @@ def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
         if len(asked_signs) == 1 and len(concluded_signs) == 1 and asked_signs != concluded_signs:
             return True
     return False
-
-
-def unmatched_terms(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:
-    """The question's words and formulas that the statement never uses."""
-    missing = [w.surface for w in asked.words if w.stem not in stems and not _written_otherwise(w, formulas)]
-    missing += [f for f in asked.formulas if f not in formulas and not _named_plainly(f, formulas)]
-    return tuple(dict.fromkeys(missing))
-
-
-def _named_plainly(formula: str, formulas: str) -> bool:
-    """``R`` typed alone is ℝ or a ring named R: either is what the statement says when it writes R."""
-    plain = _PLAIN_LETTERS.get(formula)
-    return plain is not None and re.search(rf"(?<![A-Za-z]){plain}(?![a-z])", formulas) is not None
-
-
-def _written_otherwise(word: Word, formulas: str) -> bool:
-    """Whether the statement says the word another way: a number or a sign in its formulas (``isomorphic``
-    as ``≅``, ``pi`` as ``π``), or the word only names the kind of object ("function" for ``f``)."""
-    if word.stem in _FILLER or (is_generic(word.stem) and not word.quantified):
-        return True  # ("over every field" against "over ℚ" generalizes: not said otherwise)
-    if word.stem.isdigit():
-        return word.stem in formulas
-    signs = _WORD_SIGNS.get(word.stem, "") + _GREEK_LETTERS.get(word.surface.lower(), "")
-    if any(sign in formulas for sign in signs):
-        return True
-    # an operator written in the formula ("mod", "log", "gcd", "dim", "Re")
-    operator = re.compile(rf"(?<![a-z]){re.escape(word.surface.lower())}(?![a-z])")
-    return len(word.surface) >= 2 and operator.search(formulas.lower()) is not None
 
 
 __all__ = [

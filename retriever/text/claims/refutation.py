@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
 from retriever.text.claims.statement_claims import StatementClaim, statement_claims
+from retriever.text.claims.term_matching import unmatched_terms
 from retriever.text.claims.yes_no_questions import is_yes_no_question, negates
 
 _EXISTENCE = re.compile(r"\bthere (?:exists?|is|are)\b|\bthere exist\b", re.IGNORECASE)
@@ -68,8 +69,6 @@ def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None
     claims = statement_claims(first, kind == "definition")
     if not asked.words or not claims:
         return None
-    from retriever.text.claims.claim_comparison import unmatched_terms  # (claim_comparison asks this module first)
-
     stems = frozenset().union(*(c.hypotheses.stems | c.conclusion.stems for c in claims))
     formulas = " ".join(f for c in claims for f in c.hypotheses.formulas + c.conclusion.formulas)
     formulas += " " + " ".join(n for c in claims for n in c.hypotheses.names + c.conclusion.names)

@@ -20,6 +20,7 @@ from retriever.search.search_filter import SearchFilter
 from retriever.search.search_mode import SearchMode
 from retriever.search.typed_notation_searcher import TypedNotationSearcher
 from retriever.store.chroma_store import ChromaStatementStore
+from retriever.text.claims import counterexample_query
 from tests.conftest import make_settings
 
 
@@ -166,7 +167,11 @@ def test_ask_embeds_the_question_once(rag: MathRAG, monkeypatch: pytest.MonkeyPa
     # typed notation is read once, before the search and the relevance check, which embed the same query
     typed = rag.ask("Is F_q^* cyclic?", k=3)
     assert typed.search_query == "Is $\\mathbb{F}_q^*$ cyclic?" and typed.question == "Is F_q^* cyclic?"
-    assert len(encoded) == 2, encoded
+    # a yes/no question is searched once more, worded as a counterexample (issue 84): that query, once
+    assert encoded[1:] == ["Is $\\mathbb{F}_q^*$ cyclic?", counterexample_query("Is $\\mathbb{F}_q^*$ cyclic?")]
+    rag.settings.answers.quote.counterexample_search = False
+    rag.ask("Is F_q^* abelian?", k=3)
+    assert len(encoded) == 4, encoded
 
 
 def test_two_first_searches_at_once_both_use_the_learned_ranker(
