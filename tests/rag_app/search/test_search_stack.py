@@ -165,6 +165,7 @@ def test_ask_embeds_the_question_once(rag: MathRAG, monkeypatch: pytest.MonkeyPa
     assert answer.sources
     assert len(encoded) == 1, encoded
     # typed notation is read once, before the search and the relevance check, which embed the same query
+    rag.settings.answers.quote.counterexample_search = True  # (off by default)
     typed = rag.ask("Is F_q^* cyclic?", k=3)
     assert typed.search_query == "Is $\\mathbb{F}_q^*$ cyclic?" and typed.question == "Is F_q^* cyclic?"
     # a yes/no question is searched once more, worded as a counterexample (issue 84): that query, once
