@@ -70,6 +70,9 @@ class YesNoReading:
     def __init__(self, quote: QuoteSettings, client: Callable[[], ChatClient]) -> None:
         self.quote = quote
         self.client = client
+        # (question, statement id) -> refutes: the first quote shown and the model's choice read the same
+        # statements; each is read once (an answerer serves one question, so this stays small)
+        self._refutes: dict[tuple[str, str], bool] = {}
 
     def lead(
         self, question: str, hit: SearchHit, number: int, client: ChatClient | None = None, model_allowed: bool = True
@@ -132,7 +135,10 @@ class YesNoReading:
             if hit.record.id in seen:
                 continue
             seen.add(hit.record.id)
-            if compare(question, hit.record.text, hit.record.kind.value).verdict is Verdict.NO:
+            key = (question, hit.record.id)
+            if key not in self._refutes:
+                self._refutes[key] = compare(question, hit.record.text, hit.record.kind.value).verdict is Verdict.NO
+            if self._refutes[key]:
                 return hit
         return None
 
