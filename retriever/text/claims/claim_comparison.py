@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from retriever.text.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, terms_of
+from retriever.text.claims.implied_conditions import StatedConditions
 from retriever.text.claims.refutation import refutes
 from retriever.text.claims.statement_claims import StatementClaim, statement_claims
 from retriever.text.claims.term_matching import unmatched_terms, written_otherwise
@@ -58,6 +59,11 @@ PART_OF_PHRASE = "the question asks part of what the statement concludes"
 OTHER_SUBJECT = "the statement proves it of another object than the question names"
 
 UNPROVED = "a {kind}, not a proved statement"
+EXISTENCE_DENIED = "the statement states that something exists which is not so"
+# an existence and a negation in one sentence ("There exists a ring R and a module M which is not ...")
+_EXISTENCE_DENIED = re.compile(
+    r"\bthere (?:exists?|is|are)\b[^.]*?(?:\bnot\b|\bcannot\b|\bnever\b|n't\b)", re.IGNORECASE
+)
 REFUTED = "the statement refutes the claim: {form}"
 
 # What a paper proves or defines: the statements a verdict may rest on.
@@ -128,9 +134,13 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
     refutation = refutes(question, statement_latex, kind)
     if refutation is not None:  # "There exists ... which is not ...": never a "Yes", whatever a clause says
         return ClaimComparison(Verdict.NO, REFUTED.format(form=refutation.form), refutation.denied)
-    results = [_compare_claim(asked, claim) for claim in claims]
+    stated = StatedConditions.of(question, " ".join(asked.formulas))
+    results = [_compare_claim(asked, claim, stated) for claim in claims]
     found = {result.verdict for result in results if result is not None}
     if Verdict.YES in found and Verdict.OPPOSITE not in found:
+        if _EXISTENCE_DENIED.search(" ".join(statement_latex.split())):
+            # "There exists ... which cannot be written as ...": a counterexample to something, never a proof
+            return ClaimComparison(Verdict.NONE, EXISTENCE_DENIED)
         return next(r for r in results if r is not None and r.verdict is Verdict.YES)
     if Verdict.OPPOSITE in found and Verdict.YES not in found:
         return next(r for r in results if r is not None and r.verdict is Verdict.OPPOSITE)
@@ -142,7 +152,7 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
     return ClaimComparison(Verdict.NONE, reasons[0] if reasons else OTHER_CONCLUSION)
 
 
-def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | None:
+def _compare_claim(asked: Terms, claim: StatementClaim, stated: StatedConditions) -> ClaimComparison | None:
     """This claim's verdict, or None where the question does not ask its conclusion."""
     asked_stems = asked.stems
     asked_formulas = " ".join(asked.formulas)
@@ -175,6 +185,7 @@ def _compare_claim(asked: Terms, claim: StatementClaim) -> ClaimComparison | Non
         if not is_generic(w.stem) and not w.binds and not _stated(w, hypothesized)
     ]
     missing += [f for f in claim.hypotheses.formulas if _CONDITION.search(f) and f not in asked_formulas]
+    missing = [m for m in missing if not stated.states(m)]  # "greater than one" states n > 1
     # what the question assumes, this claim must speak of: "The ring Z is a Jacobson ring" proves nothing of "a
     # domain with finitely many maximal ideals", though the statement's next sentence uses those words
     claim_formulas = " ".join(claim.hypotheses.formulas + claim.conclusion.formulas + claim.hypotheses.names)

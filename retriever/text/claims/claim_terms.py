@@ -15,6 +15,7 @@ it is the negative of an antonym pair (``diverges`` against ``converges``, ``non
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from retriever.text.math_tokenizer import english_stemmer
@@ -41,7 +42,8 @@ _SCAFFOLDING_WORDS = """
     whenever where who whom whose why how that this these those it its it's there here such also still every
     each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
     assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
-    existing actually just case cases whole following ie eg resp cf
+    existing actually just case cases whole following ie eg resp cf but however moreover yet becomes become
+    respect having
 """
 SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
 # Nouns that name the kind of object, not a hypothesis about it: a statement's "Let R be a ring" binds a
@@ -100,6 +102,7 @@ _SAME = {
     "diagonalis": "diagonaliz",
     "normalis": "normaliz",
     "vertic": "vertex",
+    "preserv": "stabl",  # "preserved by base change": "stable under base change"
 }
 # Abbreviations people type, as the statements write them.
 ABBREVIATIONS = {
@@ -114,7 +117,10 @@ ABBREVIATIONS = {
 }
 _ABBREVIATION = re.compile(r"\b(" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + r")\b")
 _UNICODE = UnicodeMathText()
-_LETTER_VARIANTS = str.maketrans({"ϕ": "φ", "ϵ": "ε", "ϑ": "θ", "ϱ": "ρ"})
+# Bold capitals are the number systems where research text writes them so (the Stacks project's $\\mathbf{Z}$).
+_LETTER_VARIANTS = str.maketrans(
+    {"ϕ": "φ", "ϵ": "ε", "ϑ": "θ", "ϱ": "ρ", "𝐑": "ℝ", "𝐂": "ℂ", "𝐙": "ℤ", "𝐐": "ℚ", "𝐍": "ℕ"}
+)
 _PMOD = re.compile(r"\\pmod\s*\{([^{}]*)\}|\\pmod\s*(\w)")
 # "a^(p-1) congruent to 1 mod p" typed in words: the congruence a statement writes with ≡
 _TYPED_CONGRUENCE = re.compile(
@@ -142,6 +148,8 @@ _MEASURED_NUMBER = re.compile(
     + r")\b",
     re.IGNORECASE,
 )
+# "nonflat", "non-split" (the pairs above keep the words whose stem changes); not "none", "nonetheless"
+_NON_PREFIX = re.compile(r"^non-?(?=[a-z]{4})(?!etheless|sense)")
 _COMPOUND = re.compile("\ue000(\\d+)\ue001-([A-Za-z]+)")
 # Letters that, before a hyphen, make another object: a p-group, a q-expansion, an n-cycle.
 _MEANINGFUL_PREFIXES = frozenset({"p", "q", "ℓ", "l", "n", "k", "m"})
@@ -223,7 +231,7 @@ def terms_of(text: str, formulas: list[str]) -> Terms:
     text = _COMPOUND.sub(lambda m: _compound(m, formulas), text)
     # "dimension one" is "dimension 1" ("one" alone is scaffolding: "every one of them")
     text = _MEASURED_NUMBER.sub(lambda m: f"{m.group(1)} {_NUMBER_WORDS[m.group(2).lower()]}", text)
-    text = _LATEX_MARKUP.sub(" ", text).replace("’", "'")
+    text = _without_accents(_LATEX_MARKUP.sub(" ", text).replace("’", "'"))
     words: list[Word] = []
     keys: list[str] = []
     names: list[str] = []
@@ -271,11 +279,20 @@ def terms_of(text: str, formulas: list[str]) -> Terms:
         negative = negate_next > 0
         if stem in _ANTONYMS:
             stem, negative = _ANTONYMS[stem], not negative
+        elif (plain := _NON_PREFIX.sub("", lowered)) != lowered:  # "nonflat", "non-split": not flat, not split
+            stem, negative = stem_of(plain), not negative
         words.append(Word(stem, negative, token, phrase, after_name, quantified, of_link and bool(words)))
         negate_next = max(0, negate_next - 1)
         after_name = False
         of_link = False
     return Terms(tuple(words), tuple(keys), tuple(names))
+
+
+def _without_accents(text: str) -> str:
+    """``étale`` as ``etale``: a question typed in ASCII names what the statement writes with accents."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def _compound(match: re.Match[str], formulas: list[str]) -> str:

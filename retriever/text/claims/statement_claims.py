@@ -52,6 +52,8 @@ _ITEM = re.compile(r"\\item\b(?:\[[^\]]*\])?|\n\s*(?:[*\u2022-]|\(?\d{1,2}[.)])\
 _FOLLOWING_EQUIVALENT = re.compile(r"\bthe following are equivalent\b:?", re.IGNORECASE)
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[a-z*]+\}|\\item\b|\\label\{[^}]*\}|\\ref\{[^}]*\}|~")
 
+_COORDINATED_SUBJECT = re.compile(r"^\s*(?:the\s+)?([A-Za-z-]+s)\s+(?:and|or)\s+([A-Za-z-]+s)\s+(of\s.+)$", re.I | re.S)
+
 _PARENTHESIZED = re.compile(r"\((?:[^()\uE000]|\uE000\d+\uE001)*\)")
 
 
@@ -142,7 +144,18 @@ def _claim(clause: str, formulas: list[str], definition: bool) -> list[Statement
     conclusion = terms_of(predicate, formulas)
     if not conclusion.words and not conclusion.formulas:
         return []
-    return [StatementClaim(terms_of(subject, formulas), conclusion, definition)]
+    return [StatementClaim(terms_of(one, formulas), conclusion, definition) for one in _subjects(subject)]
+
+
+def _subjects(subject: str) -> list[str]:
+    """A subject that names two kinds of object of one thing, each on its own: "Quotients and localizations of
+    Noetherian rings" (are Noetherian) is "Quotients of Noetherian rings" and "localizations of Noetherian
+    rings"; any other subject as it stands."""
+    match = _COORDINATED_SUBJECT.match(subject)
+    if match is None:
+        return [subject]
+    first, second, of_what = match.groups()
+    return [f"{first} {of_what}", f"{second} {of_what}"]
 
 
 def _equivalence(parts: list[str], formulas: list[str]) -> list[StatementClaim]:

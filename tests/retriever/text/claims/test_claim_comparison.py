@@ -137,3 +137,15 @@ def test_typed_and_latex_formulas_meet() -> None:
     assert formula_key(r"\lambda \ne 0") == "λ≠0"
     assert "$n \\ge 3$" in question_latex("a graph on n >= 3 vertices")
     assert "principal ideal domain" in question_latex("Is every PID a UFD?")
+
+
+def test_two_kinds_of_object_of_one_subject_are_claims_of_their_own() -> None:
+    both = "Quotients and localizations of Noetherian rings are Noetherian."
+    assert compare("Is a quotient of a Noetherian ring Noetherian?", both, "proposition").verdict is Verdict.YES
+    assert compare("Is a localization of a Noetherian ring Noetherian?", both, "proposition").verdict is Verdict.YES
+    assert compare("Is a subring of a Noetherian ring Noetherian?", both, "proposition").verdict is not Verdict.YES
+
+
+def test_an_existence_with_a_negation_proves_no_claim() -> None:
+    weird = "There exists a ring $A$ and a module $M$ such that $M$ is flat, which is never projective."
+    assert compare("Is a flat module over a ring projective?", weird, "lemma").verdict is not Verdict.YES

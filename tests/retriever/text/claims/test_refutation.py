@@ -100,6 +100,55 @@ def test_a_listed_equivalence_asked_backwards_is_no_yes() -> None:
     assert backwards.verdict is Verdict.ONLY_IF and any("≤1" in m for m in backwards.missing)
 
 
+STRANGE = (
+    "Strange flat modules.\n\n* There exists a ring $R$ and a finite flat $R$-module $M$ which is\nnot projective."
+    "\n\n* There exists a closed immersion which is flat but not open."
+)
+KOLMOGOROV = (
+    "Let $Y$ be an infinite set, furnished with the topology whose closed sets are\n$Y$ and the finite subsets of"
+    " $Y$. Then $Y$ is Kolmogorov but not quasi-sober.\nHowever, the family of its singletons is\na covering by"
+    " discrete and hence sober spaces."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "statement", "kind"),
+    [
+        # each item of a list of warnings is a warning of its own
+        ("Is every flat closed immersion of schemes an open immersion?", STRANGE, "lemma"),
+        # the sentences that set a warning up ("Let Y be ...") come before it
+        ("Is every Kolmogorov topological space quasi-sober?", KOLMOGOROV, "example"),
+        # a qualifier that narrows the object keeps the counterexample one: a finite flat module is a flat module
+        ("Is every flat module projective?", STRANGE, "lemma"),
+        # "étale" as a question types it, "nonflat" as "not flat"
+        ("Is every formally etale ring map flat?", "There exist formally étale nonflat ring maps.", "lemma"),
+        # a negation denies the question's words to the end of its clause, however far they stand
+        ("Is every flat algebra a filtered colimit of finitely presented flat algebras?",
+         "There exists a ring $A$ and a flat $A$-algebra $B$ which cannot be written as a filtered colimit of "
+         "finitely presented flat $A$-algebras.", "lemma"),
+        # the kind of object asked as the predicate ("a set") is what the statement denies
+        ("Is the universe a set?", r"The universe $\mathcal{U}$ is not a set. To prove this, ...", "example"),
+    ],
+)  # fmt: skip
+def test_research_warnings_refute_the_claim_they_deny(question: str, statement: str, kind: str) -> None:
+    assert refutes(question, statement, kind) is not None
+
+
+def test_a_modifier_that_changes_the_notion_or_a_negation_of_something_else_refutes_nothing() -> None:
+    # "formally smooth" is another notion than "smooth": no counterexample to a claim about smooth maps
+    assert refutes("Is every smooth ring map flat?", "There exists a formally smooth ring map which is not flat.",
+                   "lemma") is None  # fmt: skip
+    # an existence whose negation denies nothing the question asks ("x not in V") refutes nothing
+    valuation = (
+        "Let $A$ be a normal domain with fraction field $K$.\n\n* For every $x \\in K$, $x \\not \\in A$ there "
+        "exists a valuation ring\n$A \\subset V \\subset K$ with fraction field $K$ such that $x \\not \\in V$."
+    )
+    assert refutes("Is a valuation ring a normal domain?", valuation, "lemma") is None
+    # "locally free" is not "local": the phrase "local ring" is not in "a ring R ... not locally free"
+    not_locally_free = "There exists a ring $R$ and a finite flat $R$-module $M$ which is not locally free."
+    assert refutes("Over a local ring, is every finite flat module free?", not_locally_free, "lemma") is None
+
+
 def test_the_counterexample_query_keeps_the_claims_words_and_adds_the_failures() -> None:
     query = counterexample_query("Is every flat module projective?")
     assert query.startswith("counterexample: flat module projective?") and "which is not" in query
