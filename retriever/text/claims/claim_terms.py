@@ -43,7 +43,7 @@ _SCAFFOLDING_WORDS = """
     each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
     assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
     existing actually just case cases whole following ie eg resp cf but however moreover yet becomes become
-    respect having
+    respect having either only again too
 """
 SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
 # Nouns that name the kind of object, not a hypothesis about it: a statement's "Let R be a ring" binds a
@@ -150,6 +150,7 @@ _MEASURED_NUMBER = re.compile(
 )
 # "nonflat", "non-split" (the pairs above keep the words whose stem changes); not "none", "nonetheless"
 _NON_PREFIX = re.compile(r"^non-?(?=[a-z]{4})(?!etheless|sense)")
+_TYPED_OVER = re.compile(r"\b[A-Z]-(?=(?:modules?|algebras?|schemes?|spaces?|linear|flat|maps?|morphisms?)\b)")
 _COMPOUND = re.compile("\ue000(\\d+)\ue001-([A-Za-z]+)")
 # Letters that, before a hyphen, make another object: a p-group, a q-expansion, an n-cycle.
 _MEANINGFUL_PREFIXES = frozenset({"p", "q", "ℓ", "l", "n", "k", "m"})
@@ -229,6 +230,7 @@ def _relation(match: re.Match[str]) -> str:
 def terms_of(text: str, formulas: list[str]) -> Terms:
     """The terms of ``text`` (placeholders standing for ``formulas``)."""
     text = _COMPOUND.sub(lambda m: _compound(m, formulas), text)
+    text = _TYPED_OVER.sub("", text)  # "R-algebras" typed: the algebras, as "$R$-algebras" is read
     # "dimension one" is "dimension 1" ("one" alone is scaffolding: "every one of them")
     text = _MEASURED_NUMBER.sub(lambda m: f"{m.group(1)} {_NUMBER_WORDS[m.group(2).lower()]}", text)
     text = _without_accents(_LATEX_MARKUP.sub(" ", text).replace("’", "'"))
