@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from ingestion.unreadable_text import readable, unreadable_at
+
 
 class Source(StrEnum):
     """Where a statement came from."""
@@ -63,7 +65,7 @@ def statement_id(source: str, paper_id: str, kind: str, text: str, occurrence: i
 
     ``occurrence`` separates verbatim repeats of one statement inside one paper.
     """
-    payload = "\x1f".join([source, paper_id, kind, " ".join(text.split()), str(occurrence)])
+    payload = "\x1f".join([source, paper_id, kind, " ".join(readable(text).split()), str(occurrence)])
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 
@@ -107,6 +109,9 @@ class Citation:
         return cls(data["key"], data.get("where", "statement"), data.get("arxiv_id", ""))
 
 
+_TEXT_FIELDS = ("text", "paper_id", "name", "label", "section", "url", "proof", "title")
+
+
 @dataclass(frozen=True, slots=True)
 class StatementRecord:
     """One statement chunk with its provenance.
@@ -134,6 +139,16 @@ class StatementRecord:
     references: tuple[LabelReference, ...] = ()
     # The bibliography keys its statement and proof cite, in order, each once (ingestion.latex_citations).
     citations: tuple[Citation, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Every record the index holds can be encoded (ingestion.unreadable_text): a lone surrogate, NUL or a
+        # non-character in a source is cleaned up here, on every way in (LaTeX, MSE dumps, CSV, uploads).
+        for name in _TEXT_FIELDS:
+            value = getattr(self, name)
+            if unreadable_at(value) is not None:
+                object.__setattr__(self, name, readable(value))
+        if any(unreadable_at(formula) is not None for formula in self.formulas):
+            object.__setattr__(self, "formulas", tuple(readable(formula) for formula in self.formulas))
 
     @property
     def display_name(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ingestion.unreadable_text import UnreadableTextError
 from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import SettingsOverrideError
@@ -41,6 +42,7 @@ class KnownError(NamedTuple):
 
 
 KNOWN_ERRORS: tuple[KnownError, ...] = (
+    KnownError((UnreadableTextError,), EXIT_USAGE, 400),  # a lone surrogate or NUL in a query (issue 85)
     KnownError((AmbiguousLabelError,), EXIT_USAGE, 400),
     KnownError((StatementNotFoundError,), EXIT_USAGE, 404),
     KnownError((MarfIndexError,), EXIT_USAGE, 409),  # the index cannot serve this mode yet: `build-fusion`

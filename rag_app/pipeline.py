@@ -28,6 +28,7 @@ from ingestion.arxiv_download import ArxivDownloader, DownloadReport
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
+from ingestion.unreadable_text import check_readable
 from prompts import load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.answerer import Answerer
@@ -294,6 +295,7 @@ class MathRAG(GraphQueries):
         ``rewrite``: fuse in the search of the LLM's statement rewrite (unset: ``retrieval.statement_rewrite``
         is ``always``).
         """
+        query = check_readable(query, "the query")  # one bad character is the client's to mend, not a crash
         rerank = self.settings.rerank.search if rerank is None else rerank
         second = self.settings.second_embedding.search if second_embedding is None else second_embedding
         rewrite = self.settings.retrieval.statement_rewrite == "always" if rewrite is None else rewrite
@@ -303,6 +305,7 @@ class MathRAG(GraphQueries):
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
+        formula = check_readable(formula, "the formula")
         k = k or self.settings.retrieval.top_k
         return self._counted(self.search_stack.statements().search(formula, k, SearchMode.FORMULA, where))
 
@@ -320,6 +323,7 @@ class MathRAG(GraphQueries):
         ``formula``: the query is one formula (as :meth:`search_formula`). A filter that leaves nothing,
         or a formula found nowhere, gives an empty list.
         """
+        query = check_readable(query, "the query")
         rerank = self.settings.rerank.search if rerank is None else rerank
         second = self.settings.second_embedding.search
         searcher = self.search_stack.papers(rerank=rerank, second_embedding=second)
@@ -376,6 +380,7 @@ class MathRAG(GraphQueries):
         ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.ask``).
         """
         started = time.perf_counter()
+        question = check_readable(question, "the question")
         search = self.rewrite_query(question, history)
         calls = (ModelCall("query rewrite", (time.perf_counter() - started) * 1000),) if search.asked_llm else ()
         if self.settings.retrieval.typed_notation:

@@ -15,6 +15,7 @@ alone. Outside a request (the CLI, the chat, the evaluation) no deadline is set 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 _deadline: ContextVar[float | None] = ContextVar("request_deadline", default=None)
+# Set when the request's client left (a stream closed mid-answer): the work stops as at its deadline (issue 85).
+_left: ContextVar[threading.Event | None] = ContextVar("request_left", default=None)
 
 
 class DeadlinePassedError(TimeoutError):
@@ -39,10 +42,21 @@ def within(deadline: float | None) -> Iterator[None]:
         _deadline.reset(token)
 
 
-def run_within(deadline: float | None, work: Callable[[], T]) -> T:
-    """``work()`` :func:`within` ``deadline`` (for a worker thread, whose context starts empty)."""
-    with within(deadline):
-        return work()
+def run_within(deadline: float | None, work: Callable[[], T], left: threading.Event | None = None) -> T:
+    """``work()`` :func:`within` ``deadline`` (for a worker thread, whose context starts empty); ``left``: set
+    when the request's client leaves, which stops the work at its next check as the deadline would."""
+    token = _left.set(left)
+    try:
+        with within(deadline):
+            return work()
+    finally:
+        _left.reset(token)
+
+
+def stopped() -> bool:
+    """Whether the current request's deadline passed or its client left (cheap: for a loop over chunks)."""
+    deadline, left = _deadline.get(), _left.get()
+    return (left is not None and left.is_set()) or (deadline is not None and time.monotonic() > deadline)
 
 
 def current() -> float | None:
@@ -52,6 +66,9 @@ def current() -> float | None:
 
 def check(stage: str) -> None:
     """Raise :class:`DeadlinePassedError` when the current request's deadline has passed before ``stage``."""
+    left = _left.get()
+    if left is not None and left.is_set():
+        raise DeadlinePassedError(f"the request's client left before {stage}")
     deadline = _deadline.get()
     if deadline is not None and time.monotonic() > deadline:
         raise DeadlinePassedError(f"the request ran past its time limit before {stage}")

@@ -66,6 +66,7 @@ class ScriptedLLMServer(LLMServerProcess):
     safe_fail: str | None = None  # None: no safe variant
     reply: str = "[1]"
     seconds: float = 0.0  # how long each completion takes
+    chunk_seconds: float = 0.0  # a streamed reply one character at a time, this far apart
     kind: ClassVar[str] = "scripted"
 
     @property
@@ -76,7 +77,7 @@ class ScriptedLLMServer(LLMServerProcess):
         script = Path(__file__).with_name("scripted_llm_server.py")
         return [sys.executable, str(script), "--port", str(self.port), "--model", self.model_alias,
                 "--fail", self.fail, "--after", str(self.after), "--reply", self.reply,
-                "--seconds", str(self.seconds)]  # fmt: skip
+                "--seconds", str(self.seconds), "--chunk-seconds", str(self.chunk_seconds)]  # fmt: skip
 
     def safe_variant(self) -> ScriptedLLMServer | None:
         if self.safe_fail is None or self.fail == self.safe_fail:

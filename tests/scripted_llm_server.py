@@ -30,9 +30,14 @@ def main() -> None:
     parser.add_argument("--fail", choices=("none", "sigill", "hang", "exit"), default="none")
     parser.add_argument("--after", type=int, default=0, help="completions answered before the failure")
     parser.add_argument("--seconds", type=float, default=0.0, help="how long each completion takes")
+    parser.add_argument(
+        "--chunk-seconds", type=float, default=0.0, help="a streamed reply: one character at a time, this far apart"
+    )
+    parser.add_argument("--slow-after", type=int, default=1, help="completions streamed at once first (the warm-up)")
     args = parser.parse_args()
     answered = 0
     in_flight = most_in_flight = 0
+    streams_cut = 0
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -52,7 +57,7 @@ def main() -> None:
 
         def do_GET(self) -> None:
             if self.path.endswith("/stats"):
-                self._json({"completions": answered, "most_in_flight": most_in_flight})
+                self._json({"completions": answered, "most_in_flight": most_in_flight, "streams_cut": streams_cut})
                 return
             self._json({"object": "list", "data": [{"id": args.model, "object": "model", "owned_by": "tests"}]})
 
@@ -102,13 +107,33 @@ def main() -> None:
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            for content, finish in ((args.reply, None), ("", "stop")):
+            slow = args.chunk_seconds > 0 and answered > args.slow_after
+            if slow and not self._slowly(args.reply):
+                return
+            for content, finish in (() if slow else ((args.reply, None),)) + (("", "stop"),):
                 chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": args.model,
                          "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}]}  # fmt: skip
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
+
+        def _slowly(self, reply: str) -> bool:
+            """The reply a character at a time; False when the client closed the stream on the way."""
+            nonlocal streams_cut
+            try:
+                for character in reply:
+                    delta = {"index": 0, "delta": {"content": character}, "finish_reason": None}
+                    chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": args.model,
+                             "choices": [delta]}  # fmt: skip
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(args.chunk_seconds)
+            except (BrokenPipeError, ConnectionResetError):
+                with lock:
+                    streams_cut += 1
+                return False
+            return True
 
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 

@@ -11,6 +11,7 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -78,13 +79,32 @@ class BearerTokenGuard:
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+# host[:port]: a name or IPv4 address, or a bracketed IPv6 address; nothing before or after it
+_AUTHORITY = re.compile(r"^(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?$")
+_ABSOLUTE_TARGET = re.compile(r"^[a-z][a-z0-9+.-]*://(?P<authority>[^/?#]*)(?P<path>[^?#]*)", re.IGNORECASE)
+
+
+def authority_names_this_machine(authority: str, allowed: frozenset[str], port: int | None) -> bool:
+    """Whether ``authority`` (a Host header's value, an Origin's or an absolute target's ``host[:port]``) is
+    exactly a name of this machine, at this server's ``port`` where it gives one: ``127.0.0.1:8765``,
+    ``localhost``, ``[::1]:8765``; not ``[::1].evil.example``, ``127.0.0.1:80@evil.example`` nor
+    ``localhost:8765.evil.example``. Without a port, the name alone (as HTTP clients send for port 80)."""
+    match = _AUTHORITY.match(authority.strip().lower())
+    if match is None:
+        return False
+    name = match.group("ipv6") or match.group("name")
+    given_port = match.group("port")
+    return name in allowed and (given_port is None or port is None or int(given_port) == port)
 
 
 class LoopbackHostGuard:
-    """On a loopback server with no token, every request but ``/healthz`` names this machine in its
-    ``Host`` header, else 403. Without it a web page could rebind its own name to 127.0.0.1 and read
-    the index through the visitor's browser (DNS rebinding); the MCP app checks the same for its routes.
-    A server bound beyond loopback has a token (:func:`check_bind`), which a rebound page does not send."""
+    """On a loopback server with no token, every request but ``/healthz`` names this machine, else 403: its
+    one ``Host`` header is exactly a loopback name (at this port, where it gives one), an absolute-form target
+    (``GET http://127.0.0.1:8765/v1/search``) names it too, and an ``Origin``, where a browser sends one, is a
+    page of this machine. Without it a web page could rebind its own name to 127.0.0.1 and read the index
+    through the visitor's browser (DNS rebinding). The MCP app's routes are guarded by this same rule (its own
+    check is off: :func:`rag_app.api.http_app.create_app`). A server bound beyond loopback has a token
+    (:func:`check_bind`), which a rebound page does not send."""
 
     def __init__(self, app: ASGIApp, host: str, token: str | None) -> None:
         self.app = app
@@ -95,16 +115,77 @@ class LoopbackHostGuard:
         if scope["type"] != "http" or not self.active or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        given = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
-        name = given.rsplit("]", 1)[0].lstrip("[") if given.startswith("[") else given.split(":", 1)[0]
-        if name not in self.allowed:
-            reason = (
-                f"the Host header ({given[:100] or 'none'}) does not name this machine: call the API at "
-                "127.0.0.1 or localhost (a page that rebinds its name is refused)"
-            )
-            await send_json_error(send, 403, reason)
+        refused = self._refused(scope)
+        if refused is not None:
+            await send_json_error(send, 403, refused)
             return
         await self.app(scope, receive, send)
+
+    def _refused(self, scope: Scope) -> str | None:
+        """Why the request does not name this machine, or None (an absolute target is rewritten to its path)."""
+        server = scope.get("server") or (None, None)
+        port = server[1] if isinstance(server[1], int) else None
+        hosts = [value.decode("latin-1") for name, value in scope.get("headers") or [] if name == b"host"]
+        rebound = (
+            "does not name this machine: call the API at 127.0.0.1 or localhost (a page that rebinds its name is "
+            "refused)"
+        )
+        if len(hosts) != 1:
+            return f"the request has {len(hosts)} Host headers; it needs one, naming this machine"
+        if not authority_names_this_machine(hosts[0], self.allowed, port):
+            return f"the Host header ({hosts[0][:100] or 'empty'}) {rebound}"
+        target = _ABSOLUTE_TARGET.match(scope.get("path", ""))
+        if target is not None:
+            if not authority_names_this_machine(target.group("authority"), self.allowed, port):
+                return f"the request's target ({target.group('authority')[:100]}) {rebound}"
+            scope["path"] = target.group("path") or "/"
+            scope["raw_path"] = scope["path"].encode()
+        origins = [value.decode("latin-1") for name, value in scope.get("headers") or [] if name == b"origin"]
+        for origin in origins:
+            page = _ABSOLUTE_TARGET.match(origin)
+            if origin != "null" and (
+                page is None or not authority_names_this_machine(page.group("authority"), self.allowed, None)
+            ):
+                return f"the Origin header ({origin[:100]}) is a page of another site"  # fmt: skip
+        return None
+
+
+class PlainErrorsAsJson:
+    """An error answered as plain text inside the app (the MCP app's "Invalid Content-Type header", a
+    framework's own 405) is sent as the API's JSON error instead, its text the reason."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        text = b""
+
+        async def json_send(message: Message) -> None:
+            nonlocal held, text
+            if message["type"] == "http.response.start":
+                kind = dict(message.get("headers") or []).get(b"content-type", b"")
+                if (
+                    message["status"] >= 400
+                    and not kind.startswith(b"application/json")
+                    and (not kind or kind.startswith(b"text/plain"))
+                ):
+                    held = message  # rewritten once its text is in
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                text += message.get("body", b"")
+                if not message.get("more_body", False):
+                    reason = text.decode("utf-8", "replace").strip() or "error"
+                    kept = {k.decode(): v.decode() for k, v in held.get("headers") or []
+                            if k.lower() not in (b"content-type", b"content-length")}  # fmt: skip
+                    await send_json_error(send, held["status"], reason, kept)
+                return
+            await send(message)
+
+        await self.app(scope, receive, json_send)
 
 
 class RequestTooLargeError(Exception):

@@ -32,8 +32,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rag_app.api.connection_limits import BodyReadTimeout
 from rag_app.api.errors import STATUS_OF, ApiError, redacted
-from rag_app.api.guards import BearerTokenGuard, BodySizeLimit, LoopbackHostGuard
+from rag_app.api.guards import BearerTokenGuard, BodySizeLimit, LoopbackHostGuard, PlainErrorsAsJson
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.routes import answers, health, search
 from rag_app.api.routes.answers import CHECKS, ReleasingStream
@@ -78,9 +79,11 @@ def create_app(rag: MathRAG, limits: ApiSettings | None = None, mcp: bool = True
     if mcp_app is not None:
         app.router.routes.extend(mcp_app.routes)
     # The middleware added last runs first: a body over the limit is refused before the token is read.
+    app.add_middleware(PlainErrorsAsJson)  # innermost: what the MCP app answers in plain text, as JSON
     app.add_middleware(BearerTokenGuard, token=token)
     app.add_middleware(LoopbackHostGuard, host=limits.host, token=token)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(BodyReadTimeout, timeout_s=limits.body_timeout_s)
     app.add_middleware(ServerTiming)  # outermost: the refusals above are timed too
     _handle_errors(app, rag)
     for routes in (health, search, answers):
@@ -133,12 +136,9 @@ def _validation_reason(error: RequestValidationError) -> str:
 
 
 def _mcp_transport(limits: ApiSettings) -> dict[str, Any]:
-    """The MCP app's transport settings: its DNS-rebinding protection allows loopback host names only,
-    which is right on loopback; beyond it the bearer token guards every request instead."""
+    """The MCP app's transport settings: its own DNS-rebinding check is off, because the app's
+    :class:`LoopbackHostGuard` checks every route, ``/mcp`` included, by one rule (an exact authority, one Host
+    header, the target and Origin too); beyond loopback the bearer token guards every request instead."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from rag_app.api.guards import is_loopback
-
-    if is_loopback(limits.host):
-        return {"host": limits.host}
     return {"host": limits.host, "transport_security": TransportSecuritySettings(enable_dns_rebinding_protection=False)}

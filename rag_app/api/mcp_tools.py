@@ -16,11 +16,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from rag_app.api.errors import STATUS_OF
+from rag_app.api.errors import STATUS_OF, redacted
 from rag_app.api.guards import QueueFullError
 from rag_app.api.requests import FormulaRequest, SearchRequest
 from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
+from rag_app.settings import Settings
 from retriever import PaperHit, SearchHit
 
 # What a tool reports to the model in words (a bad argument, an unknown statement, a damaged index, a
@@ -84,11 +85,12 @@ def compact_paper(paper: PaperHit) -> dict[str, Any]:
 
 
 @contextmanager
-def reported_to_the_model() -> Iterator[None]:
+def reported_to_the_model(settings: Settings) -> Iterator[None]:
+    """A known failure as a tool error in words, without the server's paths (``<index>``, as HTTP says it)."""
     try:
         yield
     except KNOWN_ERRORS as error:
-        raise ToolError(str(error) or type(error).__name__) from error
+        raise ToolError(redacted(str(error), settings) or type(error).__name__) from error
 
 
 def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBackend]) -> MCPServer:
@@ -110,7 +112,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
         kind: Annotated[list[str] | None, Field(description="only these kinds: theorem, lemma, ...")] = None,
         source: Annotated[list[str] | None, Field(description="only these sources: arxiv, mse, local")] = None,
     ) -> dict[str, Any]:
-        with reported_to_the_model():
+        with reported_to_the_model(current().rag.settings):
             hits = await current().search(SearchRequest(query=query, k=k, kind=kind or [], source=source or []))
             return {"results": [compact_hit(hit) for hit in hits]}
 
@@ -122,7 +124,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
         query: Annotated[str, Field(description="the topic or question")],
         k: Annotated[int, Field(description="how many papers (1-100)")] = 5,
     ) -> dict[str, Any]:
-        with reported_to_the_model():
+        with reported_to_the_model(current().rag.settings):
             papers = await current().papers(SearchRequest(query=query, k=k))
             return {"papers": [compact_paper(paper) for paper in papers]}
 
@@ -134,7 +136,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
         formula: Annotated[str, Field(description="one formula in LaTeX")],
         k: Annotated[int, Field(description="how many results (1-100)")] = 10,
     ) -> dict[str, Any]:
-        with reported_to_the_model():
+        with reported_to_the_model(current().rag.settings):
             hits = await current().formula(FormulaRequest(formula=formula, k=k))
             return {"results": [compact_hit(hit) for hit in hits]}
 
@@ -147,7 +149,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
     async def get_statement(
         id_or_label: Annotated[str, Field(description="a result's id, or PAPER#LABEL")],
     ) -> dict[str, Any]:
-        with reported_to_the_model():
+        with reported_to_the_model(current().rag.settings):
             view = await current().statement(id_or_label)  # its id checked as `/v1/statements/...` checks it
             payload = view.to_dict()
             payload["cite_as"] = cite_as(SearchHit(view.record, 0.0, 0))
@@ -161,7 +163,7 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
         "Slow on a CPU (tens of seconds): prefer search_statements when you can read."
     )
     async def ask(question: Annotated[str, Field(description="the question, LaTeX welcome")]) -> dict[str, Any]:
-        with reported_to_the_model():
+        with reported_to_the_model(current().rag.settings):
             serving = current()
             try:
                 answer = await serving.ask(question)

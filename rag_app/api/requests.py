@@ -7,6 +7,7 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ingestion.unreadable_text import check_readable
 from rag_app.api.errors import BadRequestError
 from rag_app.settings import ApiSettings
 from retriever import SearchFilter, SearchMode
@@ -30,6 +31,9 @@ class SearchRequest(BaseModel):
     def checked(self, limits: ApiSettings) -> SearchRequest:
         check_text(self.query, "query", limits)
         check_k(self.k, limits)
+        for name, values in (("source", self.source), ("kind", self.kind), ("category", self.category)):
+            for i, value in enumerate(values):
+                check_readable(value, f"{name}[{i}]")
         return self
 
     def where(self) -> SearchFilter:
@@ -76,6 +80,7 @@ class AskRequest(BaseModel):
 
 
 def check_text(text: str, name: str, limits: ApiSettings) -> None:
+    check_readable(text, name)  # a lone surrogate or NUL: 400 naming the field (UnreadableTextError)
     if not text.strip():
         raise BadRequestError(f"{name} is empty")
     if len(text) > limits.max_query_chars:
@@ -86,6 +91,7 @@ def check_text(text: str, name: str, limits: ApiSettings) -> None:
 
 def check_id(id_or_label: str, limits: ApiSettings) -> None:
     """A statement's id or label, as ``/v1/statements/...`` and the MCP ``get_statement`` tool take it."""
+    check_readable(id_or_label, "the id or label")
     if len(id_or_label) > limits.max_query_chars:
         raise BadRequestError(f"the id or label is over {limits.max_query_chars:,} characters (api.max_query_chars)")
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rag_app.answering.answer import Answer, AnswerStream
-from rag_app.api.errors import BadRequestError
+from rag_app.api.errors import BadRequestError, redacted
 from rag_app.api.guards import AskQueue
 from rag_app.api.requests import FormulaRequest, SearchRequest, check_id, check_k, check_text
 from rag_app.api.streamed_answer import StreamedAnswer
@@ -99,13 +100,15 @@ class ServingBackend:
         them id by id and checks the vector files, as `rag-app status` does (seconds at 1M)."""
         health = IndexHealth(self.rag.index)
         stores = await self.in_turn(health.check if full else health.counts)
-        return {
+        status = {
             "index": str(self.rag.settings.resolved_index_dir),
             "stores": [state.to_dict() for state in stores],
             "in_step": all(state.in_step for state in stores),
             "compared": "ids" if full else "counts",
             "llm": await self.llm_health(wait_s=3.0),
         }
+        # a client is told which store and what to run, never where the server keeps its files ("<index>")
+        return json.loads(redacted(json.dumps(status), self.rag.settings))
 
     async def llm_health(self, wait_s: float = HEALTHZ_LLM_WAIT_S) -> dict[str, str | None]:
         """The LLM's health: a process check for a server of ours (ms), else one request to the server,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,9 @@ class StreamedAnswer:
         self._chunks: Iterator[str | AnswerUpdate] = stream.events()
         self._reading: asyncio.Future[object] | None = None
         self._closed = False
+        # set when the reading is closed early (its client left): the model's stream stops at its next chunk,
+        # where the choice of a quote reads it whole inside one read (issue 85: the model wrote on, 15 s)
+        self._left = threading.Event()
 
     @property
     def sources(self) -> list[SearchHit]:
@@ -75,6 +79,7 @@ class StreamedAnswer:
         if self._closed:
             return
         self._closed = True
+        self._left.set()
         try:
             if self._reading is not None and not self._reading.done():
                 await asyncio.wait({self._reading}, timeout=self._close_wait_s)
@@ -84,7 +89,7 @@ class StreamedAnswer:
 
     async def _in_thread(self, work: Callable[[], object], doing: str) -> object:
         loop = asyncio.get_running_loop()
-        self._reading = loop.run_in_executor(None, run_within, self.deadline, work)
+        self._reading = loop.run_in_executor(None, run_within, self.deadline, work, self._left)
         try:
             return await asyncio.wait_for(asyncio.shield(self._reading), max(0.0, self.deadline - loop.time()))
         except TimeoutError:  # the wait ran out, or the answer stopped at the deadline by itself

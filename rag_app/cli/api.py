@@ -29,6 +29,7 @@ def serve(
     server under /mcp. Binds 127.0.0.1; any other address needs a token (RAG_APP_API__TOKEN)."""
     import uvicorn
 
+    from rag_app.api.connection_limits import uvicorn_options
     from rag_app.api.guards import UnsafeBindError, check_bind
     from rag_app.api.http_app import create_app
     from rag_app.api.warm_up import start_warm_up
@@ -53,7 +54,8 @@ def serve(
         if limits.warm_up:
             start_warm_up(rag, lambda line: typer.echo(line, err=True))
         typer.echo(f"rag-app API on http://{limits.host}:{limits.port} (index {settings.resolved_index_dir})", err=True)
-        uvicorn.run(create_app(rag, limits, mcp=not no_mcp), host=limits.host, port=limits.port, log_level="info")
+        app_ = create_app(rag, limits, mcp=not no_mcp)
+        uvicorn.run(app_, host=limits.host, port=limits.port, log_level="info", **uvicorn_options(limits))
 
 
 @app.command()

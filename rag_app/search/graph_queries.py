@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from ingestion.unreadable_text import check_readable
 from rag_app.search.statement_links import StatementLink, StatementLinks, StatementView
 from rag_app.settings import Settings
 from retriever.store.statement_index import StatementIndex, require_index
@@ -30,6 +31,7 @@ class GraphQueries:
         ``algebra-lemma-NAK``, or a label one paper defines), with what it ``uses`` (each resolved to a
         statement or section, or not), what it is ``used_by``, and the definitions it depends on up to
         ``depth`` (nearest first)."""
+        id_or_label = check_readable(id_or_label, "the id or label")
         links = self.statement_links
         with self.index.reads.reading():  # not while a reload replaces the Chroma client
             return links.view(id_or_label, depth)

@@ -19,6 +19,8 @@ from tenacity import (
 )
 
 from rag_app.serving.server_slots import ServerSlots, SlotWaitError
+from retriever.deadline import check as request_check
+from retriever.deadline import stopped as request_stopped
 
 # Worth retrying: the server was unreachable, too slow, overloaded (429) or failed (5xx).
 # Other 4xx errors are our request's fault and are raised at once.
@@ -184,6 +186,9 @@ class ChatClient:
                         if deadline.passed:
                             stream.close()
                             raise self._past_deadline(deadline, "while it was still answering")
+                        if request_stopped():  # the request's client left, or its deadline passed: stop writing
+                            stream.close()
+                            request_check("the rest of the answer")
                         if not chunk.choices:
                             continue
                         finished = finished or chunk.choices[0].finish_reason is not None

@@ -30,3 +30,15 @@ class ApiSettings(BaseModel):
     ask_timeout_s: float = Field(300.0, gt=0, description="an answer's time limit, its wait in the queue included")
     search_timeout_s: float = Field(30.0, gt=0, description="a search's time limit")
     retry_after_s: int = Field(10, ge=1, description="what a 429 tells the client to wait")
+    # Limits at the connection (issue 85): a client past one gets a status and a closed socket, not a slot.
+    header_timeout_s: float = Field(
+        10.0, gt=0, description="time a client has to send its request line and headers (408 past it)"
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0, description="time a client may leave its request body unfinished between two reads (408 past it)"
+    )
+    max_header_bytes: int = Field(
+        32_768, ge=4096, description="largest request line and headers accepted (h11's limit: 400 past it)"
+    )
+    keep_alive_s: float = Field(5.0, gt=0, description="how long an idle keep-alive connection stays open")
+    max_connections: int = Field(64, ge=2, description="connections open at once; one more is answered 503 and closed")

@@ -398,3 +398,14 @@ def test_an_empty_directory_named_like_a_file_is_said_and_refused(tmp_path: Path
     assert result.exit_code == 1, result.output
     assert f"{empty}: an empty directory: nothing to ingest" in result.output
     assert not (index / "manifest.json").exists()  # nothing was written
+
+
+def test_an_argument_no_encoder_can_read_exits_2_naming_it(demo_index_dir: Path) -> None:
+    """Issue 85: `rag-app search "$(printf 'group \\xed\\xa0\\x80')"` ended in a traceback. Python decodes the
+    invalid UTF-8 of an argument with surrogateescape: lone surrogates, which no tokenizer can take."""
+    argument = b"group \xed\xa0\x80".decode("utf-8", "surrogateescape")
+    for command in (["search", argument], ["search", argument, "--mode", "formula"], ["search", argument, "--papers"],
+                    ["show", argument]):  # fmt: skip
+        result = runner.invoke(app, [*command, "--index", str(demo_index_dir)])
+        assert result.exit_code == 2, (command, result.output)
+        assert "lone UTF-16 surrogate" in result.output and "Traceback" not in result.output

@@ -54,7 +54,7 @@ _GENERIC_NOUNS_WORDS = """
     sequences series family families object objects morphism morphisms scheme schemes graph graphs polynomial
     polynomials vector vectors variable variables ideal ideals operator operators measure measures value values
     term terms collection collections structure structures coefficient coefficients system systems
-    topological
+    topological category categories
 """
 GENERIC_NOUNS = frozenset(_GENERIC_NOUNS_WORDS.split())
 _NEGATORS = frozenset({"not", "no", "never", "cannot", "can't", "isn't", "aren't", "doesn't", "don't", "nor", "fails"})

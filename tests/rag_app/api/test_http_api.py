@@ -19,6 +19,7 @@ import uvicorn
 from typer.testing import CliRunner
 
 from rag_app import MathRAG
+from rag_app.api.connection_limits import uvicorn_options
 from rag_app.api.guards import UnsafeBindError, check_bind, is_loopback
 from rag_app.api.http_app import create_app
 from rag_app.cli import app
@@ -34,7 +35,9 @@ GALOIS = "galois-theory#cor:finitely-many-intermediate"
 def serving(rag: MathRAG, **limits: object) -> Iterator[str]:
     """``rag`` served by uvicorn on 127.0.0.1 (a free port) in a thread; yields the base URL."""
     settings = ApiSettings.model_validate(rag.settings.api.model_dump() | limits)
-    config = uvicorn.Config(create_app(rag, settings), host="127.0.0.1", port=0, log_level="warning")
+    # the options `rag-app serve` runs with: the h11 protocol with the limits at the connection (issue 85)
+    options = uvicorn_options(settings)
+    config = uvicorn.Config(create_app(rag, settings), host="127.0.0.1", port=0, log_level="warning", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -149,3 +149,13 @@ def test_two_kinds_of_object_of_one_subject_are_claims_of_their_own() -> None:
 def test_an_existence_with_a_negation_proves_no_claim() -> None:
     weird = "There exists a ring $A$ and a module $M$ such that $M$ is flat, which is never projective."
     assert compare("Is a flat module over a ring projective?", weird, "lemma").verdict is not Verdict.YES
+
+
+def test_the_category_a_statement_works_in_is_no_hypothesis() -> None:
+    """The issue's own example: "Only under a hypothesis the question does not state (category)"."""
+    injective = (
+        "An abelian group $J$ is an injective object in the category of abelian groups if and only if $J$ is "
+        "divisible."
+    )
+    asked = "Is an abelian group injective as a Z-module exactly when it is divisible?"
+    assert compare(asked, injective, "lemma").verdict is Verdict.YES
