@@ -29,6 +29,10 @@ from retriever.deadline import within
 T = TypeVar("T")
 
 
+class BackendClosedError(RuntimeError):
+    """A call to a :class:`BlockingBackend` that is closed, or whose loop no longer answers."""
+
+
 class BlockingBackend:
     """:class:`ServingBackend`'s searches and answers, called from any thread and waited for."""
 
@@ -98,7 +102,22 @@ class BlockingBackend:
         self._thread.join(5)
 
     def _wait(self, work: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+        """``work`` run on the loop and waited for: at most as long as the longest request may take (an answer's
+        time limit, with a margin: each call has its own deadline inside), and never on a closed backend (the
+        call used to hang for good after :meth:`close`)."""
+        if not self._thread.is_alive() or self._loop.is_closed() or not self._loop.is_running():
+            work.close()
+            raise BackendClosedError("the serving backend is closed: open the chat again")
+        limits = self.backend.limits
+        wait_s = max(limits.ask_timeout_s, limits.search_timeout_s) + 30.0
+        future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        try:
+            return future.result(timeout=wait_s)
+        except TimeoutError:
+            if future.done():  # the work's own deadline error (a TimeoutError too): the caller's to read
+                raise
+            future.cancel()
+            raise BackendClosedError(f"the serving backend did not answer within {wait_s:g} s") from None
 
 
 async def _called(function: Callable[[], None]) -> None:

@@ -3,6 +3,7 @@ and what uses it, and the definitions in its scope. Its own class keeps the faca
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Sequence
 
@@ -11,6 +12,8 @@ from rag_app.search.statement_links import StatementLink, StatementLinks, Statem
 from rag_app.settings import Settings
 from retriever.store.statement_index import StatementIndex, require_index
 from retriever.types import SearchHit
+
+logger = logging.getLogger(__name__)
 
 
 class GraphQueries:
@@ -46,5 +49,6 @@ class GraphQueries:
         `rag-app status` names a damaged one)."""
         try:
             return self.statement_links.counted(hits)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as error:  # said once a search, not swallowed (issue 86)
+            logger.warning("the statement graph could not be read for the uses counts (%s): `rag-app status`", error)
             return list(hits)

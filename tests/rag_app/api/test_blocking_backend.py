@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rag_app.answering.answer import AnswerStream
-from rag_app.api.blocking_backend import BlockingBackend
+from rag_app.api.blocking_backend import BackendClosedError, BlockingBackend
 from rag_app.api.guards import QueueFullError
 from rag_app.api.serving_backend import DeadlineError
 from rag_app.settings import ApiSettings, Settings
@@ -108,3 +108,13 @@ def test_a_search_past_its_limit_is_a_deadline_error(tmp_path: Path) -> None:
             backend.in_turn(lambda: rag.search("ring"))
     finally:
         backend.close()
+
+
+def test_a_call_after_close_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """Issue 86: ``BlockingBackend._wait`` waited with no timeout; a call after ``close()`` hung for good."""
+    backend = BlockingBackend(WritingRag(tmp_path))  # type: ignore[arg-type]
+    backend.close()
+    started = time.monotonic()
+    with pytest.raises(BackendClosedError, match="closed"):
+        backend.in_turn(lambda: "never")
+    assert time.monotonic() - started < 2

@@ -131,3 +131,13 @@ def test_rag_app_llm_cpu_reports_the_probe_the_build_and_the_check() -> None:
     assert record["unrunnable"] == {} and record["installed_build"]["profile"] == record["build_profile"]
     text = CliRunner().invoke(app, ["llm", "cpu"])
     assert text.exit_code == 0 and "llama.cpp libraries runs here" in text.stdout and "XCR0" in text.stdout
+
+
+def test_each_feature_is_read_under_the_flag_the_kernel_lists_it_by(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 86: `rag-app llm cpu` said "avx512vnni advertised no" where /proc/cpuinfo lists avx512_vnni."""
+    monkeypatch.setattr(cpu_features, "cpuinfo", lambda: ("a CPU", {"avx2", "avx512f", "avx512_vnni"}))
+    monkeypatch.setattr(cpu_features, "probe", lambda name: ("runs", "0"))
+    report = cpu_features.check_cpu()
+    if report.machine in ("x86_64", "AMD64"):
+        assert report.features["avx512vnni"].advertised and report.features["avx2"].advertised
+        assert not report.features["avx_vnni"].advertised
