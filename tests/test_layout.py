@@ -38,7 +38,9 @@ def test_no_class_has_over_25_methods() -> None:
 # added 70 KB of modules, tests and a question set); results still come in as summaries, not per-query reports.
 # Issue 84 raised it to 8.4 MB for its 60 KB research-claims set and the claims package (its new results are kept
 # as Markdown summaries only).
-MAX_TRACKED_BYTES = 8_400_000
+# Issue 85 raised it to 8.45 MB: the hostile-client guards, their tests and probe (about 45 KB of code and tests;
+# the probe's and the second round's results are Markdown summaries only).
+MAX_TRACKED_BYTES = 8_450_000
 MAX_FILE_BYTES = 1_000_000
 WEIGHT_FOLDERS = ("retriever/formulas/weights/", "retriever/models/")
 
