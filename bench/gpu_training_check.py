@@ -81,7 +81,8 @@ class _EmptyModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def export(index: Path, out: Path, distractors: int, seed: int) -> None:
     from rag_app import MathRAG, Settings
 
-    questions = [json.loads(line) for line in Path("training/generated-questions.jsonl").read_text().splitlines()[1:]]
+    generated = Path("eval/training-data/generated-questions.jsonl")
+    questions = [json.loads(line) for line in generated.read_text().splitlines()[1:]]
     store = MathRAG(Settings(index_dir=index)).index.store
     ids = sorted(store.all_ids())
     wanted = {q["statement_id"] for q in questions}

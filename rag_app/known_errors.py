@@ -33,6 +33,7 @@ EXIT_DAMAGED = 3  # a file of the index cannot be read: named, with what to run;
 EXIT_NO_LLM = 4  # `ask`: the answer needed the language model and none could be had (sources still printed)
 EXIT_BUSY = 5  # another process held a file of the index past the wait (a writer at work): try again
 EXIT_WRITER_BUSY = 6  # another ingest was writing the index for longer than ingestion.writer_wait_s: run again
+EXIT_PAST_DEADLINE = 7  # `search`, `ask`: past api.search_timeout_s or api.ask_timeout_s (as HTTP's 504)
 
 
 class KnownError(NamedTuple):

@@ -100,6 +100,11 @@ class MathRAG(GraphQueries):
     # ------------------------------------------------------------------ index
     @property
     def index(self) -> StatementIndex:
+        """The index's stores. Opened by :meth:`open` on a directory that holds no index, reading it raises
+        :class:`IndexNotFoundError` and creates nothing (issue 86: a status on a mistyped path used to create
+        the directory and report an empty index); an ingest builds it."""
+        if self._searched_index_must_exist:
+            require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
         return _built_once(
             self,
             "_index",
@@ -171,6 +176,8 @@ class MathRAG(GraphQueries):
         """The index's duplicate groups (``[duplicates]`` settings)."""
         with self._building:
             if self._duplicates is None:  # opened once: every search reads it
+                if self._searched_index_must_exist:  # never a directory made for a mistyped path
+                    require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
                 duplicates = self.settings.duplicates
                 self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
                 directory = self.settings.resolved_index_dir
@@ -376,8 +383,8 @@ class MathRAG(GraphQueries):
         first. Nothing is generated when no source is similar enough to the question (the answer says
         so and the closest statements are kept). When the LLM is down, the answer says so and keeps the
         sources. After generation, citations are validated and each sentence is attributed to its sources.
-        ``rerank``: rescore the sources with the cross-encoder (unset: ``rerank.ask``).
-        ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.ask``).
+        ``rerank``: rescore the sources with the cross-encoder (unset: ``rerank.answer``).
+        ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.answer``).
         """
         started = time.perf_counter()
         question = check_readable(question, "the question")
@@ -386,8 +393,8 @@ class MathRAG(GraphQueries):
         if self.settings.retrieval.typed_notation:
             # read here, not only inside the search, so that "searched for" shows the query searched
             search = dataclasses.replace(search, query=read_typed_notation(search.query))
-        rerank = self.settings.rerank.ask if rerank is None else rerank
-        second = self.settings.second_embedding.ask if second_embedding is None else second_embedding
+        rerank = self.settings.rerank.answer if rerank is None else rerank
+        second = self.settings.second_embedding.answer if second_embedding is None else second_embedding
         rewrite = self.settings.retrieval.statement_rewrite != "off"
         searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
         mode = mode or self.settings.retrieval.mode
@@ -457,6 +464,7 @@ def _one_writer(rag: MathRAG) -> AbstractContextManager[None]:
             rag.settings.ingestion.writer_wait_s,
         )
 
+    rag._searched_index_must_exist = False  # an ingest makes the index (MathRAG.open: "an ingest makes it")
     return rag.index.writer.hold(on_wait=say_waiting)
 
 

@@ -119,8 +119,10 @@ class DuplicatePlace:
 
 def record_to_dict(record: StatementRecord) -> dict[str, object]:
     """A statement's fields as ``search --json`` and ``ingest --parse-only --json`` print them: the
-    record's own serialization plus what is derived from it (its display name and docno)."""
-    return record.to_dict() | {"display_name": record.display_name, "docno": record.docno}
+    record's own serialization plus what is derived from it (its display name, docno, and the title a reader
+    knows its paper by: ``source_title``, as MCP's hits say it too)."""
+    derived = {"display_name": record.display_name, "docno": record.docno, "source_title": record.source_title}
+    return record.to_dict() | derived
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ $RAG train embed --index "$INDEX" --name "$NAME" --base "$BASE" --max-pairs 6400
     --json | tee /tmp/train-embed.json
 MODEL_DIR=$(.venv/bin/python -c 'import json,sys; print(json.load(open(sys.argv[1]))["directory"])' /tmp/train-embed.json)
 $RAG eval --dev --embedder "$BASE" --embedder "registry:$NAME" --split "$MODEL_DIR/split.json" \
-    --out eval/results/embedding
+    --out eval/runs/embedding
 if [ "${PUBLISH:-0}" = 1 ]; then
-    .venv/bin/python -m rag_app.training.publish "$MODEL_DIR" eval/results/embedding/report.json
+    .venv/bin/python -m rag_app.training.publish "$MODEL_DIR" eval/runs/embedding/report.json
 fi

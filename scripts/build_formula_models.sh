@@ -3,7 +3,7 @@
 # sympy rewrites, and the MaRF fusion layer, trained on the development corpus (Stacks project + HoTT
 # book + thesis sample from ../shared) with the thesis's split holding statements out. Then build the
 # fusion vectors of the development index and compare every retrieval variant on every development
-# set (eval/results/formula). The models are copied into the package, which makes them the default
+# set (eval/runs/formula). The models are copied into the package, which makes them the default
 # `formula.models = "packaged"`.
 # About 70 minutes on 2 CPU cores (train 36, fusion vectors 21, evaluation 10); on a GPU machine set
 # RAG_APP_FORMULA__DEVICE=cuda and
@@ -26,4 +26,4 @@ rm -rf retriever/formulas/weights
 mv retriever/formulas/weights.new retriever/formulas/weights
 $RAG build-fusion --index "$INDEX" --rebuild
 $RAG eval --dev -r dense -r hybrid -r hybrid-formula -r fusion -r fusion-maxsim -r formula \
-    --split "$OUT/split.json" --no-ingest-corpus --out eval/results/formula
+    --split "$OUT/split.json" --no-ingest-corpus --out eval/runs/formula

@@ -5,7 +5,7 @@ Each query is searched once 50 deep and its candidates scored once by the cross-
 
     .venv/bin/python scripts/tune_rerank.py [--model DIR] [--sets eval/sets/stacks-slogans-dev.v2.jsonl ...]
 
-Writes eval/results/rerank/tuning.md and .json. We tune on these sets: the chosen values are checked on
+Writes eval/runs/rerank/tuning.md and .json. We tune on these sets: the chosen values are checked on
 the other development sets by `rag-app eval --dev`, and independently on held-out queries.
 """
 
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--sets", nargs="*", type=Path, default=None)
     parser.add_argument("--mode", default="hybrid-formula")
     parser.add_argument("--limit", type=int, default=None, help="first N queries of each set")
-    parser.add_argument("--out", type=Path, default=Path("eval/results/rerank"))
+    parser.add_argument("--out", type=Path, default=Path("eval/runs/rerank"))
     args = parser.parse_args()
     settings = Settings.load()
     sets_dir = settings.evaluation.sets_dir

@@ -18,10 +18,10 @@ from ui.components import (
     render_sources,
     sidebar_controls,
 )
+from ui.graph_buttons import render_opened_statement
 from ui.latex_display import to_streamlit_markdown
 from ui.resources import open_backend, open_rag, open_rag_or_say_why
-from ui.result_list import QUESTION_INPUT, TO_CHAT
-from ui.statement_links import render_opened_statement
+from ui.result_lines import QUESTION_INPUT, TO_CHAT
 
 
 def render_formula_search(controls: SearchControls) -> None:
@@ -65,8 +65,8 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
     """Stream one answer into the page; errors become messages."""
     rag = open_rag()
     turns = [Turn(a.question, a.text if a.answered_by_llm else "", a.search_query or a.question) for a in history]
-    options = {"mode": controls.mode, "history": turns, "where": controls.where,
-               "rerank": rag.settings.rerank.chat, "second_embedding": rag.settings.second_embedding.chat}  # fmt: skip
+    # The answer task's stack (rerank.answer, second_embedding.answer), as every other front end's answers.
+    options = {"mode": controls.mode, "history": turns, "where": controls.where}
     try:
         with (
             st.spinner("Searching and writing ...", show_time=True),

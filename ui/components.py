@@ -14,11 +14,11 @@ from rag_app.answering.attribution import split_sentences
 from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
+from ui.graph_buttons import render_definitions, render_statement_links
 from ui.latex_display import link_citations, to_streamlit_markdown
 from ui.library import LibraryStats, library_stats
 from ui.resources import open_backend, open_rag
-from ui.result_list import render_result_list
-from ui.statement_links import render_definitions, render_statement_links
+from ui.result_lines import render_result_list
 
 SOURCE_LABELS = {"arxiv": "arXiv", "mse": "Math StackExchange", "local": "local"}
 MODE_LABELS = {

@@ -19,8 +19,8 @@ from ui.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
 def _reranker_description(settings: Settings) -> str:
     """Which cross-encoder orders the chat's sources, or why none does."""
     rerank = settings.rerank
-    if not rerank.chat:
-        return "off in the chat (rerank.chat = false)"
+    if not rerank.answer:
+        return "off for answers (rerank.answer = false)"
     try:
         model = RerankerModel.locate(rerank.model)
     except RerankerModelError as error:
@@ -31,8 +31,8 @@ def _reranker_description(settings: Settings) -> str:
 def _second_embedding_description(rag: MathRAG) -> str:
     """Which second embedding model the chat fuses in, or why none is."""
     second = rag.companion_index()
-    if second is None or not rag.settings.second_embedding.chat:
-        return "off in the chat (second_embedding.model = none, or .chat = false)"
+    if second is None or not rag.settings.second_embedding.answer:
+        return "off for answers (second_embedding.model = none, or .answer = false)"
     if not second.built_by_configured_model():
         return f"{second.embedder.model_name}: vectors not built (`rag-app build-dense2`)"
     return f"{second.embedder.identity} ({second.statements():,} statements)"

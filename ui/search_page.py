@@ -21,23 +21,23 @@ from ui.components import (
     render_paper,
     sidebar_controls,
 )
-from ui.resources import open_backend, open_rag, open_rag_or_say_why
-from ui.result_list import TO_CHAT, render_result_list
-from ui.statement_links import render_opened_statement
+from ui.graph_buttons import render_opened_statement
+from ui.resources import open_backend, open_rag_or_say_why
+from ui.result_lines import TO_CHAT, render_result_list
 
 SHOWN = 20  # lines at first; "Show more" lists the rest of those found, without a new search
 
 
 def run_search(query: str, controls: SearchControls, count: int, papers: bool, formula: bool) -> list:
-    """What `rag-app search` with the same options returns (`--papers`, `--formula`, `-k`, `--mode`, filters)."""
-    rerank = open_rag().settings.rerank.chat
+    """What `rag-app search` with the same options returns (`--papers`, `--formula`, `-k`, `--mode`, filters):
+    the search task's stack, as `GET /v1/search` ranks (issue 86: it used to rerank by `rerank.chat`)."""
     backend = open_backend()
     if papers:
         mode = None if formula else controls.mode
-        return backend.papers(query, count, controls.where, mode, formula=formula, rerank=rerank)
+        return backend.papers(query, count, controls.where, mode, formula=formula)
     if formula:
         return backend.formula(query, count, controls.where)
-    return backend.search(query, count, controls.mode, controls.where, rerank=rerank)
+    return backend.search(query, count, controls.mode, controls.where)
 
 
 def render_json(results: list[SearchHit] | list[PaperHit]) -> None:

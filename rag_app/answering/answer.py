@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import retriever.deadline as deadline
+from rag_app.answering.answer_record import AnswerRecord, ContextRecord, RelevanceRecord
 from rag_app.answering.attribution import SentenceSupport
 from rag_app.answering.stages import (
     AnswerStatus,
@@ -28,18 +29,16 @@ T = TypeVar("T")
 
 
 class _Reported(Generic[T]):
-    """A field of :class:`Answer` that one of its stages holds, by its dotted path from the answer."""
+    """A field of :class:`Answer` that one of its stages holds, read by a function the type checker sees
+    (``lambda answer: answer.checks.text``: a renamed stage field fails the check, not a user's call)."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path.split(".")
+    def __init__(self, read: Callable[[Answer], T]) -> None:
+        self.read = read
 
-    def __get__(self, answer: object, owner: type | None = None) -> T:
+    def __get__(self, answer: Answer | None, owner: type | None = None) -> T:
         if answer is None:  # read on the class (documentation tools): the descriptor itself
             return self  # type: ignore[return-value]
-        value = answer
-        for name in self.path:
-            value = getattr(value, name)
-        return value  # type: ignore[return-value]
+        return self.read(answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,33 +55,37 @@ class Answer:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- what each stage gave, as reported
-    text = _Reported[str]("checks.text")
-    status = _Reported[AnswerStatus]("checks.status")
-    raw_text = _Reported[str]("checks.raw_text")  # the model's text before the checks
-    cited = _Reported[list[int]]("checks.cited")
-    invalid_citations = _Reported[list[int]]("checks.invalid_citations")
-    attributed = _Reported[list[int]]("checks.attributed")  # citations added after generation
-    sentences = _Reported[list[SentenceSupport]]("checks.sentences")
-    removed_sentences = _Reported[list[str]]("checks.removed_sentences")
-    repeated_sentences = _Reported[int]("checks.repeated_sentences")
-    truncated = _Reported[bool]("checks.truncated")
-    llm_error = _Reported[str | None]("generation.llm_error")
-    model = _Reported[str | None]("generation.model")
-    server = _Reported[str | None]("generation.server")
-    prompt = _Reported[str]("generation.prompt")  # NAME@vN of the prompt template
-    style = _Reported[str]("generation.style")  # "quote": the answer quotes the picked sources; "synthesis"
-    context = _Reported[ContextReport]("generation.context")
-    choice = _Reported[Mapping[str, float]]("generation.choice")  # a quote's first pick: source -> probability
-    chosen_by = _Reported[str]("generation.chosen_by")  # "model", "ranker"; "" for a written answer
-    relevance = _Reported[float | None]("relevance_check.score")  # the question's cosine with its closest source
-    relevance_threshold = _Reported[float]("relevance_check.threshold")
-    search_query = _Reported[str]("retrieval.search.query")  # the question, or its rewrite from the conversation
-    rewrite = _Reported[str]("retrieval.search.method.value")  # how search_query was made
-    filter = _Reported[str]("retrieval.filter")
-    retriever = _Reported[str]("retrieval.retriever")
-    reranker = _Reported[str]("retrieval.result.reranker")  # "" when the cross-encoder did not run
-    rerank_ms = _Reported[float]("retrieval.result.rerank_ms")
-    second_embedding = _Reported[str]("retrieval.result.second_embedding")  # "" when not fused in
+    text = _Reported[str](lambda answer: answer.checks.text)
+    status = _Reported[AnswerStatus](lambda answer: answer.checks.status)
+    raw_text = _Reported[str](lambda answer: answer.checks.raw_text)  # the model's text before the checks
+    cited = _Reported[list[int]](lambda answer: answer.checks.cited)
+    invalid_citations = _Reported[list[int]](lambda answer: answer.checks.invalid_citations)
+    attributed = _Reported[list[int]](lambda answer: answer.checks.attributed)  # citations added after generation
+    sentences = _Reported[list[SentenceSupport]](lambda answer: answer.checks.sentences)
+    removed_sentences = _Reported[list[str]](lambda answer: answer.checks.removed_sentences)
+    repeated_sentences = _Reported[int](lambda answer: answer.checks.repeated_sentences)
+    truncated = _Reported[bool](lambda answer: answer.checks.truncated)
+    llm_error = _Reported[str | None](lambda answer: answer.generation.llm_error)
+    model = _Reported[str | None](lambda answer: answer.generation.model)
+    server = _Reported[str | None](lambda answer: answer.generation.server)
+    prompt = _Reported[str](lambda answer: answer.generation.prompt)  # NAME@vN of the prompt template
+    # "quote": the answer quotes the picked sources; "synthesis"
+    style = _Reported[str](lambda answer: answer.generation.style)
+    context = _Reported[ContextReport](lambda answer: answer.generation.context)
+    # a quote's first pick: source -> probability
+    choice = _Reported[Mapping[str, float]](lambda answer: answer.generation.choice)
+    chosen_by = _Reported[str](lambda answer: answer.generation.chosen_by)  # "model", "ranker"; "" for a written answer
+    # the question's cosine with its closest source
+    relevance = _Reported[float | None](lambda answer: answer.relevance_check.score)
+    relevance_threshold = _Reported[float](lambda answer: answer.relevance_check.threshold)
+    # the question, or its rewrite from the conversation
+    search_query = _Reported[str](lambda answer: answer.retrieval.search.query)
+    rewrite = _Reported[str](lambda answer: answer.retrieval.search.method.value)  # how search_query was made
+    filter = _Reported[str](lambda answer: answer.retrieval.filter)
+    retriever = _Reported[str](lambda answer: answer.retrieval.retriever)
+    reranker = _Reported[str](lambda answer: answer.retrieval.result.reranker)  # "" when the cross-encoder did not run
+    rerank_ms = _Reported[float](lambda answer: answer.retrieval.result.rerank_ms)
+    second_embedding = _Reported[str](lambda answer: answer.retrieval.result.second_embedding)  # "" when not fused in
 
     @property
     def sources(self) -> list[SearchHit]:
@@ -164,61 +167,64 @@ class Answer:
     def unsupported_sentences(self) -> list[str]:
         return [s.text for s in self.sentences if s.claim and not s.supported]
 
-    def to_dict(self) -> dict[str, object]:
-        """The JSON shape of ``ask --json`` (a contract: fields are only ever added)."""
-        return {
-            "question": self.question,
-            "answer": self.text,
-            "cited": self.cited,
-            "invalid_citations": self.invalid_citations,
-            "llm_error": self.llm_error,
-            "model": self.model,
-            "sources": [hit.to_dict() for hit in self.sources],
-            "status": self.status.value,
-            "not_found": self.not_found,
-            "supported": self.supported,
-            "citations_valid": self.citations_valid,
-            "attributed": self.attributed,
-            "unsupported_sentences": self.unsupported_sentences,
-            "sentences": [s.to_dict() for s in self.sentences],
-            "raw_answer": self.raw_text,
-            "prompt": self.prompt,
-            "server": self.server,
-            "relevance": {"score": self.relevance, "threshold": self.relevance_threshold},
-            "support_threshold": self.support_threshold,
-            "context": {
-                "tokens": self.context.tokens,
-                "tokens_counted": self.context.counted,
-                "window": self.context.window,
-                "sources_given": self.context.sources_given,
-                "trimmed": self.context.trimmed,
-                "dropped": self.context.dropped,
-                "instruction_tokens": self.context.instruction_tokens,
-                "question_tokens": self.context.question_tokens,
-                "source_tokens": self.context.source_tokens,
-                "proofs": self.context.proofs,
-            },
-            "timings_ms": dict(self.timings_ms),
-            "search_query": self.search_query or self.question,
-            "rewrite": self.rewrite,
-            "filter": self.filter,
-            "retriever": self.retriever,
-            "reranker": self.reranker,
-            "second_embedding": self.second_embedding,
-            "style": self.style,
-            "choice": dict(self.choice),
-            "choice_confidence": self.choice_confidence,
-            "chosen_by": self.chosen_by,
-            "yes_no_verdict": self.yes_no_verdict,
-            "lead_in": self.lead_in,
-            "removed_sentences": self.removed_sentences,
-            "repeated_sentences": self.repeated_sentences,
-            "truncated": self.truncated,
-            "yes_no": self.generation.yes_no.to_dict() if self.generation.yes_no else None,
-            "model_calls": [call.to_dict() for call in self.model_calls],
-            "shown_first": self.generation.shown_first.to_dict() if self.generation.shown_first else None,
-            "next_results": [hit.to_dict() for hit in self.next_results],
-        }
+    def to_dict(self, llm: Mapping[str, object] | None = None) -> AnswerRecord:
+        """The answer's one JSON record (``ask --json``, HTTP, the stream, MCP; a contract: fields are only ever
+        added); ``llm``: the LLM's health, which the serving backend reads. Its shape: :class:`AnswerRecord`."""
+        context = self.context
+        return AnswerRecord(
+            question=self.question,
+            answer=self.text,
+            cited=self.cited,
+            invalid_citations=self.invalid_citations,
+            llm_error=self.llm_error,
+            model=self.model,
+            sources=[hit.to_dict() for hit in self.sources],
+            status=self.status.value,
+            not_found=self.not_found,
+            supported=self.supported,
+            citations_valid=self.citations_valid,
+            attributed=self.attributed,
+            unsupported_sentences=self.unsupported_sentences,
+            sentences=[s.to_dict() for s in self.sentences],
+            raw_answer=self.raw_text,
+            prompt=self.prompt,
+            server=self.server,
+            relevance=RelevanceRecord(score=self.relevance, threshold=self.relevance_threshold),
+            support_threshold=self.support_threshold,
+            context=ContextRecord(
+                tokens=context.tokens,
+                tokens_counted=context.counted,
+                window=context.window,
+                sources_given=context.sources_given,
+                trimmed=context.trimmed,
+                dropped=context.dropped,
+                instruction_tokens=context.instruction_tokens,
+                question_tokens=context.question_tokens,
+                source_tokens=context.source_tokens,
+                proofs=context.proofs,
+            ),
+            timings_ms=dict(self.timings_ms),
+            search_query=self.search_query or self.question,
+            rewrite=self.rewrite,
+            filter=self.filter,
+            retriever=self.retriever,
+            reranker=self.reranker,
+            second_embedding=self.second_embedding,
+            style=self.style,
+            choice=dict(self.choice),
+            choice_confidence=self.choice_confidence,
+            chosen_by=self.chosen_by,
+            yes_no_verdict=self.yes_no_verdict,
+            lead_in=self.lead_in,
+            removed_sentences=self.removed_sentences,
+            repeated_sentences=self.repeated_sentences,
+            truncated=self.truncated,
+            yes_no=self.generation.yes_no.to_dict() if self.generation.yes_no else None,
+            model_calls=[call.to_dict() for call in self.model_calls],
+            shown_first=self.generation.shown_first.to_dict() if self.generation.shown_first else None,
+            next_results=[hit.to_dict() for hit in self.next_results],
+            llm=dict(llm) if llm is not None else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""The serving backend for callers that block: the Streamlit chat, whose pages run in plain threads.
+"""The serving backend for callers that block: the Streamlit chat, whose pages run in plain threads, and the
+command line's `search` and `ask` (issue 86: one way in, with the same deadlines).
 
 Every page of the chat goes through it (issue 77): its searches, papers and formulas, the statement views,
 the LLM's health, the answers, and the ingests of the Library page.
@@ -18,11 +19,13 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from rag_app.answering.answer import AnswerStream
+from rag_app.answering.answer import Answer, AnswerStream
+from rag_app.answering.answer_record import AnswerRecord
 from rag_app.api.requests import SearchRequest
 from rag_app.api.serving_backend import ServingBackend
 from rag_app.pipeline import MathRAG
 from rag_app.search.statement_links import StatementView
+from rag_app.settings import ApiSettings
 from retriever import PaperHit, SearchFilter, SearchHit
 from retriever.deadline import within
 
@@ -36,16 +39,16 @@ class BackendClosedError(RuntimeError):
 class BlockingBackend:
     """:class:`ServingBackend`'s searches and answers, called from any thread and waited for."""
 
-    def __init__(self, rag: MathRAG) -> None:
+    def __init__(self, rag: MathRAG, limits: ApiSettings | None = None) -> None:
         self.rag = rag
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="serving-backend", daemon=True)
         self._thread.start()
         # Its asyncio semaphores bind to the loop that first waits on them: this one, as every call goes there.
-        self.backend = ServingBackend(rag)
+        self.backend = ServingBackend(rag, limits)
 
     def search(
-        self, query: str, k: int, mode: str | None = None, where: SearchFilter | None = None, **options: Any
+        self, query: str, k: int | None, mode: str | None = None, where: SearchFilter | None = None, **options: Any
     ) -> list[SearchHit]:
         """Statements matching ``query``, in its turn among the searches, by the search time limit
         (:class:`~rag_app.api.serving_backend.DeadlineError` past it); ``options``: ``MathRAG.search``'s."""
@@ -54,7 +57,7 @@ class BlockingBackend:
     def papers(
         self,
         query: str,
-        k: int,
+        k: int | None,
         where: SearchFilter | None = None,
         mode: str | None = None,
         formula: bool = False,
@@ -62,7 +65,7 @@ class BlockingBackend:
     ) -> list[PaperHit]:
         return self._wait(self.backend.papers(search_request(query, k, mode, where, formula), **options))
 
-    def formula(self, formula: str, k: int, where: SearchFilter | None = None) -> list[SearchHit]:
+    def formula(self, formula: str, k: int | None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding ``formula`` or a similar one, under the sidebar's whole filter (dates and
         categories too, which ``/v1/formula`` does not take)."""
         return self._wait(self.backend.search(search_request(formula, k, None, where, formula=True)))
@@ -72,6 +75,10 @@ class BlockingBackend:
 
     def llm_health(self, wait_s: float = 3.0) -> dict[str, str | None]:
         return self._wait(self.backend.llm_health(wait_s))
+
+    def record(self, answer: Answer) -> AnswerRecord:
+        """The answer's one JSON record (``ask --json``), with the LLM's health."""
+        return self._wait(self.backend.record(answer))
 
     def ingest(self, work: Callable[[], T]) -> T:
         """``work`` (an ingest: ``rag.ingest``, ``rag.ingest_demo``) in the calling thread, which reports its
@@ -101,6 +108,12 @@ class BlockingBackend:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
+    def __enter__(self) -> BlockingBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _wait(self, work: Coroutine[Any, Any, T]) -> T:
         """``work`` run on the loop and waited for: at most as long as the longest request may take (an answer's
         time limit, with a margin: each call has its own deadline inside), and never on a closed backend (the
@@ -125,7 +138,7 @@ async def _called(function: Callable[[], None]) -> None:
 
 
 def search_request(
-    query: str, k: int, mode: str | None, where: SearchFilter | None, formula: bool = False
+    query: str, k: int | None, mode: str | None, where: SearchFilter | None, formula: bool = False
 ) -> SearchRequest:
     """The chat's controls (its sidebar's filter) as the request every front end sends."""
     where = where or SearchFilter()

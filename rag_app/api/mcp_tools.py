@@ -51,7 +51,8 @@ def compact_hit(hit: SearchHit) -> dict[str, Any]:
         "name": record.name,
         "label": record.label,
         "paper_id": record.paper_id,
-        "paper_title": record.source_title,
+        "source_title": record.source_title,
+        "paper_title": record.source_title,  # its first name here, kept for clients that read it
         "section": record.section,
         "url": record.url,
         "text": record.text,
@@ -157,9 +158,10 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
 
     @server.tool(
         description="Answer a question from the index: the statements that answer it are chosen and quoted "
-        "verbatim, numbered [n]. Returns {'answer', 'status', 'sources': [...], 'cited': [n, ...], 'next_results': "
-        "[...]}; status 'answered', 'not_found' (nothing relevant indexed) or another reason; cite the sources as "
-        "their 'cite_as' says; 'next_results' are the same search's next statements, best first, not numbered. "
+        "verbatim, numbered [n]. Returns the record of `rag-app ask --json`: {'answer', 'status', 'lead_in', "
+        "'sources': [...], 'cited': [n, ...], 'next_results': [...], ...}; status 'answered', 'not_found' (nothing "
+        "relevant indexed) or another reason; cite the sources as their 'cite_as' says; 'next_results' are the "
+        "same search's next statements, best first, not numbered. "
         "Slow on a CPU (tens of seconds): prefer search_statements when you can read."
     )
     async def ask(question: Annotated[str, Field(description="the question, LaTeX welcome")]) -> dict[str, Any]:
@@ -170,17 +172,12 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
             except QueueFullError:
                 asks = serving.asks
                 raise ToolError(f"busy: {asks.running} answers are being written and {asks.waiting} wait") from None
+            # The one answer record (issue 86), its statements as a model reads them: shorter, nothing renamed.
+            record: dict[str, Any] = dict(await serving.record(answer))
             shown = serving.rag.settings.ui.next_results_shown
-            return {
-                "answer": answer.text,
-                "status": answer.status.value,
-                "llm_error": answer.llm_error,
-                "cited": answer.cited,
-                "sources": [compact_hit(hit) for hit in answer.sources],
-                "lead_in": answer.lead_in,  # "Yes, as [n] states:", "[n] states the opposite:", ... or None
-                "model_calls": [call.to_dict() for call in answer.model_calls],
-                # the list the chat shows under the answer (issue 76): the search's results after the sources
-                "next_results": [compact_hit(hit) for hit in answer.next_results[:shown]],
-            }
+            record["sources"] = [compact_hit(hit) for hit in answer.sources]
+            # the list the chat shows under the answer (issue 76): the search's results after the sources
+            record["next_results"] = [compact_hit(hit) for hit in answer.next_results[:shown]]
+            return record
 
     return server

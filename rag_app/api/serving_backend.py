@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rag_app.answering.answer import Answer, AnswerStream
+from rag_app.answering.answer_record import AnswerRecord
 from rag_app.api.errors import BadRequestError, redacted
 from rag_app.api.guards import AskQueue
 from rag_app.api.requests import FormulaRequest, SearchRequest, check_id, check_k, check_text
@@ -132,6 +133,11 @@ class ServingBackend:
 
         future.add_done_callback(done)
         return await self._by(future, deadline, "wrote the answer")
+
+    async def record(self, answer: Answer) -> AnswerRecord:
+        """The answer's one JSON record (``ask --json``, ``POST /v1/ask``, the stream's ``answer`` event, MCP),
+        with the LLM's health as it stands now."""
+        return answer.to_dict(llm=await self.llm_health(wait_s=3.0))
 
     async def stream_answer(self, question: str, k: int | None = None, **options: Any) -> StreamedAnswer:
         """The answer to read chunk by chunk (``/v1/ask/stream``), once its turn came and its sources were found;

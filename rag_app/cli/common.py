@@ -15,6 +15,7 @@ from rag_app.known_errors import (  # noqa: F401 - the exit codes' names, import
     EXIT_BUSY,
     EXIT_DAMAGED,
     EXIT_NO_LLM,
+    EXIT_PAST_DEADLINE,
     EXIT_REFUSED,
     EXIT_USAGE,
     EXIT_WRITER_BUSY,

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from rag_app.answering.answer import AnswerStatus
+from rag_app.answering.answer import AnswerStatus, AnswerStream
+from rag_app.api.blocking_backend import BlockingBackend
+from rag_app.api.errors import BadRequestError
+from rag_app.api.serving_backend import DeadlineError
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.
 from rag_app.cli.common import (
     EXIT_NO_LLM,
+    EXIT_PAST_DEADLINE,
+    EXIT_USAGE,
     ConfigOption,
     IndexOption,
     JsonOption,
@@ -27,6 +34,7 @@ from rag_app.cli.common import (
 from rag_app.pipeline import MathRAG
 from rag_app.search.result_list import first_words, grouped_by_place
 from retriever import PaperHit, SearchFilter, SearchHit, SearchMode
+from retriever.deadline import DeadlinePassedError
 from retriever.models.cross_encoder_reranker import RerankerModelError
 
 
@@ -113,19 +121,32 @@ def search(
     lines = [] if queries is None else (
         sys.stdin.read() if str(queries) == "-" else _read_text_file(queries, "--queries")
     ).splitlines()  # fmt: skip
-    rag = MathRAG(_searched_settings(config, index))
+    with MathRAG(_searched_settings(config, index)) as rag, command_line_backend(rag) as backend:
+        _search(backend, query, lines, k, mode, formula, rerank, papers, sources, kinds, as_json)
+
+
+def _search(
+    backend: BlockingBackend,
+    query: str | None,
+    lines: list[str],
+    k: int | None,
+    mode: SearchMode | None,
+    formula: bool,
+    rerank: bool | None,
+    papers: bool,
+    sources: list[str] | None,
+    kinds: list[str] | None,
+    as_json: bool,
+) -> None:
     where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
 
     def run(text: str) -> list[SearchHit] | list[PaperHit]:
-        try:
+        with refused_as_exit_codes():
             if papers:
-                return rag.search_papers(text, k, where, mode, formula=formula, rerank=rerank)
+                return backend.papers(text, k, where, mode, formula=formula, rerank=rerank)
             if formula:
-                return rag.search_formula(text, k, where)
-            return rag.search(text, k, mode, where, rerank=rerank)
-        except RerankerModelError as error:
-            _err(f"error: {error}")
-            raise typer.Exit(2) from error
+                return backend.formula(text, k, where)
+            return backend.search(text, k, mode, where, rerank=rerank)
 
     def show(results: list[SearchHit] | list[PaperHit]) -> None:
         if papers:
@@ -133,7 +154,7 @@ def search(
         else:
             _print_hits([r for r in results if isinstance(r, SearchHit)])
 
-    if queries is None:
+    if not lines:
         results = run(query or "")
         if as_json:
             typer.echo(json.dumps([result.to_dict() for result in results], ensure_ascii=False))
@@ -162,46 +183,67 @@ def ask(
     as_json: JsonOption = False,
     config: ConfigOption = None,
 ) -> None:
-    """Answer from the indexed statements, citing them by number (sources reranked: the setting rerank.ask)."""
-    with MathRAG(_searched_settings(config, index)) as rag:
-        try:
-            stream = rag.ask_stream(question, k, rerank=rerank)
-        except RerankerModelError as error:
-            _err(f"error: {error}")
-            raise typer.Exit(2) from error
-        if as_json:
-            answer = stream.result()
-            typer.echo(json.dumps({**answer.to_dict(), "llm": rag.llm.health().to_dict()}, ensure_ascii=False))
-            if answer.llm_error:
-                raise typer.Exit(EXIT_NO_LLM)
-            return
-        for chunk in stream:
-            typer.echo(chunk, nl=False)
-        answer = stream.result()
-        if answer.llm_error:
-            typer.echo(answer.text)
-        else:
-            typer.echo("")
-        if answer.text != answer.raw_text.strip() and answer.answered_by_llm and answer.style != "quote":
-            typer.echo(f"\nChecked answer:\n{answer.text}")
-        if answer.invalid_citations:
-            _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
-        for sentence in answer.sentences:
-            if sentence.claim and not sentence.supported:
-                why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
-                _err(f"not stated by the sources it cites{why}: {sentence.text}")
-        if answer.repeated_sentences or answer.truncated:
-            cut = "; its last sentence was cut off and removed" if answer.truncated else ""
-            _err(f"repaired: {answer.repeated_sentences} repeated sentences dropped{cut}")
-        if answer.status is AnswerStatus.UNSUPPORTED:
-            _err("no sentence of this answer is supported by the sources: read it with care")
-        typer.echo("\nSources:")
-        for number, hit in enumerate(answer.sources, start=1):
-            record = hit.record
-            cited = "*" if number in answer.cited else " "
-            link = f"  {record.url}" if record.url else ""
-            typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")
-        _print_next_results(answer.next_results, rag.settings.ui.next_results_shown)
-        _err(f"{answer.timings_ms.get('total', 0) / 1000:.1f} s · {answer.model_calls_text}")
+    """Answer from the indexed statements, citing them by number (sources reranked: the setting rerank.answer)."""
+    with MathRAG(_searched_settings(config, index)) as rag, command_line_backend(rag) as backend:
+        with refused_as_exit_codes(), backend.answer(question, k, rerank=rerank) as stream:
+            if as_json:
+                answer = stream.result()
+                typer.echo(json.dumps(backend.record(answer), ensure_ascii=False))
+            else:
+                _print_answer(stream, rag)
+                answer = stream.result()
         if answer.llm_error:
             raise typer.Exit(EXIT_NO_LLM)  # the sources are printed; the answer needed the model
+
+
+def command_line_backend(rag: MathRAG) -> BlockingBackend:
+    """The serving backend the chat, HTTP and MCP use, for one command: the same deadlines
+    (``api.search_timeout_s``, ``api.ask_timeout_s``) and turn at the LLM. The size limits are the API's
+    guard against remote clients, not a local user's: the command line sets no ``k`` or length limit."""
+    unlimited = rag.settings.api.model_copy(update={"max_k": 1_000_000, "max_query_chars": 10_000_000})
+    return BlockingBackend(rag, unlimited)
+
+
+@contextmanager
+def refused_as_exit_codes() -> Iterator[None]:
+    """What the backend refuses, as the HTTP API's 400 and 504: exit 2 (the reason named) and exit 7."""
+    try:
+        yield
+    except (BadRequestError, RerankerModelError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(EXIT_USAGE) from None
+    except (DeadlineError, DeadlinePassedError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(EXIT_PAST_DEADLINE) from None
+
+
+def _print_answer(stream: AnswerStream, rag: MathRAG) -> None:
+    """The answer as it is written, then its checks, sources and next results (``ask`` without ``--json``)."""
+    for chunk in stream:
+        typer.echo(chunk, nl=False)
+    answer = stream.result()
+    if answer.llm_error:
+        typer.echo(answer.text)
+    else:
+        typer.echo("")
+    if answer.text != answer.raw_text.strip() and answer.answered_by_llm and answer.style != "quote":
+        typer.echo(f"\nChecked answer:\n{answer.text}")
+    if answer.invalid_citations:
+        _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
+    for sentence in answer.sentences:
+        if sentence.claim and not sentence.supported:
+            why = f" ({'; '.join(sentence.problems[:3])})" if sentence.problems else ""
+            _err(f"not stated by the sources it cites{why}: {sentence.text}")
+    if answer.repeated_sentences or answer.truncated:
+        cut = "; its last sentence was cut off and removed" if answer.truncated else ""
+        _err(f"repaired: {answer.repeated_sentences} repeated sentences dropped{cut}")
+    if answer.status is AnswerStatus.UNSUPPORTED:
+        _err("no sentence of this answer is supported by the sources: read it with care")
+    typer.echo("\nSources:")
+    for number, hit in enumerate(answer.sources, start=1):
+        record = hit.record
+        cited = "*" if number in answer.cited else " "
+        link = f"  {record.url}" if record.url else ""
+        typer.echo(f"{cited}[{number}] {record.display_name} — {record.source_title}{link}")
+    _print_next_results(answer.next_results, rag.settings.ui.next_results_shown)
+    _err(f"{answer.timings_ms.get('total', 0) / 1000:.1f} s · {answer.model_calls_text}")

@@ -1,6 +1,6 @@
 """The committed evaluation results as summaries, and an index of them with the commands that rerun them.
 
-``python -m rag_app.evaluation.results_index eval/results`` writes, under the given folder:
+``python -m rag_app.evaluation.results_index eval/runs`` writes, under the given folder:
 
 - ``summary.json`` beside every ``report.json`` (the report without its per-query scores), and
 - ``report.png`` again from each summary, with ``--redraw-charts``, and
@@ -51,7 +51,7 @@ def results_index(root: Path) -> str:
     lines = [
         "# Evaluation results",
         "",
-        "Written by `python -m rag_app.evaluation.results_index eval/results`. Each folder holds `summary.json`",
+        "Written by `python -m rag_app.evaluation.results_index eval/runs`. Each folder holds `summary.json`",
         "(measures per set and retriever, by slice and group, and the paired tests), `report.md` and `report.png`.",
         "The per-query `report.json` and the TREC runs are not in git: the command below writes them again",
         "(`eval/questions/` is committed; `eval/sets/` is rebuilt from `../shared` by `rag-app eval --dev`;",

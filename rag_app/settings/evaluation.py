@@ -17,7 +17,7 @@ class EvaluationSettings(BaseModel):
     index_dir: Path | None = Field(
         None, description="index of the development corpus; unset: DATA_DIR/eval/index/EMBEDDER, one per embedder"
     )
-    out_dir: Path = Field(Path("eval/results/latest"), description="where eval writes its reports and runs")
+    out_dir: Path = Field(Path("eval/runs/latest"), description="where eval writes its reports and runs")
     sets_dir: Path = Field(Path("eval/sets"), description="where eval --dev builds the development sets")
     k: int | None = Field(None, ge=1, le=1000, description="results per query; unset: 1000 for ARQMath, else 100")
     resamples: int = Field(10_000, ge=100, description="sign flips in the paired randomization test")

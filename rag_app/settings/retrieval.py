@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+
+class PerTask(BaseModel):
+    """A stage switched per task, the same from every front end (issue 86): ``search`` for every search (the
+    CLI's, ``/v1/search``, MCP's, the chat's Search page), ``answer`` for every answer's sources. The old keys
+    per front end are read as aliases: ``ask`` and ``chat`` set ``answer`` (``ask`` first where both are)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _front_end_keys_as_tasks(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not ({"ask", "chat"} & data.keys()):
+            return data
+        data = dict(data)
+        ask, chat = data.pop("ask", None), data.pop("chat", None)
+        data.setdefault("answer", ask if ask is not None else chat)
+        return data
+
+    @property
+    def ask(self) -> bool:
+        """The old key: every answer now (``answer``)."""
+        return bool(self.answer)
+
+    @property
+    def chat(self) -> bool:
+        """The old key: the chat's answers are answers (``answer``), its Search page a search (``search``)."""
+        return bool(self.answer)
 
 
 class EmbeddingSettings(BaseModel):
@@ -35,7 +61,7 @@ class RetrievalSettings(BaseModel):
     top_k: int = Field(5, ge=1, description="statements returned by search and given to the LLM")
     mode: Literal["hybrid", "dense", "bm25", "hybrid-formula", "formula", "fusion", "fusion-maxsim"] = "hybrid-formula"
     candidates: int = Field(50, ge=1, description="results each channel contributes before fusion")
-    # Linear fusion beat RRF on all seven development sets (eval/results/formula, issue 7's note).
+    # Linear fusion beat RRF on all seven development sets (eval/runs/formula, issue 7's note).
     fusion: Literal["rrf", "linear"] = Field("linear", description="min-max linear fusion, or reciprocal rank fusion")
     rrf_k: float = Field(60.0, gt=0, description="reciprocal rank fusion constant")
     dense_weight: float = 1.0
@@ -76,7 +102,7 @@ class RetrievalSettings(BaseModel):
     )
 
 
-class SecondEmbeddingSettings(BaseModel):
+class SecondEmbeddingSettings(PerTask):
     """A second embedding model fused with the first as one more channel (docs/retrieval-and-evaluation.md)."""
 
     # Opt-in: with its query adapter it lifts the typed paraphrases (slogans MRR@10 0.451 -> 0.510, p 0.0002)
@@ -110,9 +136,8 @@ class SecondEmbeddingSettings(BaseModel):
         "`packaged`, a `train query-adapter --second-embedding` directory, or `none`",
     )
     # Its query costs about 90 ms on 2 CPUs: over plain search's 100 ms budget, small beside an answer.
-    search: bool = Field(False, description="`rag-app search` and MathRAG.search use it")
-    ask: bool = Field(True, description="`rag-app ask` and MathRAG.ask use it")
-    chat: bool = Field(True, description="the Streamlit chat uses it")
+    search: bool = Field(False, description="every search uses it: `rag-app search`, the HTTP API, MCP, the chat")
+    answer: bool = Field(True, description="every answer's sources use it (old keys `ask`, `chat`)")
 
     @property
     def enabled(self) -> bool:
@@ -152,7 +177,7 @@ class FormulaSettings(BaseModel):
     workers: int | None = Field(None, ge=1, description="processes generating rewrites; unset: one per core")
 
 
-class RerankSettings(BaseModel):
+class RerankSettings(PerTask):
     """The cross-encoder reranking stage after fusion, on or off per entry point."""
 
     model: str = Field("packaged", description="`packaged` (shipped in the package) or a `train rerank` directory")
@@ -166,10 +191,9 @@ class RerankSettings(BaseModel):
     int8_on_cpu: bool = Field(
         False, description="on a CPU, int8 linear layers (dynamic quantization); opt-in: unmeasured on a trained model"
     )
-    search: bool = Field(False, description="`rag-app search` and MathRAG.search rerank (also: search --rerank)")
+    search: bool = Field(False, description="every search reranks (also: search --rerank): CLI, HTTP, MCP, chat")
     # Off until a trained reranker that beats fusion ships in the package (docs/models-and-training.md).
-    ask: bool = Field(False, description="`rag-app ask` and MathRAG.ask rerank their sources")
-    chat: bool = Field(False, description="the Streamlit chat reranks its sources")
+    answer: bool = Field(False, description="every answer reranks its sources (old keys `ask`, `chat`)")
 
 
 class RankerSettings(BaseModel):

@@ -17,6 +17,13 @@ class HNSWSettings(BaseModel):
     ef_search: int = Field(100, ge=1, description="candidates explored per query (recall against latency)")
     max_neighbors: int = Field(16, ge=2, description="HNSW's M: links per node (recall against memory)")
     num_threads: int | None = Field(None, ge=1, description="threads for HNSW; unset: every core")
+    # Exact below it: the same ranking in every process (issue 86); bench/results/exact_dense.md measured it.
+    exact_search_max: int = Field(
+        100_000,
+        ge=0,
+        description="a cosine collection of at most this many vectors is searched exactly in memory instead of "
+        "through the graph (the same ranking in every process; about 4 bytes x dimension per vector); 0: never",
+    )
 
 
 class StoreSettings(BaseModel):

@@ -58,7 +58,7 @@ class RerankerModel:
             raise RerankerModelError(
                 f"{what} is missing: no {CARD} in {directory}. Build one with `{BUILD_COMMAND}` "
                 "(and set rerank.model to its directory), or turn reranking off "
-                "(rerank.search, rerank.ask and rerank.chat = false)"
+                "(rerank.search and rerank.answer = false)"
             )
         try:
             card = json.loads(card_path.read_text(encoding="utf-8"))

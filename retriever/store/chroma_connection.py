@@ -35,6 +35,13 @@ class HNSWParams:
     ef_search: int = 100
     max_neighbors: int = 16
     num_threads: int | None = None  # None: every core
+    # Not Chroma's: a cosine collection of at most this many vectors is searched exactly, without the graph
+    # (retriever/store/exact_neighbours.py); 0: always the graph.
+    exact_search_max: int = 100_000
+
+    def exact_limit(self, space: str | None = None) -> int:
+        """The exact search's limit for a collection of ``space`` (the graph's own by default): cosine only."""
+        return self.exact_search_max if (space or self.space) == "cosine" else 0
 
     def creation(self) -> dict[str, Any]:
         """The configuration of a new collection."""

@@ -14,6 +14,7 @@ from chromadb.errors import InternalError
 
 from ingestion.records import Citation, LabelReference, Source, StatementKind, StatementRecord
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
+from retriever.store.exact_neighbours import ExactNeighbours
 from retriever.store.hnsw_files import VectorFilesStamp, check_vector_files, vector_files_stamp
 from retriever.store.record_cache import DEFAULT_MAX_STATEMENTS, RecordCache
 from retriever.types import ScoredId
@@ -44,6 +45,7 @@ class ChromaStatementStore:
         self.collection_name = collection
         self.connection = connection
         self._vector_files_checked: VectorFilesStamp | None = None
+        self.exact = ExactNeighbours(connection.hnsw.exact_limit())  # the same ranking in every process
         self._client = connection.client(path)
         self._opened = connection.open_collection(self._client, collection)
 
@@ -71,6 +73,7 @@ class ChromaStatementStore:
         search of this process reading), and the files it wrote are taken as checked: they are what
         Chroma wrote of an index that had just passed the check."""
         self.cache.clear()
+        self.exact.clear()
         self._client = self.connection.client(self.path)
         self._opened = self.connection.open_collection(self._client, self.collection_name)
         if not self.connection.is_server:
@@ -143,6 +146,7 @@ class ChromaStatementStore:
                 )
         finally:
             self.cache.clear()  # after the write: a read that began before it keeps nothing
+            self.exact.clear()
 
     def delete(self, ids: Sequence[str]) -> None:
         try:
@@ -150,6 +154,7 @@ class ChromaStatementStore:
                 self._collection.delete(ids=batch)
         finally:
             self.cache.clear()
+            self.exact.clear()
 
     def preload(self, batch_size: int = 2000) -> list[StatementRecord]:
         """Read every statement into the cache when all fit in it (a server's warm-up: its searches then
@@ -169,10 +174,14 @@ class ChromaStatementStore:
     def forget_cached(self) -> None:
         """Drop the statements kept in memory (another writer changed the store: a Chroma server)."""
         self.cache.clear()
+        self.exact.clear()
 
     def query(self, embedding: np.ndarray, k: int) -> list[ScoredId]:
         if k <= 0:
             return []
+        exact = self.exact.nearest(self._collection, np.asarray(embedding, dtype=np.float32).reshape(1, -1), k)
+        if exact is not None:
+            return exact[0]
         # No count() first: it scans the collection (72 ms at 1M statements), and Chroma returns fewer
         # results when fewer exist.
         return collection_nearest(self._collection, embedding, k)
@@ -181,6 +190,8 @@ class ChromaStatementStore:
         """The ``k`` nearest stored statements of each embedding (one batched query)."""
         if k <= 0 or len(embeddings) == 0:
             return [[] for _ in range(len(embeddings))]
+        # The graph's neighbours, not the exact ones: this is the ingest's duplicate check, between writes
+        # that each drop the exact search's matrix (reading it again per batch would cost seconds).
         result = self._collection.query(query_embeddings=list(embeddings), n_results=k, include=["distances"])
         return [
             [ScoredId(i, 1.0 - d) for i, d in zip(ids, distances, strict=True)]

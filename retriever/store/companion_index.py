@@ -40,6 +40,7 @@ from retriever.models.query_adapter import QueryAdapter, query_vector
 from retriever.store.atomic_files import write_text_atomically
 from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import collection_nearest, collection_vectors
+from retriever.store.exact_neighbours import ExactNeighbours
 from retriever.types import ScoredId, VectorUpdate
 
 COMPANION_DIR = "dense2"
@@ -74,6 +75,8 @@ class CompanionIndex:
         self.batch = batch
         self._client = connection.client(index_directory / "chroma")
         self._collection: Collection | None = None
+        self.exact = ExactNeighbours(connection.hnsw.exact_limit("cosine"))  # the same ranking in every process
+        self._exact_manifest = -1  # the manifest's count when the exact search was last cleared
 
     # ------------------------------------------------------------------ state
     def manifest(self) -> dict[str, object]:
@@ -117,6 +120,7 @@ class CompanionIndex:
         """Open the client again (after the process's Chroma cache was cleared); the collection follows."""
         self._client = self.connection.client(self.directory.parent / "chroma")
         self._collection = None
+        self.exact.clear()
 
     def ids(self) -> set[str]:
         """The statements holding a vector here (``rag-app status`` compares them with the store)."""
@@ -143,6 +147,7 @@ class CompanionIndex:
         for start in range(0, len(ids), 1000):
             self._vectors().delete(ids=ids[start : start + 1000])
         removed = before - self._vectors().count()
+        self.exact.clear()
         self._write_manifest(self.statements() - removed)
         return removed
 
@@ -153,6 +158,7 @@ class CompanionIndex:
                 chunk = records[start : start + self.batch]
                 vectors = self.embedder.embed_documents([record.search_text() for record in chunk])
                 self._vectors().upsert(ids=[record.id for record in chunk], embeddings=vectors)
+                self.exact.clear()
                 self._write_manifest(self.statements() + len(chunk))  # after each batch: a rerun resumes
                 progress.update(len(chunk))
         if not records and not self.manifest():
@@ -175,12 +181,19 @@ class CompanionIndex:
             self._client.delete_collection(name)
         (self.directory / "manifest.json").unlink(missing_ok=True)
         self._collection = None
+        self.exact.clear()
 
     # ------------------------------------------------------------------ reading
     def search(self, query: str, k: int) -> list[ScoredId]:
-        if k <= 0 or self.statements() == 0:
+        statements = self.statements()
+        if k <= 0 or statements == 0:
             return []
-        return collection_nearest(self._vectors(), query_vector(self.embedder, query, self.query_adapter), k)
+        if statements != self._exact_manifest:  # `build-dense2` in another process added vectors
+            self.exact.clear()
+            self._exact_manifest = statements
+        vector = query_vector(self.embedder, query, self.query_adapter)
+        exact = self.exact.nearest(self._vectors(), vector.reshape(1, -1), k)
+        return exact[0] if exact is not None else collection_nearest(self._vectors(), vector, k)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (those present), as ``train query-adapter`` reads them."""

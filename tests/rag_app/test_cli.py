@@ -197,7 +197,7 @@ def test_ask_json_with_the_real_server(demo_index_dir: Path, llm_server: LLMServ
     assert answer["relevance"]["score"] >= answer["relevance"]["threshold"]
     assert all({"text", "supported", "support", "best_source"} <= set(s) for s in answer["sentences"])
     assert all("score" in source for source in answer["sources"])
-    assert answer["reranker"] == "" and "rerank" not in answer["timings_ms"]  # rerank.ask is off by default
+    assert answer["reranker"] == "" and "rerank" not in answer["timings_ms"]  # rerank.answer is off by default
 
 
 def test_ask_rerank_names_the_reranker_and_its_time(demo_index_dir: Path, tiny_reranker_dir: Path, monkeypatch) -> None:
@@ -409,3 +409,21 @@ def test_an_argument_no_encoder_can_read_exits_2_naming_it(demo_index_dir: Path)
         result = runner.invoke(app, [*command, "--index", str(demo_index_dir)])
         assert result.exit_code == 2, (command, result.output)
         assert "lone UTF-16 surrogate" in result.output and "Traceback" not in result.output
+
+
+def test_search_and_ask_go_through_the_serving_backend_and_its_deadlines(demo_index_dir: Path, monkeypatch) -> None:
+    """Issue 86: `rag-app ask` called MathRAG.ask_stream directly, with no deadline on its turn; now both commands
+    take the backend's calls that the chat, HTTP and MCP take, and a call past its time limit exits 7."""
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RAG_APP_API__SEARCH_TIMEOUT_S", "0.000001")
+    monkeypatch.setenv("RAG_APP_API__ASK_TIMEOUT_S", "0.000001")
+    late = runner.invoke(app, ["search", "Cauchy integral formula", "--index", str(demo_index_dir)])
+    assert late.exit_code == 7 and "time limit" in late.output, late.output
+    asked = runner.invoke(app, ["ask", "Cauchy integral formula", "--json", "--index", str(demo_index_dir)])
+    assert asked.exit_code == 7 and "time limit" in asked.output, asked.output
+    monkeypatch.delenv("RAG_APP_API__SEARCH_TIMEOUT_S")
+    empty = runner.invoke(app, ["search", "   ", "--index", str(demo_index_dir)])
+    assert empty.exit_code == 2 and "query is empty" in empty.output, empty.output
+    # the API's size limits guard a server from remote clients, not a local user: k over api.max_k is served
+    many = runner.invoke(app, ["search", "ring", "--k", "150", "--json", "--index", str(demo_index_dir)])
+    assert many.exit_code == 0 and len(json.loads(many.stdout)) == 150, many.output

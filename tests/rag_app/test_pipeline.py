@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import shutil
 from pathlib import Path
@@ -215,6 +216,7 @@ def test_opening_a_mistyped_index_creates_nothing_and_searching_it_says_so(
     demo_index_dir: Path, tmp_path: Path
 ) -> None:
     """``MathRAG.open("typo")`` created directories and answered "no statements"; only the CLI guarded it."""
+    from rag_app.api.serving_backend import ServingBackend
     from retriever.store.statement_index import IndexNotFoundError
 
     settings = make_settings(tmp_path)
@@ -224,6 +226,13 @@ def test_opening_a_mistyped_index_creates_nothing_and_searching_it_says_so(
         rag.search("Nakayama")
     with pytest.raises(IndexNotFoundError):
         rag.ask("What is Nakayama's lemma?")
+    # Issue 86: `rag.index` and `duplicate_groups()` made the directory, so a status read an empty index.
+    with pytest.raises(IndexNotFoundError):
+        rag.index  # noqa: B018 - reading the property is the test
+    with pytest.raises(IndexNotFoundError):
+        rag.duplicate_groups()
+    with pytest.raises(IndexNotFoundError):
+        asyncio.run(ServingBackend(rag).status())
     assert not typo.exists()
     with MathRAG.open(demo_index_dir, settings) as opened:  # an index there: searched as before
         assert opened.search("Cauchy integral formula", k=1)[0].record.name == "Cauchy's integral formula"

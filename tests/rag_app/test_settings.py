@@ -73,6 +73,25 @@ def test_training_lives_under_one_key_and_the_old_keys_still_set_it(
     assert (env.training.embed.learning_rate, env.training.ranker.trees) == (0.001, 14)
 
 
+def test_one_stack_per_task_and_the_front_end_keys_read_as_aliases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 86: `rerank.chat` and `second_embedding.chat` made the chat's Search page rank as no other search."""
+    defaults = Settings()
+    assert (defaults.rerank.search, defaults.rerank.answer) == (False, False)
+    assert (defaults.second_embedding.search, defaults.second_embedding.answer) == (False, True)
+    config = tmp_path / "rag_app.toml"
+    config.write_text("[rerank]\nask = true\nchat = false\n\n[second_embedding]\nchat = false\n", encoding="utf-8")
+    old = Settings.load(config)
+    assert old.rerank.answer is True and old.rerank.ask is True and old.rerank.chat is True  # `ask` first
+    assert old.second_embedding.answer is False and old.second_embedding.search is False
+    new = Settings(rerank={"answer": True, "ask": False})  # the new key wins over an old one
+    assert new.rerank.answer is True
+    monkeypatch.setenv("RAG_APP_RERANK__CHAT", "true")
+    assert Settings().rerank.answer is True
+    assert "ask" not in Settings().rerank.model_dump() and "chat" not in Settings().rerank.model_dump()
+
+
 def test_overrides_are_validated_as_the_file_is(tmp_path: Path) -> None:
     """``model_copy(update=...)`` skipped validation: a learning rate of 0 trained with a rate of 0."""
     from rag_app.settings import SettingsOverrideError

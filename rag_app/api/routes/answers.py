@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from rag_app.answering.answer_record import AnswerRecord
 from rag_app.api.errors import ApiError
 from rag_app.api.guards import QueueFullError
 from rag_app.api.requests import AskRequest
@@ -33,10 +34,14 @@ def queue_full(backend: ServingBackend) -> ApiError:
     )
 
 
-@router.post("/v1/ask", summary="The quoting answer with its sources (`ask --json`)")
+@router.post(
+    "/v1/ask",
+    summary="The quoting answer with its sources (`ask --json`: the same record, `llm` included)",
+    responses={200: {"model": AnswerRecord}, 503: {"model": AnswerRecord, "description": "the LLM was not there"}},
+)
 async def ask(backend: Backend, request: AskRequest) -> JSONResponse:
     try:
-        answer = (await backend.ask(request.question, request.k)).to_dict()
+        answer = await backend.record(await backend.ask(request.question, request.k))
     except QueueFullError:
         raise queue_full(backend) from None
     except DeadlineError as error:
@@ -60,12 +65,11 @@ async def ask_stream(backend: Backend, request: AskRequest) -> StreamingResponse
     except DeadlineError as error:
         raise past_deadline(error) from None
     timeout_s = backend.limits.ask_timeout_s
-    return ReleasingStream(
-        _events(answer, timeout_s), answer.close, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-    )
+    events = _events(answer, backend, timeout_s)
+    return ReleasingStream(events, answer.close, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
 
-async def _events(answer: StreamedAnswer, timeout_s: float) -> AsyncIterator[str]:
+async def _events(answer: StreamedAnswer, backend: ServingBackend, timeout_s: float) -> AsyncIterator[str]:
     try:
         sources = [hit.to_dict() for hit in answer.sources]
         yield _event("sources", {"sources": sources, "next_results": [hit.to_dict() for hit in answer.next_results]})
@@ -73,7 +77,7 @@ async def _events(answer: StreamedAnswer, timeout_s: float) -> AsyncIterator[str
             # An update (the model's choice after the quote shown first) is text to append that says what
             # changed, and for a client that redraws, the answer as it now stands ("replace").
             yield _event("text", {"text": chunk} if isinstance(chunk, str) else chunk.to_dict())
-        record = (await answer.result()).to_dict()
+        record = await backend.record(await answer.result())
     except DeadlineError:
         reason = f"the answer ran past its time limit (api.ask_timeout_s = {timeout_s:g} s)"
         yield _event("error", {"error": {"status": 504, "reason": reason}})

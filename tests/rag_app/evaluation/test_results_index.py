@@ -10,7 +10,7 @@ from rag_app.evaluation.results_index import main, results_index, write_summarie
 
 REPORT = {
     "provenance": {
-        "command": "rag-app eval --dev -r bm25 --out eval/results/x",
+        "command": "rag-app eval --dev -r bm25 --out eval/runs/x",
         "date": "2026-11-28",
         "git_commit": "abc",
     },
@@ -75,6 +75,4 @@ def test_the_committed_results_have_a_summary_for_every_report_md() -> None:
         assert report_md.with_name("summary.json").exists(), f"{report_md.parent}: summary.json missing"
     index = (root / "README.md").read_text(encoding="utf-8")
     for summary in root.rglob("summary.json"):
-        assert f"## `{summary.parent.relative_to(root).as_posix()}/`" in index, (
-            f"{summary} not in eval/results/README.md"
-        )
+        assert f"## `{summary.parent.relative_to(root).as_posix()}/`" in index, f"{summary} not in eval/runs/README.md"

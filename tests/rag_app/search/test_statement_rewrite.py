@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,49 @@ def test_a_rewrite_is_asked_once_then_read_from_the_cache(tmp_path: Path) -> Non
     again = StatementRewriter(load_prompt("statement_rewrite"), lambda: client, cache)  # a new process
     assert again.rewrite("PID => UFD").startswith("Every principal ideal domain")
     assert len(client.messages) == 1, "the second rewrite came from the cache"
+
+
+def test_the_rewrites_kept_are_bounded_in_memory_and_on_disk(tmp_path: Path) -> None:
+    # Issue 86: every distinct query stayed forever, in memory and in an append-only file.
+    client = NamedClient("Every group of prime order is cyclic.")
+    cache = tmp_path / "rewrites.jsonl"
+    rewriter = StatementRewriter(load_prompt("statement_rewrite"), lambda: client, cache, max_entries=5)
+    for number in range(23):
+        rewriter.rewrite(f"query {number}")
+    assert rewriter.cached() == 5, "the five used last stay in memory"
+    lines = cache.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 10, f"the file is written anew past twice the bound: {len(lines)} lines"
+    again = StatementRewriter(load_prompt("statement_rewrite"), lambda: client, cache, max_entries=5)
+    calls = len(client.messages)
+    assert again.rewrite("query 22") == "Every group of prime order is cyclic."
+    assert len(client.messages) == calls, "the rewrite used last survived the file's rewriting"
+    assert again.cached() == 5
+
+
+def test_two_identical_queries_at_once_make_one_model_call(tmp_path: Path) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    class SlowClient(NamedClient):
+        def chat(self, messages, extra_body=None, max_tokens=None, temperature=None) -> str:
+            started.set()
+            release.wait(10)
+            return super().chat(messages, extra_body, max_tokens, temperature)
+
+    client = SlowClient("Every principal ideal domain is a unique factorization domain.")
+    rewriter = StatementRewriter(load_prompt("statement_rewrite"), lambda: client, tmp_path / "rewrites.jsonl")
+    results: list[str] = []
+    first = threading.Thread(target=lambda: results.append(rewriter.rewrite("PID => UFD")))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: results.append(rewriter.rewrite("PID => UFD")))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive(), "the second caller waits for the first's rewrite"
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert len(client.messages) == 1, "one model call for both"
+    assert results == ["Every principal ideal domain is a unique factorization domain."] * 2
 
 
 def test_a_broken_llm_or_an_unusable_reply_gives_no_rewrite(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
