@@ -40,7 +40,9 @@ def test_no_class_has_over_25_methods() -> None:
 # as Markdown summaries only).
 # Issue 85 raised it to 8.45 MB: the hostile-client guards, their tests and probe (about 45 KB of code and tests;
 # the probe's and the second round's results are Markdown summaries only).
-MAX_TRACKED_BYTES = 8_450_000
+# Issue 86 raised it to 8.5 MB: the answer record's schema in docs/openapi.json, exact search, its bench and tests
+# (about 20 KB; the bench's result is one Markdown summary).
+MAX_TRACKED_BYTES = 8_500_000
 MAX_FILE_BYTES = 1_000_000
 WEIGHT_FOLDERS = ("retriever/formulas/weights/", "retriever/models/")
 

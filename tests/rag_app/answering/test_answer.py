@@ -18,7 +18,7 @@ ASK_JSON_FIELDS = [
     "server", "relevance", "support_threshold", "context", "timings_ms", "search_query", "rewrite", "filter",
     "retriever", "reranker", "second_embedding", "style", "choice", "choice_confidence", "chosen_by",
     "yes_no_verdict", "lead_in", "removed_sentences", "repeated_sentences", "truncated", "yes_no", "model_calls",
-    "shown_first", "next_results",
+    "shown_first", "next_results", "llm",
 ]  # fmt: skip
 CONTEXT_FIELDS = [
     "tokens", "tokens_counted", "window", "sources_given", "trimmed", "dropped", "instruction_tokens",
@@ -44,4 +44,5 @@ def test_the_answer_and_its_stages_are_immutable(tmp_path: Path) -> None:
     # each reported field reads the stage that holds it
     assert result.text == result.checks.text and result.model == result.generation.model
     assert result.relevance == result.relevance_check.score and result.search_query == result.retrieval.search.query
-    assert Answer.text.path == ["checks", "text"]  # read on the class: the descriptor, for documentation tools
+    # read on the class: the descriptor, for documentation tools; its reader is a function the type checker sees
+    assert Answer.text.read(result) == result.checks.text

@@ -68,7 +68,7 @@ def test_main_writes_the_index_and_refuses_a_missing_folder(tmp_path: Path, caps
 
 
 def test_the_committed_results_have_a_summary_for_every_report_md() -> None:
-    root = Path(__file__).resolve().parents[3] / "eval" / "results"
+    root = Path(__file__).resolve().parents[3] / "eval" / "runs"
     for report_md in root.rglob("report.md"):
         if "latest" in report_md.parts:
             continue
