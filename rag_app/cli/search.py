@@ -35,7 +35,6 @@ from rag_app.pipeline import MathRAG
 from rag_app.search.result_list import first_words, grouped_by_place
 from retriever import PaperHit, SearchFilter, SearchHit, SearchMode
 from retriever.deadline import DeadlinePassedError
-from retriever.models.cross_encoder_reranker import RerankerModelError
 
 
 def _print_hits(hits: list[SearchHit]) -> None:
@@ -122,56 +121,40 @@ def search(
         sys.stdin.read() if str(queries) == "-" else _read_text_file(queries, "--queries")
     ).splitlines()  # fmt: skip
     with MathRAG(_searched_settings(config, index)) as rag, command_line_backend(rag) as backend:
-        _search(backend, query, lines, k, mode, formula, rerank, papers, sources, kinds, as_json)
+        where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
 
+        def run(text: str) -> list[SearchHit] | list[PaperHit]:
+            with refused_as_exit_codes():
+                if papers:
+                    return backend.papers(text, k, where, mode, formula=formula, rerank=rerank)
+                if formula:
+                    return backend.formula(text, k, where)
+                return backend.search(text, k, mode, where, rerank=rerank)
 
-def _search(
-    backend: BlockingBackend,
-    query: str | None,
-    lines: list[str],
-    k: int | None,
-    mode: SearchMode | None,
-    formula: bool,
-    rerank: bool | None,
-    papers: bool,
-    sources: list[str] | None,
-    kinds: list[str] | None,
-    as_json: bool,
-) -> None:
-    where = SearchFilter(sources=frozenset(sources or ()), kinds=frozenset(kinds or ()))
-
-    def run(text: str) -> list[SearchHit] | list[PaperHit]:
-        with refused_as_exit_codes():
+        def show(results: list[SearchHit] | list[PaperHit]) -> None:
             if papers:
-                return backend.papers(text, k, where, mode, formula=formula, rerank=rerank)
-            if formula:
-                return backend.formula(text, k, where)
-            return backend.search(text, k, mode, where, rerank=rerank)
+                _print_papers([r for r in results if isinstance(r, PaperHit)])
+            else:
+                _print_hits([r for r in results if isinstance(r, SearchHit)])
 
-    def show(results: list[SearchHit] | list[PaperHit]) -> None:
-        if papers:
-            _print_papers([r for r in results if isinstance(r, PaperHit)])
-        else:
-            _print_hits([r for r in results if isinstance(r, SearchHit)])
-
-    if not lines:
-        results = run(query or "")
-        if as_json:
-            typer.echo(json.dumps([result.to_dict() for result in results], ensure_ascii=False))
-        else:
-            show(results)
-        return
-    for line in lines:
-        if not line.strip():
-            continue
-        results = run(line.strip())
-        if as_json:
-            typer.echo(
-                json.dumps({"query": line.strip(), "results": [r.to_dict() for r in results]}, ensure_ascii=False)
-            )
-        else:
-            typer.echo(f"# {line.strip()}")
-            show(results)
+        if queries is None:
+            results = run(query or "")
+            if as_json:
+                typer.echo(json.dumps([result.to_dict() for result in results], ensure_ascii=False))
+            else:
+                show(results)
+            return
+        for line in lines:
+            if not line.strip():
+                continue
+            results = run(line.strip())
+            if as_json:
+                typer.echo(
+                    json.dumps({"query": line.strip(), "results": [r.to_dict() for r in results]}, ensure_ascii=False)
+                )
+            else:
+                typer.echo(f"# {line.strip()}")
+                show(results)
 
 
 @app.command()
@@ -209,7 +192,7 @@ def refused_as_exit_codes() -> Iterator[None]:
     """What the backend refuses, as the HTTP API's 400 and 504: exit 2 (the reason named) and exit 7."""
     try:
         yield
-    except (BadRequestError, RerankerModelError) as error:
+    except BadRequestError as error:  # a reranker that is not there: rag_app/known_errors.py, exit 2 too
         _err(f"error: {error}")
         raise typer.Exit(EXIT_USAGE) from None
     except (DeadlineError, DeadlinePassedError) as error:
