@@ -103,8 +103,7 @@ class MathRAG(GraphQueries):
         """The index's stores. Opened by :meth:`open` on a directory that holds no index, reading it raises
         :class:`IndexNotFoundError` and creates nothing (issue 86: a status on a mistyped path used to create
         the directory and report an empty index); an ingest builds it."""
-        if self._searched_index_must_exist:
-            require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
+        _check_opened_index(self)
         return _built_once(
             self,
             "_index",
@@ -125,8 +124,7 @@ class MathRAG(GraphQueries):
         """This index's searchers, composed from the settings once (see ``rag_app.search.search_stack``)."""
         with self._building:  # built once, even for two first callers in two threads
             if self._search_stack is None:
-                if self._searched_index_must_exist:
-                    require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
+                # (self.index below raises for an opened directory that holds no index.)
                 # The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
                 # rewrites are cached under the data directory.
                 rewriter = StatementRewriter(
@@ -176,8 +174,7 @@ class MathRAG(GraphQueries):
         """The index's duplicate groups (``[duplicates]`` settings)."""
         with self._building:
             if self._duplicates is None:  # opened once: every search reads it
-                if self._searched_index_must_exist:  # never a directory made for a mistyped path
-                    require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
+                _check_opened_index(self)  # never a directory made for a mistyped path
                 duplicates = self.settings.duplicates
                 self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
                 directory = self.settings.resolved_index_dir
@@ -452,6 +449,13 @@ def _built_once(rag: MathRAG, attribute: str, build: Callable[[], T]) -> T:
                 value = build()
                 setattr(rag, attribute, value)
     return value
+
+
+def _check_opened_index(rag: MathRAG) -> None:
+    """:class:`IndexNotFoundError` where :meth:`MathRAG.open` was given a directory that holds no index (until an
+    ingest builds one there): a mistyped path is an error, never a new empty index."""
+    if rag._searched_index_must_exist:
+        require_index(rag.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
 
 
 def _one_writer(rag: MathRAG) -> AbstractContextManager[None]:

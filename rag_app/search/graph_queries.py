@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ingestion.unreadable_text import check_readable
 from rag_app.search.statement_links import StatementLink, StatementLinks, StatementView
 from rag_app.settings import Settings
-from retriever.store.statement_index import StatementIndex, require_index
+from retriever.store.statement_index import StatementIndex
 from retriever.types import SearchHit
 
 logger = logging.getLogger(__name__)
@@ -21,13 +21,10 @@ class GraphQueries:
 
     settings: Settings
     index: StatementIndex
-    _searched_index_must_exist: bool
 
     @property
     def statement_links(self) -> StatementLinks:
-        if self._searched_index_must_exist:  # a mistyped --index is an error, never an empty index
-            require_index(self.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
-        return StatementLinks(self.index)
+        return StatementLinks(self.index)  # a mistyped --index raises there: an error, never an empty index
 
     def statement(self, id_or_label: str, depth: int = 2) -> StatementView:
         """The statement an id or label names (``PAPER#LABEL``, a Stacks project label such as
