@@ -122,7 +122,7 @@ def two_processes(index: Path, queries: list[str], work: Path) -> dict[str, int]
         for _ in range(2):
             env = {**os.environ, "RAG_APP_STORE__HNSW__EXACT_SEARCH_MAX": exact_max}
             command = [str(rag_app), "search", "--queries", str(listed), "--json", "--k", "10", "--index", str(index)]
-            done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+            done = subprocess.run(command, capture_output=True, text=True, env=env, check=True, timeout=1800)
             runs.append([[hit["id"] for hit in json.loads(line)["results"]] for line in done.stdout.splitlines()])
         changed[name] = sum(a != b for a, b in zip(*runs, strict=True))
         print(f"  {name}: {changed[name]} of {len(queries)} questions change their top 10", flush=True)
