@@ -74,7 +74,8 @@ class Answer:
     context = _Reported[ContextReport](lambda answer: answer.generation.context)
     # a quote's first pick: source -> probability
     choice = _Reported[Mapping[str, float]](lambda answer: answer.generation.choice)
-    chosen_by = _Reported[str](lambda answer: answer.generation.chosen_by)  # "model", "ranker"; "" for a written answer
+    # "chooser" (the learned chooser, issue 92), "model", "ranker"; "" for a written answer
+    chosen_by = _Reported[str](lambda answer: answer.generation.chosen_by)
     # the question's cosine with its closest source
     relevance = _Reported[float | None](lambda answer: answer.relevance_check.score)
     relevance_threshold = _Reported[float](lambda answer: answer.relevance_check.threshold)
@@ -224,6 +225,7 @@ class Answer:
             shown_first=self.generation.shown_first.to_dict() if self.generation.shown_first else None,
             next_results=[hit.to_dict() for hit in self.next_results],
             llm=dict(llm) if llm is not None else None,
+            source_choice=self.generation.choice_of.to_dict() if self.generation.choice_of else None,
         )
 
 

@@ -78,3 +78,6 @@ class AnswerRecord(TypedDict):
     shown_first: dict[str, Any] | None
     next_results: list[dict[str, Any]]  # the same search's results after the sources, best first
     llm: dict[str, Any] | None  # the LLM's health when the answer was written (state, description, failure)
+    # the learned chooser's reading (issue 92): each source's probability of answering, the order, and whether
+    # the first is presented as the answer (else the notice); None where the model chose
+    source_choice: dict[str, Any] | None

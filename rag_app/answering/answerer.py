@@ -33,6 +33,8 @@ from rag_app.answering.quoted_answer import (
     shown_first_heading,
 )
 from rag_app.answering.quoted_answer import quote as quote_block
+from rag_app.answering.source_chooser import SourceChooser
+from rag_app.answering.source_features import SourceFeatures
 from rag_app.answering.stages import (
     AnswerStatus,
     Checks,
@@ -52,6 +54,10 @@ from rag_app.settings import Settings
 from retriever import Embedder, SearchHit
 
 __all__ = ["CUT_OFF", "Answerer", "Retrieval"]  # Retrieval and CUT_OFF lived here first
+
+_CHOOSERS: dict[str, SourceChooser] = {}  # a chooser's weights by spec, read once per process
+
+SCOPE_DEFINITIONS = 3  # the definitions in a statement's scope whose names the chooser reads as the statement's words
 
 
 class Answerer:
@@ -85,12 +91,9 @@ class Answerer:
         citations are validated and each sentence is attributed to its sources. ``started``: when the
         question came (timings count from there)."""
         hits = retrieval.hits
-        vectors = self._hit_vectors(retrieval)
-        hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
-        # the question's vector is the one its search embedded (embedded here only if no channel did)
-        similarities = hit_vectors @ retrieval.result.query.vector(self.embedder) if hits else np.zeros(0)
+        relevance, vectors = self.relevance(retrieval)
+        similarities = relevance.similarities
         checks = self.settings.answers
-        relevance = Relevance(similarities, checks.min_relevance)
         retrieval_ms = (time.perf_counter() - started) * 1000
         quoting = checks.style == "quote"
         prompt = load_prompt(checks.quote.prompt if quoting else self.settings.llm.prompt)
@@ -126,6 +129,24 @@ class Answerer:
             return Answer(question, retrieval, relevance, generation, answer_checks, checks.min_support, timings)
 
         return AnswerStream(hits, chunks(), finish, started, retrieval.next_hits)
+
+    def relevance(self, retrieval: Retrieval) -> tuple[Relevance, Mapping[str, np.ndarray]]:
+        """The question's cosine with each source (the gate before any answer), and the sources' vectors."""
+        hits = retrieval.hits
+        vectors = self._hit_vectors(retrieval)
+        hit_vectors = np.stack([vectors[h.record.id] for h in hits]) if hits else np.zeros((0, 1), np.float32)
+        # the question's vector is the one its search embedded (embedded here only if no channel did)
+        similarities = hit_vectors @ retrieval.result.query.vector(self.embedder) if hits else np.zeros(0)
+        return Relevance(similarities, self.settings.answers.min_relevance), vectors
+
+    def source_features(
+        self, question: str, candidates: Sequence[SearchHit], relevance: Relevance, learned: bool
+    ) -> SourceFeatures:
+        """What the chooser reads of each candidate source (:mod:`rag_app.answering.source_features`)."""
+        scope = self.definitions
+        in_scope = (lambda statement_id: scope(statement_id, SCOPE_DEFINITIONS)) if scope is not None else None
+        similarities = relevance.similarities[: len(candidates)]
+        return SourceFeatures.of(question, candidates, similarities, learned, in_scope)
 
     def _hit_vectors(self, retrieval: Retrieval) -> Mapping[str, np.ndarray]:
         """The hits' stored vectors: those the search read with the records (all of them, for the
@@ -185,6 +206,10 @@ class Answerer:
         hits, similarities = retrieval.hits, relevance.similarities
         candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
         found = (*hits, *retrieval.next_hits, *retrieval.counter_hits)  # where a claim's counterexample may stand
+        chooser = self.chooser() if retrieval.learned_ranker else None
+        if chooser is not None:
+            chosen = self._chosen(prompt, question, relevance, candidates, found, chooser, generation, started)
+            return (yield from chosen)
         if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
             generation = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="ranker")
             text, generation = self._quoted_text(None, question, generation, found=found)
@@ -232,6 +257,71 @@ class Answerer:
         kept = bool(generation.picked) and generation.picked[0] in shown.picked
         return replace(generation, shown_first=replace(shown, kept=kept, notice=update.notice))
 
+    def chooser(self) -> SourceChooser | None:
+        """The learned chooser ``answers.quote.chooser`` names (None: "none", the model chooses); read once."""
+        spec = self.settings.answers.quote.chooser
+        if spec.strip().lower() in ("none", "off", ""):
+            return None
+        if spec not in _CHOOSERS:
+            _CHOOSERS[spec] = SourceChooser.load(spec)
+        return _CHOOSERS[spec]
+
+    def _chosen(
+        self,
+        prompt: PromptTemplate,
+        question: str,
+        relevance: Relevance,
+        candidates: list[SearchHit],
+        found: Sequence[SearchHit],
+        chooser: SourceChooser,
+        generation: Generation,
+        started: float,
+    ) -> Generator[str | AnswerUpdate, None, Generation]:
+        """The learned chooser's answer (issue 92): the source most likely to answer is quoted at once, or, where
+        none is likely to, the closest under the notice that none was judged to answer; then (``model_adds``) the
+        model reads the sources and a statement it picks that is not quoted yet is added below. The model never
+        takes back the first quote: its pick was measured worse than the search's first result."""
+        choice = chooser.choose(self.source_features(question, candidates, relevance, learned=True))
+        picked = (choice.first,) if choice.answers else ()
+        generation = replace(generation, sources=tuple(candidates), picked=picked, chosen_by="chooser")
+        generation = replace(generation, choice_of=choice)
+        text, generation = self._quoted_text(None, question, generation, model_allowed=False, found=found)
+        yield text
+        quote = self.settings.answers.quote
+        if not quote.model_adds or not generation.picked or len(generation.picked) >= quote.max_quotes:
+            return generation
+        shown = ShownFirst(generation.picked, (time.perf_counter() - started) * 1000)
+        try:
+            client = self.client()
+            model = replace(generation, model=client.model, server=client.base_url)
+            messages, model = self._messages(
+                client, prompt, question, candidates, model, quote.sources_budget_tokens, quote.max_source_tokens,
+                proofs=False,
+            )  # fmt: skip
+            asked = time.perf_counter()
+            reply, alternatives = client.chat_with_alternatives(messages, max_tokens=quote.max_tokens)
+        except (LLMUnavailableError, LLMServerError, PackagedModelError) as error:
+            notice = f"The language model is not available ({error}); the quote above is the answer."
+            return replace(generation, shown_first=replace(shown, kept=True, notice=notice))
+        given = len(model.sources)
+        picks = parse_selection(reply, given, quote.max_quotes)
+        generation = replace(
+            generation, model=model.model, server=model.server, context=model.context, reply=reply,
+            choice=choice_probabilities(alternatives, given),
+            model_calls=(*generation.model_calls, ModelCall("choice", (time.perf_counter() - asked) * 1000)),
+        )  # fmt: skip
+        added = next((n for n in picks if model.sources[n - 1].record.id not in _quoted_ids(generation)), None)
+        if added is None:
+            return replace(generation, shown_first=replace(shown, kept=True, notice=""))
+        number = [hit.record.id for hit in generation.sources].index(model.sources[added - 1].record.id) + 1
+        with_added = replace(generation, picked=(*generation.picked, number))
+        unsure = quote.unsure_quotes
+        _, sentences = quoted_answer(with_added.sources, with_added.picked, unsure)
+        notice = f"The model read the {given} statements found and points to [{number}] as well:"
+        block = quote_block(with_added.sources[number - 1], number)
+        yield AnswerUpdate(f"{text}\n\n{notice}\n\n{block}", f"\n\n{notice}\n\n{block}", False, notice)
+        return replace(with_added, quoted=tuple(sentences), shown_first=replace(shown, kept=True, notice=notice))
+
     def _quoted_text(
         self,
         client: ChatClient | None,
@@ -243,11 +333,15 @@ class Answerer:
         """The quote of ``generation``'s picks, under the yes/no lead-in where the question asks yes or no
         (``model_allowed``: the lead-in may ask the model, where ``answers.quote.yes_no_method`` says so).
         Where a statement the search ``found`` refutes the claim (a counterexample, a warning), it is quoted
-        first, under "No: [n] ...", and the model's pick beside it (issue 84)."""
-        read = self.yes_no.read(question, generation.sources, generation.picked, found, client, model_allowed)
+        first, under "No: [n] ...", and the model's pick beside it (issue 84). With the learned chooser's reading
+        (``generation.choice_of``), the closest quoted under the notice are the likeliest, and a "Check" above a
+        quote is shown only where the chooser doubts it."""
+        choice = generation.choice_of
+        read = self.yes_no.read(question, generation.sources, generation.picked, found, client, model_allowed, choice)
         generation = replace(generation, sources=read.sources, picked=read.picked)
         unsure = self.settings.answers.quote.unsure_quotes
-        text, sentences = quoted_answer(generation.sources, generation.picked, unsure)
+        closest = choice.order if choice is not None else None
+        text, sentences = quoted_answer(generation.sources, generation.picked, unsure, closest)
         generation = replace(generation, quoted=tuple(sentences))
         if read.lead is not None:
             generation = replace(generation, yes_no=read.lead, model_calls=(*generation.model_calls, *read.calls))
@@ -316,6 +410,10 @@ class Answerer:
             if note:
                 notes[hit.record.id] = note
         return notes
+
+
+def _quoted_ids(generation: Generation) -> set[str]:
+    return {generation.sources[n - 1].record.id for n in generation.picked}
 
 
 def _update_after_shown_first(shown: ShownFirst, shown_text: str, generation: Generation, text: str) -> AnswerUpdate:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -23,7 +23,13 @@ _MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
 # Words that point back into the conversation ("its converse", "the same for rings", "what about ...").
 _REFERRING = re.compile(
     r"\b(it|its|this|that|these|those|they|them|their|such|same|above|previous|converse|also|"
-    r"what about|how about|and if|why|instead)\b",
+    r"what about|how about|and if|why|instead|(?:which|what) ones?)\b",
+    re.IGNORECASE,
+)
+# How a whole question opens: a fragment ("and for rings?", "over Q?") leans on the question before it.
+_QUESTION_OPENING = re.compile(
+    r"^\s*(is|are|does|do|can|could|must|should|will|would|has|have|what|which|who|how|when|where|under|prove|show|"
+    r"find|compute|give|state|define|let)\b",
     re.IGNORECASE,
 )
 _STOPWORD_TEXT = (
@@ -77,6 +83,8 @@ class QueryRewriter:
         self.client = client  # None: never ask the LLM, only join
         self.max_turns = max_turns
         self.max_tokens = max_tokens
+        frame = prompt.messages(history="", question="")
+        self.prompt_words = frozenset(_words(" ".join(message["content"] for message in frame)))
 
     def rewrite(self, question: str, history: Sequence[Turn]) -> RewrittenQuery:
         recent = list(history)[-self.max_turns :] if self.max_turns else []
@@ -95,7 +103,7 @@ class QueryRewriter:
             except LLM_FAILURES as error:  # no rewrite: the question joined to the last query, and why in the log
                 logger.warning("the follow-up question was not rewritten by the LLM: %s", error)
                 reply = ""
-            query = usable_rewrite(reply, question, recent)
+            query = usable_rewrite(reply, question, recent, self.prompt_words)
             if query is not None:
                 method = RewriteMethod.AS_ASKED if _same(query, question) else RewriteMethod.LLM
                 return RewrittenQuery(question if method is RewriteMethod.AS_ASKED else query, method, asked)
@@ -103,16 +111,27 @@ class QueryRewriter:
 
 
 def refers_back(question: str) -> bool:
-    """Whether a question leans on the conversation: a referring word, or too few words of its own."""
-    return bool(_REFERRING.search(_MATH.sub(" ", question))) or len(_words(question)) < 3
+    """Whether a question leans on the conversation: a referring word, or too few words of its own. A formula
+    names its own objects: a question that types one ("Is $\\int_0^\\infty e^{-x^2}dx = \\sqrt{\\pi}/2$?") stands
+    alone with a single word beside it (issue 92: it went to the rewriter, and came back with the prompt's words)."""
+    prose = _MATH.sub(" ", question)
+    if _REFERRING.search(prose):
+        return True
+    own = len(_words(question)) + len(_MATH.findall(question))  # its content words and formulas
+    if _QUESTION_OPENING.match(prose) and own >= 1:
+        return False  # a whole question ("Is every PID a UFD?", "Is $x^2 \\geq 0$?") names what it asks about
+    return own < 3
 
 
 def _words(text: str) -> set[str]:
     return content_words(text, _STOPWORDS, without_math=True)
 
 
-def usable_rewrite(reply: str, question: str, history: Sequence[Turn]) -> str | None:
-    """The LLM's query, cleaned, or None when it drops the question, invents topics or chatters."""
+def usable_rewrite(
+    reply: str, question: str, history: Sequence[Turn], prompt_words: Collection[str] = frozenset()
+) -> str | None:
+    """The LLM's query, cleaned, or None when it drops the question, invents topics, chatters or repeats words of
+    its instructions (``prompt_words``: the rewrite prompt's own words)."""
     lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
     if not lines:
         return None
@@ -126,6 +145,11 @@ def usable_rewrite(reply: str, question: str, history: Sequence[Turn]) -> str | 
         return None
     known = own | {w for turn in history for w in _words(turn.question + " " + turn.search_query)}
     if words - known and len(words - known) > max(2, len(words) // 3):
+        return None
+    # A word the rewrite prompt holds and the conversation does not ("conversation", "standalone") is the model
+    # repeating its instructions, never what the user asked (issue 92).
+    said = known | {w for turn in history for w in _words(turn.answer)}
+    if (words - said) & prompt_words:
         return None
     for formula in _MATH.findall(question):
         if formula.strip("$") not in query:

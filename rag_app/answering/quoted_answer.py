@@ -97,15 +97,18 @@ def quote(hit: SearchHit, number: int) -> str:
 
 
 def quoted_answer(
-    hits: Sequence[SearchHit], selected: Sequence[int], unsure_quotes: int = 1
+    hits: Sequence[SearchHit], selected: Sequence[int], unsure_quotes: int = 1, closest: Sequence[int] | None = None
 ) -> tuple[str, list[SentenceSupport]]:
     """The answer's text and one entry per quote (each stated by its source, verbatim). With no
     statement picked, the ``unsure_quotes`` closest are quoted under a notice saying so: the model often
     misjudges (12 of its 16 "none" replies in bench/answer_quality.py had the answering statement in front
-    of it; in 4 of 5 wrong abstentions measured independently the answering statement was at rank 2-4)."""
+    of it; in 4 of 5 wrong abstentions measured independently the answering statement was at rank 2-4).
+    ``closest``: the source numbers in the order to quote them under the notice (the learned chooser's); unset,
+    the search's order."""
     if not hits:
         return NO_SOURCES, []
-    numbers = list(selected) or list(range(1, min(len(hits), max(1, unsure_quotes)) + 1))
+    order = [n for n in closest if 1 <= n <= len(hits)] if closest else list(range(1, len(hits) + 1))
+    numbers = list(selected) or order[: max(1, unsure_quotes)]
     blocks = [quote(hits[number - 1], number) for number in numbers]
     sentences = [
         SentenceSupport(block, [number], [], number, 1.0, True, True, stated=True)

@@ -18,6 +18,7 @@ import numpy as np
 
 from rag_app.answering.attribution import SentenceSupport
 from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
+from rag_app.answering.source_chooser import SourceChoice
 from retriever.text.claims import Verdict
 from retriever.types import Query, ScoredBy, SearchHit, SearchResult
 
@@ -153,7 +154,8 @@ class ShownFirst:
 class Generation:
     """What the model was given and what came back. A quoting answer adds its picks: ``chosen_by``
     ("model", or "ranker" when the learned ranker's first result led clearly), the probabilities of
-    its first pick (``choice``), and the quote's sentences."""
+    its first pick (``choice``), and the quote's sentences. ``chosen_by`` is "chooser" where the learned chooser
+    decided the first quote (``choice_of``: its probabilities; issue 92)."""
 
     prompt: str  # NAME@vN of the prompt template
     style: str  # "quote" or "synthesis"
@@ -170,6 +172,7 @@ class Generation:
     yes_no: YesNoLead | None = None
     model_calls: tuple[ModelCall, ...] = ()  # every call made to the model for this answer, in order
     shown_first: ShownFirst | None = None  # a quote shown before the model's choice came (answers.quote.show_first)
+    choice_of: SourceChoice | None = None  # the learned chooser's reading of the sources (answers.quote.chooser)
 
 
 @dataclass(frozen=True, slots=True)

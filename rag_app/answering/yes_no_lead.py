@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 
 from prompts import load_prompt
 from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
+from rag_app.answering.source_chooser import SourceChoice
+from rag_app.answering.source_features import named_words
 from rag_app.answering.stages import ModelCall, YesNoLead
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
@@ -40,8 +42,10 @@ from retriever.text.claims.claim_comparison import (
     OTHER_SUBJECT,
     PART_OF_PHRASE,
 )
+from retriever.text.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
 
+CHECK = "Check against the question:"
 _NOT_SETTLED = {
     CONVERSE: "the question asks the converse of [{n}]",
     OTHER_CONCLUSION: "[{n}] concludes something else than the question asks",
@@ -75,16 +79,25 @@ class YesNoReading:
         self._refutes: dict[tuple[str, str], bool] = {}
 
     def lead(
-        self, question: str, hit: SearchHit, number: int, client: ChatClient | None = None, model_allowed: bool = True
+        self,
+        question: str,
+        hit: SearchHit,
+        number: int,
+        client: ChatClient | None = None,
+        model_allowed: bool = True,
+        doubted: bool | None = None,
     ) -> tuple[YesNoLead, tuple[ModelCall, ...]] | None:
         """The lead-in above the quote of ``hit`` as source ``number`` and the model calls made for it; None
         where there is none to give (the lead-in is off, or the question does not ask yes or no).
         ``model_allowed``: False where the quote is shown before the model's part, so no "Yes" stands that the
-        model has not seen (method "model" or "rules+model")."""
+        model has not seen (method "model" or "rules+model"). ``doubted``: the learned chooser's reading of the
+        quote (None: no chooser); a "Check against the question" is shown only above a quote it doubts."""
         if not self.quote.yes_no_lead or not is_yes_no_question(question):
             return None
         method = self.quote.yes_no_method
         rules = self.by_rules(question, hit, number)
+        if doubted is False and rules.lead_in is not None and rules.lead_in.startswith(CHECK):
+            rules = replace(rules, lead_in=None)  # the chooser is confident it answers: no false alarm above it
         if method == "rules" or (method == "rules+model" and rules.verdict is not Verdict.YES):
             return rules, ()
         if not model_allowed:
@@ -110,17 +123,23 @@ class YesNoReading:
         found: Sequence[SearchHit] = (),
         client: ChatClient | None = None,
         model_allowed: bool = True,
+        choice: SourceChoice | None = None,
     ) -> YesNoRead:
         """The one call the answer makes: where a statement of ``sources`` or of what the search ``found``
         refutes the yes/no claim, it becomes the first quote (added to the sources where the model did not read
-        it) and the model's pick follows; then the lead-in above the first quote (:meth:`lead`)."""
+        it) and the model's pick follows; then the lead-in above the first quote (:meth:`lead`; ``choice``: the
+        learned chooser's reading of ``sources``, which decides whether a "Check" is worth showing)."""
         refuter = self.refuter(question, (*sources, *found)) if picked or found else None
         if refuter is not None:
             given = [hit.record.id for hit in sources]
             sources = sources if refuter.record.id in given else (*sources, refuter)
             number = [hit.record.id for hit in sources].index(refuter.record.id) + 1
             picked = (number, *(n for n in picked if n != number))[: self.quote.max_quotes]
-        decided = self.lead(question, sources[picked[0] - 1], picked[0], client, model_allowed) if picked else None
+        doubted = None
+        if choice is not None and picked:
+            doubted = choice.doubtful[picked[0] - 1] if picked[0] <= len(choice.doubtful) else False
+        first = sources[picked[0] - 1] if picked else None
+        decided = self.lead(question, first, picked[0], client, model_allowed, doubted) if first else None
         lead, calls = decided if decided is not None else (None, ())
         return YesNoRead(sources, picked, lead, calls)
 
@@ -144,9 +163,14 @@ class YesNoReading:
 
     @staticmethod
     def by_rules(question: str, hit: SearchHit, number: int) -> YesNoLead:
-        """The rules' lead-in (no model call)."""
+        """The rules' lead-in (no model call). A question word the statement's text does not use but its name,
+        section or label does ("Zariski's Main Theorem") is no word it fails to speak of."""
         started = time.perf_counter()
         comparison = compare(question, hit.record.text, hit.record.kind.value)
+        if comparison.unmatched:
+            named = named_words(hit.record)
+            unmatched = tuple(word for word in comparison.unmatched if not topic_words(word) <= named)
+            comparison = replace(comparison, unmatched=unmatched)
         return YesNoLead(
             comparison.verdict, rules_lead_in(comparison, number), (time.perf_counter() - started) * 1000,
             "rules", comparison.reason, comparison.missing, comparison.unmatched,
@@ -185,13 +209,13 @@ def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
         return f"Only under a hypothesis the question does not state ({', '.join(comparison.missing)}); [{number}]:"
     if comparison.unmatched:
         words = ", ".join(comparison.unmatched[:6])
-        return f"Check against the question: [{number}] does not speak of {words}. Quoted as it stands:"
+        return f"{CHECK} [{number}] does not speak of {words}. Quoted as it stands:"
     if comparison.reason.endswith(", not a proved statement"):
-        return f"Check against the question: [{number}] is {comparison.reason}. Quoted as it stands:"
+        return f"{CHECK} [{number}] is {comparison.reason}. Quoted as it stands:"
     notice = _NOT_SETTLED.get(comparison.reason)
     if notice:
         detail = f" ({', '.join(comparison.missing)})" if comparison.missing else ""
-        return f"Check against the question: {notice.format(n=number)}{detail}. Quoted as it stands:"
+        return f"{CHECK} {notice.format(n=number)}{detail}. Quoted as it stands:"
     return None
 
 

@@ -352,6 +352,32 @@ def _default_questions_path(settings: Settings) -> Path:
     return default_questions_file(settings)
 
 
+@train_app.command("chooser")
+def train_chooser(
+    rows: Annotated[Path, typer.Option("--rows", help="rows of `python bench/answer_choice.py collect`")],
+    out: Annotated[
+        Optional[Path], typer.Option("--out", help="the chooser's JSON (default: the packaged one, replaced)")
+    ] = None,
+    c: Annotated[float, typer.Option("--c", help="inverse L2 regularization of the logistic regression")] = 1.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Fit the answer's learned chooser on the tuning halves (issue 92); thresholds set by cross-validation."""
+    from rag_app.answering.source_chooser import PACKAGED
+    from rag_app.training.train_source_chooser import ChooserRowsError, train
+
+    try:
+        chooser, provenance = train(rows.expanduser(), (out or PACKAGED).expanduser(), c)
+    except (ChooserRowsError, OSError) as error:
+        _err(f"error: {error}")
+        raise typer.Exit(2) from error
+    if as_json:
+        typer.echo(json.dumps(chooser.to_dict(), ensure_ascii=False))
+        return
+    typer.echo(f"chooser: {out or PACKAGED}")
+    for key, value in provenance.items():
+        typer.echo(f"  {key}: {json.dumps(value) if isinstance(value, dict) else value}")
+
+
 @train_app.command("list")
 def train_list(as_json: JsonOption = False, config: ConfigOption = None) -> None:
     """The registered embedding models (trained here, and shipped with the package)."""

@@ -1,11 +1,15 @@
 """Conditions a question states without the statement's formula: "an integer greater than one" for ``n > 1``,
-"degree 5" for ``n ≥ 5``, "every prime p" for ``p > 1``, "p congruent to 1 mod 4" for "odd".
+"degree 5" for ``n ≥ 5``, "every prime p" for ``p > 1``.
 
 A statement writes its numeric hypotheses as formulas (``Let $n > 1$ be an integer``); a question types them in
 words or implies them by what it names. Each such hypothesis, read as ``variable relation number``, is stated by
 the question when the question gives a bound or a number that satisfies it. Only integer bounds are read (the
 statements these rules compare are about integers, degrees, orders and primes); anything else stays a
 hypothesis the question does not state. Pure reading of text, as the rest of this package.
+
+Issue 92 removed four readings that each matched one claim of the development sets and no phrasing beyond it
+("1/p" for reciprocals, "pairwise" for ``i ≠ j``, "comaximal" for ``I + J = R``, "≡ 1 mod 4" for odd): a rule
+fitted to one sentence reads that sentence. What stays reads a class of phrasing (numbers and bounds in words).
 """
 
 from __future__ import annotations
@@ -30,12 +34,6 @@ _POSITIVE = re.compile(r"\bpositive\b", re.IGNORECASE)
 _PRIME = re.compile(r"\bprimes?\b", re.IGNORECASE)
 # A hypothesis as compared (rendered, no spaces): "n>1", "n≥5", "p≥3", "k<n" (the last is no numeric bound).
 _BOUND_FORMULA = re.compile(r"^([^\W\d_]{1,2})(>|≥|<|≤)(\d+)$")
-_RECIPROCAL = re.compile(r"(?<![\d.])1/")
-_PAIRWISE = re.compile(r"\b(?:pairwise|distinct)\b", re.IGNORECASE)
-_COMAXIMAL = re.compile(r"\b(?:co-?maximal|coprime)\b", re.IGNORECASE)
-_INDICES_DISTINCT = re.compile(r"^[ijkl]≠[ijkl]$")
-_COMAXIMAL_FORMULA = re.compile(r"^[A-Z](?:_\w+)?\+[A-Z](?:_\w+)?=[A-Z]$")
-_ODD_CONGRUENCE = re.compile(r"≡(\d+)\(mod(\d+)\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +44,6 @@ class StatedConditions:
     bounds: tuple[tuple[str, int], ...]
     primes: bool
     formulas: str
-    pairwise: bool = False
-    comaximal: bool = False
 
     @classmethod
     def of(cls, question: str, formulas: str) -> StatedConditions:
@@ -59,23 +55,10 @@ class StatedConditions:
         bounds += [("=", int(match.group(1))) for match in _MEASURED.finditer(question)]
         if _POSITIVE.search(question):
             bounds.append((">", 0))
-        pairwise = bool(_PAIRWISE.search(question))
-        return cls(tuple(bounds), bool(_PRIME.search(question)), formulas, pairwise, bool(_COMAXIMAL.search(question)))
+        return cls(tuple(bounds), bool(_PRIME.search(question)), formulas)
 
     def states(self, hypothesis: str) -> bool:
-        """Whether the question states ``hypothesis``: a formula as compared ("n>1") or a word ("odd")."""
-        lowered = hypothesis.lower()
-        if lowered in ("reciprocal", "reciprocals"):  # "the sum of 1/p": of the reciprocals
-            return bool(_RECIPROCAL.search(self.formulas))
-        if _INDICES_DISTINCT.match(hypothesis):  # "pairwise comaximal", "distinct primes": i ≠ j
-            return self.pairwise
-        if _COMAXIMAL_FORMULA.match(hypothesis):  # I_i + I_j = R: comaximal (coprime) ideals
-            return self.comaximal
-        if lowered == "odd":  # p ≡ 1 (mod 4): odd, as every residue that is odd modulo an even number
-            return any(
-                int(residue) % 2 == 1 and int(modulus) % 2 == 0
-                for residue, modulus in _ODD_CONGRUENCE.findall(self.formulas)
-            )
+        """Whether the question states ``hypothesis``, a formula as compared ("n>1")."""
         match = _BOUND_FORMULA.match(hypothesis)
         if match is None:
             return False

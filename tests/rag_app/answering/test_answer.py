@@ -18,7 +18,7 @@ ASK_JSON_FIELDS = [
     "server", "relevance", "support_threshold", "context", "timings_ms", "search_query", "rewrite", "filter",
     "retriever", "reranker", "second_embedding", "style", "choice", "choice_confidence", "chosen_by",
     "yes_no_verdict", "lead_in", "removed_sentences", "repeated_sentences", "truncated", "yes_no", "model_calls",
-    "shown_first", "next_results", "llm",
+    "shown_first", "next_results", "llm", "source_choice",
 ]  # fmt: skip
 CONTEXT_FIELDS = [
     "tokens", "tokens_counted", "window", "sources_given", "trimmed", "dropped", "instruction_tokens",

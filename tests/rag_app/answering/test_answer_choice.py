@@ -1,4 +1,5 @@
-"""Who chooses the quoted statement: the learned ranker where its first result clearly leads, else the model."""
+"""Who chooses the quoted statement with no learned chooser (`answers.quote.chooser = "none"`, the way before issue
+92): the learned ranker where its first result clearly leads, else the model."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def test_the_ranker_is_sure_only_with_a_clear_lead_over_a_second_result() -> Non
 
 
 def test_a_clear_first_result_is_quoted_without_asking_the_model(tmp_path: Path) -> None:
-    result, client = answer(tmp_path, "flat module over a field", "[2]", "", scores=(3.0, 1.5))
+    result, client = answer(tmp_path, "flat module over a field", "[2]", "", chooser="none", scores=(3.0, 1.5))
     assert result.chosen_by == "ranker" and result.cited == [1] and result.status is AnswerStatus.ANSWERED
     assert getattr(client, "choices_asked", 0) == 0 and result.choice == {} and result.raw_text == ""
     assert result.text.startswith("[1] ") and len(result.sources) == 2  # the others still listed
@@ -27,20 +28,29 @@ def test_a_clear_first_result_is_quoted_without_asking_the_model(tmp_path: Path)
 
 
 def test_a_close_call_or_scores_not_the_learned_rankers_go_to_the_model(tmp_path: Path) -> None:
-    close, client = answer(tmp_path, "PID implies UFD", "[2]", "", scores=(3.0, 2.5))
+    close, client = answer(tmp_path, "PID implies UFD", "[2]", "", chooser="none", scores=(3.0, 2.5))
     assert close.chosen_by == "model" and close.cited == [2] and client.choices_asked == 1
     fused, client = answer(tmp_path / "fused", "PID implies UFD", "[2]", "")  # RRF scores: never compared
     assert fused.chosen_by == "model" and client.choices_asked == 1
-    off, client = answer(tmp_path / "off", "PID implies UFD", "[2]", "", scores=(3.0, 0.0), ranker_sure_margin=None)
+    off, client = answer(
+        tmp_path / "off", "PID implies UFD", "[2]", "", chooser="none", scores=(3.0, 0.0), ranker_sure_margin=None
+    )
     assert off.chosen_by == "model" and client.choices_asked == 1
 
 
 def test_a_yes_no_question_with_a_clear_first_result_still_gets_its_checked_lead_in(tmp_path: Path) -> None:
     result, _ = answer(
-        tmp_path, "Is every principal ideal domain a unique factorization domain?", "[1]", "YES", scores=(0.5, 3.0)
+        tmp_path,
+        "Is every principal ideal domain a unique factorization domain?",
+        "[1]",
+        "YES",
+        chooser="none",
+        scores=(0.5, 3.0),
     )
     assert result.chosen_by == "model"  # the second leads: not a clear first result
-    result, _ = answer(tmp_path / "sure", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5))
+    result, _ = answer(
+        tmp_path / "sure", "Is a flat module over a field free?", "[2]", "YES", chooser="none", scores=(3.0, 0.5)
+    )
     assert result.chosen_by == "ranker" and result.lead_in == "Yes, as [1] states:" and PID not in result.text
 
 
@@ -54,25 +64,31 @@ def test_the_margin_is_turned_off_by_none_in_toml_or_the_environment() -> None:
 
 def test_with_no_model_to_be_had_a_clear_first_result_is_still_quoted(tmp_path: Path) -> None:
     down = "the llama.cpp server killed by SIGILL: the CPU advertised instructions it cannot run"
-    sure, _ = answer(tmp_path, "flat module over a field", "[2]", "", scores=(3.0, 1.5), down=down)
+    sure, _ = answer(tmp_path, "flat module over a field", "[2]", "", chooser="none", scores=(3.0, 1.5), down=down)
     assert sure.chosen_by == "ranker" and sure.status is AnswerStatus.ANSWERED and sure.llm_error is None
     assert sure.text.startswith("[1] ") and "flat module" in sure.text
     # a yes/no question: the rules read the quote, so its lead-in needs no model either
     yes_no, _ = answer(
-        tmp_path / "yn", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5), down=down
+        tmp_path / "yn",
+        "Is a flat module over a field free?",
+        "[2]",
+        "YES",
+        chooser="none",
+        scores=(3.0, 0.5),
+        down=down,
     )
     assert yes_no.chosen_by == "ranker" and yes_no.lead_in == "Yes, as [1] states:" and yes_no.model_calls == []
     # the model's way of deciding: without the model, the quote stands without the lead-in
     by_model, _ = answer(
-        tmp_path / "model", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5), down=down,
-        yes_no_method="model",
+        tmp_path / "model", "Is a flat module over a field free?", "[2]", "YES", chooser="none", scores=(3.0, 0.5),
+        down=down, yes_no_method="model",
     )  # fmt: skip
     assert by_model.lead_in is None and by_model.text.startswith("[1] ") and by_model.model_calls == []
 
 
 def test_with_no_model_to_be_had_a_close_call_lists_the_statements_under_a_plain_notice(tmp_path: Path) -> None:
     down = "the llama.cpp server killed by SIGILL: the CPU advertised instructions it cannot run"
-    close, _ = answer(tmp_path, "PID implies UFD", "[2]", "", scores=(3.0, 2.5), down=down)
+    close, _ = answer(tmp_path, "PID implies UFD", "[2]", "", chooser="none", scores=(3.0, 2.5), down=down)
     assert close.status is AnswerStatus.LLM_UNAVAILABLE and close.llm_error == down
     assert close.text.startswith("The language model is not available (the llama.cpp server killed by SIGILL")
     assert "listed below" in close.text and len(close.sources) == 2

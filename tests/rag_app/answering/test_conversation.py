@@ -81,3 +81,23 @@ def test_an_unexpected_error_in_the_rewrite_is_raised_not_swallowed() -> None:
     rewrite, _ = rewriter(TypeError("a bug"))
     with pytest.raises(TypeError):
         rewrite.rewrite("Does its converse hold?", HISTORY)
+
+
+def test_a_whole_question_stands_alone_in_a_conversation_and_costs_no_model_call() -> None:
+    """Issue 92: asked third in the chat, a question that types its own formula went to the rewriter."""
+    rewrite, client = rewriter("Is the conversation about the integral?")
+    for question in ("Is $\\int_0^\\infty e^{-x^2}dx = \\sqrt{\\pi}/2$?", "Is every PID a UFD?", "What is a scheme?"):
+        result = rewrite.rewrite(question, HISTORY * 3)
+        assert result.query == question and result.method is RewriteMethod.AS_ASKED, question
+    assert client is not None and client.messages == []
+    for fragment in ("and for rings?", "$n=3$?", "Which one?", "Is it true for $p=2$?"):
+        assert refers_back(fragment), fragment
+
+
+def test_a_rewrite_that_brings_words_of_the_prompt_is_not_used() -> None:
+    rewrite, _ = rewriter("Nakayama's lemma converse in this conversation")
+    result = rewrite.rewrite("Does its converse hold?", HISTORY)
+    assert "conversation" not in result.query and result.method is RewriteMethod.JOINED
+    words = rewrite.prompt_words
+    assert "conversation" in words and "standalone" in words
+    assert usable_rewrite("converse of Nakayama's lemma", "Does its converse hold?", HISTORY, words) is not None

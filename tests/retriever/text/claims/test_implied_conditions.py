@@ -23,9 +23,10 @@ TWO_SQUARES = r"An odd prime $p$ is a sum of two squares if and only if $p \equi
         ("Is the general polynomial of degree 4 solvable?", "", "n≥5", False),
         ("Is (p-1)! congruent to -1 mod p for every prime p?", "", "p>1", True),
         ("Is (p-1)! congruent to -1 mod p for every prime p?", "", "p>2", False),
-        ("Is every prime p congruent to 1 mod 4 a sum of two squares?", "p≡1(mod4)", "odd", True),
+        # issue 92: readings that matched one development claim each are gone (not a class of phrasing)
+        ("Is every prime p congruent to 1 mod 4 a sum of two squares?", "p≡1(mod4)", "odd", False),
         ("Is every integer congruent to 1 mod 3 odd?", "n≡1(mod3)", "odd", False),
-        ("Does the sum of 1/p over all primes diverge?", "1/p", "reciprocals", True),
+        ("Does the sum of 1/p over all primes diverge?", "1/p", "reciprocals", False),
         ("Is every positive integer a sum of four squares?", "", "n>0", True),
         ("Is every integer at most 10 ...?", "", "n<11", True),
         ("Is every integer at most 10 ...?", "", "n<10", False),
@@ -48,4 +49,7 @@ def test_the_comparison_reads_conditions_stated_in_words() -> None:
     # degree 4 does not satisfy n >= 5: the hypothesis is still the question's to state
     four = compare("Is the general polynomial of degree 4 not solvable by radicals?", ABEL_RUFFINI)
     assert four.verdict is not Verdict.YES
-    assert compare("Is every prime p congruent to 1 mod 4 a sum of two squares?", TWO_SQUARES).verdict is Verdict.YES
+    # "odd" is a hypothesis the question states only through its congruence: no longer read (issue 92)
+    assert compare("Is every prime p congruent to 1 mod 4 a sum of two squares?", TWO_SQUARES).verdict is not (
+        Verdict.YES
+    )

@@ -1,0 +1,216 @@
+"""What the answer knows of each source it may quote, as numbers a learned model can weigh (issue 92).
+
+The statement that answers is among the four sources the answer reads far more often than it is the search's
+first result, and neither the packaged model's pick nor the ranker's order alone finds it best. Each source is
+described here by every signal the answer holds without a model call:
+
+- **the ranker**: its rank, the learned ranker's score, how far it trails the first and leads the next, and how
+  far the first leads the second (how sure the search is of its order);
+- **the question's embedding**: the cosine the relevance gate reads, and how far it trails the best one;
+- **the statement as the index knows it**: the share of the question's word families found in its text, and in
+  what the index adds to the text (its name such as "Zariski's Main Theorem", its section title, the words of its
+  label, the names of the definitions in its scope), how far that share trails the best source's, the question's
+  phrases (adjacent word pairs: technical terms) and formulas it writes, and its length;
+- **the other sources**: how far each share trails the best source's, and whether another source is the one the
+  claim reading says "Yes" or "No" of (a source is chosen against the others, not alone);
+- **its kind**: a definition, a statement nothing proves (an example, a remark, a post), and whether the question
+  asks for a definition;
+- **the claim reading** (:mod:`retriever.text.claims`), for a yes/no question: whether the rules read the
+  statement as proving the claim, refuting it, or proving it under a hypothesis the question drops.
+
+The features are pure: the same sources give the same numbers in the answer, in training and in the benchmark
+(:class:`rag_app.answering.source_chooser.SourceChooser` reads them; ``rag-app train chooser`` fits it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from ingestion.records import StatementRecord
+from retriever.text.claims import Verdict, compare, is_yes_no_question
+from retriever.text.claims.claim_terms import SCAFFOLDING, formula_key, question_latex, split_math, stem_of
+from retriever.text.claims.yes_no_questions import topic_words
+from retriever.types import SearchHit
+
+# The order of the columns; a trained chooser stores the names it was fitted on and must find them all here.
+FEATURE_NAMES = (
+    "first",
+    "rank",
+    "score",
+    "behind_first",
+    "lead_over_next",
+    "first_lead",
+    "cosine",
+    "cosine_behind_best",
+    "text_cover",
+    "known_cover",
+    "name_cover",
+    "unknown_words",
+    "phrase_cover",
+    "formula_cover",
+    "text_cover_behind_best",
+    "known_cover_behind_best",
+    "name_cover_behind_best",
+    "unknown_over_fewest",
+    "yes_elsewhere",
+    "no_elsewhere",
+    "length",
+    "definition",
+    "unproved",
+    "asks_definition",
+    "definition_asked",
+    "yes_no",
+    "verdict_yes",
+    "verdict_no",
+    "verdict_only_if",
+)
+
+# Kinds that state a result or a notion; anything else (an example, a remark, an answer post) argues in prose.
+_STATED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact"})
+_ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|does)|define|definition of|meaning of)\b", re.IGNORECASE)
+_LABEL_WORDS = re.compile(r"[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+_INLINE_MATH = re.compile(r"\$[^$]*\$")
+
+# (statement id) -> the names of the definitions in its scope (the statement graph), nearest first
+DefinitionsInScope = Callable[[str], Sequence[StatementRecord]]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFeatures:
+    """One row of :data:`FEATURE_NAMES` per source, in the search's order, and the claim reading's verdicts
+    (kept so that the answer need not read the statements again)."""
+
+    matrix: np.ndarray  # (sources, len(FEATURE_NAMES)), float32
+    verdicts: tuple[Verdict | None, ...]
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    @classmethod
+    def of(
+        cls,
+        question: str,
+        hits: Sequence[SearchHit],
+        similarities: Sequence[float],
+        learned_scores: bool,
+        definitions: DefinitionsInScope | None = None,
+    ) -> SourceFeatures:
+        """The features of ``hits`` (in rank order) for ``question``; ``similarities``: the question's cosine with
+        each; ``learned_scores``: the scores are the learned ranker's (comparable across questions; otherwise
+        the score columns hold the rank's reciprocal, all the fused scores can say)."""
+        count = len(hits)
+        if count == 0:
+            return cls(np.zeros((0, len(FEATURE_NAMES)), np.float32), ())
+        scores = np.array([hit.score if learned_scores else 1.0 / (n + 1) for n, hit in enumerate(hits)], np.float64)
+        cosines = np.asarray(similarities, np.float64)[:count]
+        asked = topic_words(question)
+        asked_phrases = _phrases(question)
+        asked_formulas = _formulas(question_latex(question))
+        yes_no = is_yes_no_question(question)
+        asks_definition = bool(_ASKS_DEFINITION.match(question))
+        rows = []
+        read = []
+        for hit in hits:
+            record = hit.record
+            text_words = topic_words(record.text)
+            named = named_words(record)
+            known = text_words | named | _scope_words(record, definitions)
+            read.append((text_words, named, known))
+        text_covers = [_cover(asked, text_words) for text_words, _, _ in read]
+        known_covers = [_cover(asked, known) for _, _, known in read]
+        name_covers = [_cover(asked, named) for _, named, _ in read]
+        unknown = [len(asked - known) for _, _, known in read]
+        verdicts = [_verdict(question, hit.record) if yes_no else None for hit in hits]
+        said_yes = [verdict is Verdict.YES for verdict in verdicts]
+        said_no = [verdict in (Verdict.NO, Verdict.OPPOSITE) for verdict in verdicts]
+        for n, hit in enumerate(hits):
+            record = hit.record
+            verdict = verdicts[n]
+            definition = record.kind.value == "definition"
+            heard = _phrases(f"{record.name} {record.section} {record.text}")
+            rows.append(
+                (
+                    float(n == 0),
+                    float(n),
+                    scores[n],
+                    scores[0] - scores[n],
+                    scores[n] - scores[n + 1] if n + 1 < count else 0.0,
+                    scores[0] - scores[1] if count > 1 else 0.0,
+                    cosines[n],
+                    cosines.max() - cosines[n],
+                    text_covers[n],
+                    known_covers[n],
+                    name_covers[n],
+                    float(unknown[n]),
+                    _cover(asked_phrases, heard),
+                    _cover(asked_formulas, _formulas(record.text)),
+                    max(text_covers) - text_covers[n],
+                    max(known_covers) - known_covers[n],
+                    max(name_covers) - name_covers[n],
+                    float(unknown[n] - min(unknown)),
+                    float(any(said_yes) and not said_yes[n]),
+                    float(any(said_no) and not said_no[n]),
+                    float(np.log1p(len(record.text))),
+                    float(definition),
+                    float(record.kind.value not in _STATED_KINDS),
+                    float(asks_definition),
+                    float(asks_definition and definition),
+                    float(yes_no),
+                    float(verdict is Verdict.YES),
+                    float(verdict in (Verdict.NO, Verdict.OPPOSITE)),
+                    float(verdict is Verdict.ONLY_IF),
+                )
+            )
+        return cls(np.asarray(rows, np.float32), tuple(verdicts))
+
+
+def named_words(record: StatementRecord) -> set[str]:
+    """The word families of what the index calls the statement besides its text: its name ("Nakayama's lemma"),
+    its section title and the words of its label (``lemma-quasi-finite-separated-pass-through-finite``)."""
+    label = " ".join(_LABEL_WORDS.findall(record.label.replace("-", " ")))
+    return topic_words(f"{record.name} {record.section} {label}")
+
+
+def known_words(record: StatementRecord, definitions: DefinitionsInScope | None = None) -> set[str]:
+    """Every word family the index knows the statement by: its text, its names and the definitions in its scope."""
+    return topic_words(record.text) | named_words(record) | _scope_words(record, definitions)
+
+
+def _scope_words(record: StatementRecord, definitions: DefinitionsInScope | None) -> set[str]:
+    if definitions is None:
+        return set()
+    words: set[str] = set()
+    for definition in definitions(record.id):
+        words |= topic_words(definition.name) | named_words(definition)
+    return words
+
+
+def _verdict(question: str, record: StatementRecord) -> Verdict:
+    return compare(question, record.text, record.kind.value).verdict
+
+
+def _phrases(text: str) -> set[str]:
+    """Adjacent pairs of word families ("finitely presented", "main theorem"): technical terms are phrases."""
+    words = [word.lower().strip("'-") for word in _WORD.findall(_INLINE_MATH.sub(" ", text))]
+    stems = [stem_of(word) for word in words if len(word) >= 3 and word not in SCAFFOLDING]
+    return {f"{a} {b}" for a, b in pairwise(stems)}
+
+
+def _formulas(latex: str) -> set[str]:
+    """The formulas of ``latex`` as compared (rendered, spaces dropped); names of one letter left out. (A question
+    is read as LaTeX first, its typed notation included: :func:`question_latex`, never run on a statement's text,
+    whose long lines its typed-relation pattern was not written for.)"""
+    _, formulas = split_math(latex)
+    keys = {formula_key(formula) for formula in formulas}
+    return {key for key in keys if len(key) > 2}
+
+
+def _cover(asked: set[str], known: set[str]) -> float:
+    """The share of the question's word families among ``known`` (1.0 for a question of formulas only)."""
+    return len(asked & known) / len(asked) if asked else 1.0
