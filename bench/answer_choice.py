@@ -1,19 +1,20 @@
 """Benchmark: does the answer lead with the statement that answers, and does it say so (issue 92)?
 
 Over every question and claim set of the project, each split into a half tuned on and a half only measured
-(:mod:`rag_app.evaluation.set_halves`), and the research questions written apart before any run:
+(:mod:`rag_app.datasets.set_halves`), and the research questions written apart before any run:
 
-- ``collect``: the sources the answer reads (``MathRAG.retrieve``, as ``ask`` finds them) and what the chooser
-  reads of each (:class:`rag_app.answering.source_features.SourceFeatures`), with the judgment of each source,
-  as rows for ``rag-app train chooser``;
+- ``collect``: the sources the answer reads (``MathRAG.ask``, the model not asked) and what the chooser read of each
+  (:class:`rag_app.answering.source_features.SourceFeatures`, as the answer records it), with the judgment of each
+  source, as rows for ``rag-app train chooser``;
 - ``measure``: the answer as ``MathRAG`` composes it (the chooser's first quote, the notice, the yes/no lead-in;
   the model's added statement left out: it never changes what the answer leads with) against quoting the
   search's first result, per set and half: settles / notice right / notice wrong / off, the "Check" lead-ins
-  above an answering statement, and the yes/no confusion table. ``--chooser none`` measures the answer
-  without the learned chooser (the first result, the rules' lead-in).
+  above an answering statement, and the yes/no confusion table. ``--chooser none`` measures the way before issue
+  92 (the model chooses where the ranker is not sure: it needs the model, about 10 s a question on 2 CPUs).
 
 What "settles" means here: the answer presents a quote as the answer (no "none of them answers" notice) and its
-first quote is a statement judged to answer (for a false claim, the refuting statement or the one that proves the
+first quote is a statement judged to answer, or the same statement word for word in another paper of the index (for
+a false claim, the refuting statement or the one that proves the
 claim only under a hypothesis the claim drops); "notice right": the notice, and no source read answers; "notice
 wrong": the notice, while one does; "off": a quote presented as the answer that does not answer.
 
@@ -48,12 +49,13 @@ from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
 from rag_app.answering.quoted_answer import NONE_STATED
-from rag_app.answering.source_features import FEATURE_NAMES
+from rag_app.answering.source_features import FEATURE_NAMES, read_claim
 from rag_app.answering.yes_no_lead import rules_lead_in
 from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
-from rag_app.evaluation.set_halves import TUNE, UNTOUCHED, SetHalves
+from rag_app.datasets.set_halves import TUNE, UNTOUCHED, SetHalves
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
-from retriever.text.claims import compare, is_yes_no_question
+from retriever.text.claims import is_yes_no_question
+from retriever.types import SearchHit
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -123,17 +125,25 @@ def open_rag(index: Path, **quote: Any) -> MathRAG:
 # ---------------------------------------------------------------- collect: rows for `rag-app train chooser`
 
 
+def places(rag: MathRAG, hit: SearchHit) -> set[str]:
+    """The docnos a source stands for: its own, and those of the other places its statement appears word for word
+    (the index's duplicate groups: the demo's Dirichlet theorem copied into a LaTeX-style fixture answers as well)."""
+    others = rag.index.get([place.id for place in hit.duplicates]) if hit.duplicates else []
+    return {hit.record.docno, *(record.docno for record in others)}
+
+
 def collect_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dict[str, Any]:
-    answerer = rag.answerer()
-    retrieval = rag.retrieve(query.text)
-    relevance, _ = answerer.relevance(retrieval)
-    candidates = retrieval.hits[: rag.settings.answers.quote.max_sources]
-    features = answerer.source_features(query.text, candidates, relevance, retrieval.learned_ranker)
+    """The sources ``ask`` reads for ``query`` and what the chooser read of each (the answer's own numbers)."""
+    answer = rag.ask(query.text)
+    choice = answer.generation.choice_of
+    if choice is None or choice.features is None:
+        raise SystemExit(f"{query.qid}: not chosen by the learned chooser (chosen_by {answer.chosen_by!r})")
+    candidates = answer.sources[: len(choice.features)]
     gold = {docno for docno, grade in query.relevant.items() if grade > 0}
     yes_no = is_yes_no_question(query.text)
     checks = []
     for n, hit in enumerate(candidates, start=1):
-        lead = rules_lead_in(compare(query.text, hit.record.text, hit.record.kind.value), n) if yes_no else None
+        lead = rules_lead_in(read_claim(query.text, hit.record), n) if yes_no else None
         checks.append(bool(lead and lead.startswith("Check")))
     return {
         "set": set_name,
@@ -143,10 +153,9 @@ def collect_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
         "expected": query.metadata.get("expected"),
         "group": sorted(gold)[0] if gold else "",
         "docnos": [hit.record.docno for hit in candidates],
-        "labels": [hit.record.docno in gold for hit in candidates],
-        "features": features.matrix.round(5).tolist(),
+        "labels": [bool(places(rag, hit) & gold) for hit in candidates],
+        "features": choice.features.matrix.round(5).tolist(),
         "check": checks,
-        "relevance_passed": relevance.passed,
     }
 
 
@@ -181,6 +190,7 @@ def measure_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
     elapsed = (time.perf_counter() - started) * 1000
     gold = {docno for docno, grade in query.relevant.items() if grade > 0}
     given = [hit.record.docno for hit in answer.sources]
+    answering = [bool(places(rag, hit) & gold) for hit in answer.sources]
     quoted = answer.quoted_sources()
     first = given[quoted[0] - 1] if quoted else None
     notice = answer.text.startswith(NONE_STATED) or NONE_STATED in answer.text.split("\n\n")[0]
@@ -191,10 +201,10 @@ def measure_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
         "expected": query.metadata.get("expected"),
         "kind": query.metadata.get("kind"),
         "status": answer.status.value,
-        "gold_read": bool(gold & set(given)),
-        "first_result_answers": bool(given) and given[0] in gold,
+        "gold_read": any(answering),
+        "first_result_answers": bool(answering) and answering[0],
         "first_quote": first,
-        "first_quote_answers": first in gold,
+        "first_quote_answers": bool(quoted) and answering[quoted[0] - 1],
         "notice": notice,
         "lead_in": answer.lead_in,
         "verdict": answer.yes_no_verdict,
@@ -322,12 +332,12 @@ def write_halves(path: Path) -> Path:
         sides[query_set.name] = by_side
     record = {
         "description": "Issue 92: each set's half tuned on and half only measured, by statement "
-        "(rag_app/evaluation/set_halves.py). Sets written apart are untouched whole.",
+        "(rag_app/datasets/set_halves.py). Sets written apart are untouched whole.",
         "sets": list(SET_FILES),
         "counts": {name: {side: len(qids) for side, qids in by_side.items()} for name, by_side in sides.items()},
         "sides": sides,
     }
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")  # one line: a record, not for reading by eye
     return path
 
 
@@ -343,8 +353,8 @@ def main() -> None:
     if args.step == "halves":
         print(write_halves(ROOT / "eval/sets/halves.v1.json"))
         return
-    if args.step == "collect":
-        print(collect(open_rag(args.index), args.work))
+    if args.step == "collect":  # (the model is not asked: the chooser's reading comes before it)
+        print(collect(open_rag(args.index, model_adds=False), args.work))
         return
     rag = open_rag(args.index, chooser=args.chooser, model_adds=False)
     print(

@@ -374,31 +374,17 @@ class MathRAG(GraphQueries):
         rerank: bool | None = None,
         second_embedding: bool | None = None,
     ) -> AnswerStream:
-        """Retrieve (:meth:`retrieve`; with ``history``, the earlier turns, the query is rewritten from them), then
-        stream the answer (:class:`Answerer`: nothing generated when no source is close enough; the sources kept
-        when the LLM is down). ``rerank``: rescore the sources with the cross-encoder (unset: ``rerank.answer``).
+        """Retrieve, check that something relevant was found, then stream the LLM's answer.
+
+        With ``history`` (the earlier turns of a conversation) the retrieval query is rewritten from it
+        first. Nothing is generated when no source is similar enough to the question (the answer says
+        so and the closest statements are kept). When the LLM is down, the answer says so and keeps the
+        sources. After generation, citations are validated and each sentence is attributed to its sources.
+        ``rerank``: rescore the sources with the cross-encoder (unset: ``rerank.answer``).
         ``second_embedding``: fuse in the second embedding model (unset: ``second_embedding.answer``).
         """
         started = time.perf_counter()
         question = check_readable(question, "the question")
-        retrieval = self.retrieve(question, k, mode, history, where, rerank, second_embedding, checked=True)
-        return self.answerer().stream(question, retrieval, started)
-
-    def retrieve(
-        self,
-        question: str,
-        k: int | None = None,
-        mode: SearchMode | str | None = None,
-        history: Sequence[Turn] = (),
-        where: SearchFilter | None = None,
-        rerank: bool | None = None,
-        second_embedding: bool | None = None,
-        checked: bool = False,
-    ) -> Retrieval:
-        """The sources an answer to ``question`` reads, found as :meth:`ask_stream` finds them (its arguments;
-        ``checked``: the question was checked readable already)."""
-        started = time.perf_counter()
-        question = question if checked else check_readable(question, "the question")
         search = self.rewrite_query(question, history)
         calls = (ModelCall("query rewrite", (time.perf_counter() - started) * 1000),) if search.asked_llm else ()
         if self.settings.retrieval.typed_notation:
@@ -428,15 +414,14 @@ class MathRAG(GraphQueries):
         if self.settings.answers.quote.counterexample_search and is_yes_no_question(search.query):
             # a yes/no claim's counterexample is worded as a failure: searched for as one (issue 84)
             counter = tuple(run_search(searcher, Query(counterexample_query(search.query)), 10, mode, where).hits)
-        return Retrieval(search, result, filter_, str(mode), calls, next_hits, counter)
-
-    def answerer(self) -> Answerer:
-        """The answer's composer over this index's current store and embedder (a reindex may swap them)."""
+        retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits, counter)
+        # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
-        return Answerer(
+        answerer = Answerer(
             self.settings, self.index.embedder, functools.partial(_stored_vectors, self.index), self.llm.client,
             lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
         )  # fmt: skip
+        return answerer.stream(question, retrieval, started)
 
     # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
     def close(self) -> None:

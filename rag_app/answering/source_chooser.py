@@ -43,6 +43,7 @@ class SourceChoice:
     order: tuple[int, ...]  # source numbers from 1, most probable first (ties: the search's order)
     answers: bool
     doubtful: tuple[bool, ...]  # per source: under ``check_below`` (a yes/no lead-in asks the reader to check)
+    features: SourceFeatures | None = None  # what the chooser read (benchmarks record it for training)
 
     @property
     def first(self) -> int:
@@ -88,9 +89,8 @@ class SourceChooser:
         p = self.probabilities(features)
         order = tuple(int(i) + 1 for i in sorted(range(len(p)), key=lambda i: (-p[i], i)))
         best = float(p.max()) if len(p) else 0.0
-        return SourceChoice(
-            tuple(float(v) for v in p), order, best >= self.notice_below, tuple(bool(v < self.check_below) for v in p)
-        )
+        doubtful = tuple(bool(v < self.check_below) for v in p)
+        return SourceChoice(tuple(float(v) for v in p), order, best >= self.notice_below, doubtful, features)
 
     # ---- stored as JSON (no pickle: the weights are data anyone can read)
 

@@ -32,7 +32,7 @@ from itertools import pairwise
 import numpy as np
 
 from ingestion.records import StatementRecord
-from retriever.text.claims import Verdict, compare, is_yes_no_question
+from retriever.text.claims import ClaimComparison, Verdict, compare, is_yes_no_question
 from retriever.text.claims.claim_terms import SCAFFOLDING, formula_key, question_latex, split_math, stem_of
 from retriever.text.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
@@ -192,7 +192,13 @@ def _scope_words(record: StatementRecord, definitions: DefinitionsInScope | None
 
 
 def _verdict(question: str, record: StatementRecord) -> Verdict:
-    return compare(question, record.text, record.kind.value).verdict
+    return read_claim(question, record).verdict
+
+
+def read_claim(question: str, record: StatementRecord) -> ClaimComparison:
+    """The claim reading of ``record`` on the yes/no ``question``, the statement read as the index knows it: a
+    question word its name, section or label holds is a word it speaks of."""
+    return compare(question, record.text, record.kind.value, frozenset(named_words(record)))
 
 
 def _phrases(text: str) -> set[str]:

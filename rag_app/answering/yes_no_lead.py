@@ -28,13 +28,13 @@ from dataclasses import dataclass, replace
 from prompts import load_prompt
 from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
 from rag_app.answering.source_chooser import SourceChoice
-from rag_app.answering.source_features import named_words
+from rag_app.answering.source_features import named_words, read_claim
 from rag_app.answering.stages import ModelCall, YesNoLead
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings.answering import QuoteSettings
-from retriever.text.claims import ClaimComparison, Verdict, compare, is_yes_no_question, negates, topic_overlap
+from retriever.text.claims import ClaimComparison, Verdict, is_yes_no_question, negates, topic_overlap
 from retriever.text.claims.claim_comparison import (
     CONVERSE,
     EXPRESSION,
@@ -156,7 +156,7 @@ class YesNoReading:
             seen.add(hit.record.id)
             key = (question, hit.record.id)
             if key not in self._refutes:
-                self._refutes[key] = compare(question, hit.record.text, hit.record.kind.value).verdict is Verdict.NO
+                self._refutes[key] = read_claim(question, hit.record).verdict is Verdict.NO
             if self._refutes[key]:
                 return hit
         return None
@@ -166,7 +166,7 @@ class YesNoReading:
         """The rules' lead-in (no model call). A question word the statement's text does not use but its name,
         section or label does ("Zariski's Main Theorem") is no word it fails to speak of."""
         started = time.perf_counter()
-        comparison = compare(question, hit.record.text, hit.record.kind.value)
+        comparison = read_claim(question, hit.record)
         if comparison.unmatched:
             named = named_words(hit.record)
             unmatched = tuple(word for word in comparison.unmatched if not topic_words(word) <= named)

@@ -2,7 +2,7 @@
 
 The rows come from ``bench/answer_choice.py collect``: for each question of every set, the sources the answer
 reads, what the chooser reads of each (:data:`rag_app.answering.source_features.FEATURE_NAMES`) and whether each
-answers the question. Only the tuning halves are fitted on (:mod:`rag_app.evaluation.set_halves`).
+answers the question. Only the tuning halves are fitted on (:mod:`rag_app.datasets.set_halves`).
 
 - **The model**: scikit-learn's L2 logistic regression on standardized features, one row per source, so its
   output is a probability that the source answers.
@@ -28,7 +28,7 @@ import numpy as np
 
 from rag_app.answering.source_chooser import SourceChooser
 from rag_app.answering.source_features import FEATURE_NAMES
-from rag_app.evaluation.set_halves import TUNE
+from rag_app.datasets.set_halves import TUNE
 
 MAX_WRONG_NOTICE = 0.10  # of the notices shown, at most this share with an answering statement among the sources
 MAX_FALSE_CHECK = 0.10  # of the "Check" lead-ins shown, at most this share above an answering statement

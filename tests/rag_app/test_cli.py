@@ -230,6 +230,7 @@ def test_ask_plain_output_when_llm_is_down(demo_index_dir: Path, monkeypatch) ->
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
     monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "none")  # the model always chooses
+    monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__CHOOSER", "none")  # (no learned chooser: the way before issue 92)
     result = runner.invoke(app, ["ask", "Hilbert basis theorem", "--index", str(demo_index_dir)])
     assert result.exit_code == 4, "README, exit codes: the answer needed the model and none could be had"
     assert "not available" in result.stdout and "Sources:" in result.stdout
@@ -250,11 +251,27 @@ def test_ask_quotes_the_rankers_clear_choice_with_no_model_and_exits_0(demo_inde
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")  # down, and never asked
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
     monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "0")  # any lead is clear enough
+    monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__CHOOSER", "none")
     result = runner.invoke(app, ["ask", "Hilbert basis theorem", "--json", "--index", str(demo_index_dir)])
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert answer["chosen_by"] == "ranker" and answer["llm_error"] is None and answer["status"] == "answered"
     assert answer["answer"].startswith("[1] ")
+
+
+def test_ask_quotes_the_learned_choosers_pick_with_the_model_down(demo_index_dir: Path, monkeypatch) -> None:
+    """Issue 92: the learned chooser leads with the likeliest statement; the model only adds one, so an answer
+    stands without it (exit 0) and its record says what the chooser read."""
+    monkeypatch.setenv("RAG_APP_LLM__BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
+    result = runner.invoke(app, ["ask", "Hilbert basis theorem", "--json", "--index", str(demo_index_dir)])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["chosen_by"] == "chooser" and answer["status"] == "answered" and answer["llm_error"] is None
+    assert answer["answer"].startswith("[1] Theorem (Hilbert's basis theorem)")
+    choice = answer["source_choice"]
+    assert choice["order"][0] == 1 and choice["answers"] and len(choice["probabilities"]) == len(answer["sources"])
+    assert "not available" in answer["shown_first"]["notice"]
 
 
 @pytest.mark.slow

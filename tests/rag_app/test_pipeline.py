@@ -88,15 +88,21 @@ def test_a_malformed_llm_reply_says_so_and_keeps_the_sources(
         settings = make_settings(tmp_path, index_dir=demo_index_dir)
         settings.llm.base_url, settings.llm.retries = server.url, 0
         settings.answers.quote.ranker_sure_margin = None  # the model is asked (a clear lead would skip it)
+        settings.answers.quote.chooser = "none"  # the model's way of choosing: the quote needs the model
+        expected = "not an OpenAI-compatible" if html_models else "malformed answer"
+        if html_reply:  # issue 62, defect 5: a JSONDecodeError traceback; now what the server sent
+            expected = "502 Bad Gateway"
         for style in ("synthesis", "quote"):
             settings.answers.style = style
             answer = MathRAG(settings).ask("What is the class equation?")
             assert answer.status is AnswerStatus.LLM_UNAVAILABLE, (style, answer.text)
-            expected = "not an OpenAI-compatible" if html_models else "malformed answer"
-            if html_reply:  # issue 62, defect 5: a JSONDecodeError traceback; now what the server sent
-                expected = "502 Bad Gateway"
             assert answer.llm_error and expected in answer.llm_error and server.url in answer.llm_error
             assert answer.sources and answer.sources[0].record.paper_id == "finite-groups"
+        # the learned chooser's quote needs no model: it stands, and the record says why nothing was added
+        settings.answers.quote.chooser = "packaged"
+        chosen = MathRAG(settings).ask("What is the class equation?")
+        assert chosen.status is AnswerStatus.ANSWERED and chosen.llm_error is None, chosen.text
+        assert chosen.generation.shown_first is not None and expected in chosen.generation.shown_first.notice
     finally:
         server.close()
 

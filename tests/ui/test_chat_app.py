@@ -107,6 +107,7 @@ def test_a_statement_the_ranker_chose_says_so_under_the_answer(
     forced(app_env, llm_server, "[2]")  # the model would pick [2]; it is not asked
     app_env.setenv("RAG_APP_ANSWERS__STYLE", "quote")
     app_env.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "0")  # any lead is clear enough
+    app_env.setenv("RAG_APP_ANSWERS__QUOTE__CHOOSER", "none")  # the model's way (before issue 92)
     at = ask(start(), QUESTION)
     answer = at.session_state["history"][0]
     assert answer.chosen_by == "ranker" and answer.cited == [1] and answer.raw_text == ""
@@ -123,6 +124,7 @@ def test_the_first_result_shown_while_the_model_chose_another_is_replaced_with_a
     forced(app_env, llm_server, "[2]")
     app_env.setenv("RAG_APP_ANSWERS__STYLE", "quote")
     app_env.setenv("RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN", "none")  # the model always chooses
+    app_env.setenv("RAG_APP_ANSWERS__QUOTE__CHOOSER", "none")  # the model's way (before issue 92)
     at = ask(start(), QUESTION)
     answer = at.session_state["history"][0]
     assert answer.chosen_by == "model" and answer.cited == [2]

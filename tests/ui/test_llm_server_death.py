@@ -44,6 +44,7 @@ def test_the_chat_answers_after_its_llm_server_dies_of_sigill(demo_index_dir: Pa
         "RAG_APP_LLM__MAX_TOKENS": "24",
         "RAG_APP_LLM__DEADLINE_S": str(DEADLINE_S),
         "RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN": "none",  # every answer asks the model
+        "RAG_APP_ANSWERS__QUOTE__CHOOSER": "none",  # the way before issue 92: the model chooses
     }
     command = [sys.executable, "-m", "rag_app.cli", "ui", "--port", str(port), "--index", str(index)]
     log_path = tmp_path / "ui.log"

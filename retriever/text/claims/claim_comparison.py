@@ -101,10 +101,14 @@ class ClaimComparison:
     unmatched: tuple[str, ...] = ()
 
 
-def compare(question: str, statement_latex: str, kind: str = "theorem") -> ClaimComparison:
+def compare(
+    question: str, statement_latex: str, kind: str = "theorem", named: frozenset[str] = frozenset()
+) -> ClaimComparison:
     """The verdict of ``statement_latex``, a statement of ``kind`` (a ``StatementKind`` value), on the yes/no
-    ``question`` (see the module's note). Only what a paper proves or defines is read for a verdict: a
-    conjecture, a question or an exercise settles nothing (the reader is told), and an answer post, a remark
+    ``question`` (see the module's note). ``named``: the word families the index knows the statement by besides
+    its text (its name, section title and label: "Zariski's Main Theorem", "Associated primes"); a question word
+    among them is a word the statement speaks of (issue 92). Only what a paper proves or defines is read for a
+    verdict: a conjecture, a question or an exercise settles nothing (the reader is told), and an answer post, a remark
     or an example argues in prose whose hypotheses the rules cannot read."""
     if not is_yes_no_question(question):
         return ClaimComparison(Verdict.NONE, "not a yes/no question")
@@ -128,7 +132,7 @@ def compare(question: str, statement_latex: str, kind: str = "theorem") -> Claim
     all_stems = frozenset().union(*(c.hypotheses.stems | c.conclusion.stems for c in claims))
     all_formulas = " ".join(f for c in claims for f in c.hypotheses.formulas + c.conclusion.formulas)
     all_formulas += " " + " ".join(n for c in claims for n in c.hypotheses.names + c.conclusion.names)
-    unmatched = unmatched_terms(asked, all_stems, all_formulas)
+    unmatched = unmatched_terms(asked, all_stems | named, all_formulas)
     if unmatched:
         return ClaimComparison(Verdict.NONE, "the question says what the statement does not", unmatched=unmatched)
     refutation = refutes(question, statement_latex, kind)

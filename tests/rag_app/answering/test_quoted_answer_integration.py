@@ -26,8 +26,9 @@ def quoting_rag(
     demo_index_dir: Path, tmp_path: Path, server: LLMServerProcess, reply: str, **quote_settings: object
 ) -> MathRAG:
     # the model chooses every time: these tests are about its pick (tests/rag_app/test_answer_choice.py
-    # covers the learned ranker's clear first result, quoted without asking it)
-    quote = {"ranker_sure_margin": None, **quote_settings}
+    # covers the learned ranker's clear first result, quoted without asking it; test_chosen_answer.py the learned
+    # chooser's, issue 92)
+    quote = {"ranker_sure_margin": None, "chooser": "none", **quote_settings}
     settings = make_settings(tmp_path, index_dir=demo_index_dir, answers={"style": "quote", "quote": quote})
     settings.llm.base_url = server.base_url
     settings.llm.extra_body = forced_output(reply)  # the real server generates exactly this

@@ -29,7 +29,9 @@ DOWN = "http://127.0.0.1:9/v1"
 
 @pytest.fixture
 def rag(demo_index_dir: Path, tmp_path: Path) -> MathRAG:
-    settings = make_settings(tmp_path, index_dir=demo_index_dir, answers={"style": "quote"})
+    # the model's way of choosing (no learned chooser): the model is needed, and down
+    answers = {"style": "quote", "quote": {"chooser": "none"}}
+    settings = make_settings(tmp_path, index_dir=demo_index_dir, answers=answers)
     settings.llm.base_url = DOWN
     settings.llm.retries = 0
     return MathRAG(settings)
@@ -41,6 +43,7 @@ def test_the_cli_http_stream_and_mcp_return_the_same_record(
     monkeypatch.setenv("RAG_APP_LLM__BASE_URL", DOWN)
     monkeypatch.setenv("RAG_APP_LLM__RETRIES", "0")
     monkeypatch.setenv("RAG_APP_ANSWERS__STYLE", "quote")
+    monkeypatch.setenv("RAG_APP_ANSWERS__QUOTE__CHOOSER", "none")
     cli = CliRunner().invoke(app, ["ask", QUESTION, "--json", "--index", str(demo_index_dir)])
     assert cli.exit_code == 4, cli.output  # the model was needed and is down: the sources still come back
     from_cli = json.loads(cli.stdout)

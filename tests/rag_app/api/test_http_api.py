@@ -255,7 +255,7 @@ def test_the_next_request_sees_what_another_writer_ingested(tmp_path: Path) -> N
 def test_healthz_and_status_say_when_the_llm_server_died_and_why(demo_index_dir: Path, tmp_path: Path) -> None:
     """A local server that dies of SIGILL under a question: /healthz and /v1/status say so at once (in ms),
     and the next ask restarts it (here on its safe build) and is answered."""
-    quote = {"style": "quote", "quote": {"ranker_sure_margin": None}}  # the model always chooses
+    quote = {"style": "quote", "quote": {"ranker_sure_margin": None, "chooser": "none"}}  # the model always chooses
     rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, answers=quote))
     watched = WatchedServer(ScriptedLLMServer(model_alias="scripted", log_path=tmp_path / "llm.log", fail="sigill",
                                               after=1, safe_fail="none"))  # fmt: skip
@@ -296,7 +296,7 @@ def test_the_stream_quotes_the_first_result_at_once_and_then_the_models_other_ch
 ) -> None:
     """Issue 75: the search's first result comes as the first text; the model's choice (here [2]) follows as a
     text event that says what changed, with the answer as it now stands for a client that redraws."""
-    quote = {"style": "quote", "quote": {"ranker_sure_margin": None}}  # the model always chooses
+    quote = {"style": "quote", "quote": {"ranker_sure_margin": None, "chooser": "none"}}  # the model always chooses
     rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir, answers=quote))
     watched = WatchedServer(ScriptedLLMServer(model_alias="scripted", log_path=tmp_path / "llm.log", reply="[2]"))
     rag.llm.watched = watched

@@ -54,6 +54,7 @@ def test_sigterm_stops_the_llm_server_serve_started(demo_index_dir: Path, tmp_pa
         "RAG_APP_LLM__LOCAL_MODEL": TEST_CHAT_MODEL,
         "RAG_APP_LLM__MAX_TOKENS": "16",
         "RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN": "none",  # every answer asks the model: it starts
+        "RAG_APP_ANSWERS__QUOTE__CHOOSER": "none",  # the way before issue 92: the model chooses
     }
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:

@@ -61,6 +61,7 @@ def test_the_chat_and_serve_sharing_one_llm_server_never_send_it_two_prompts_at_
         "RAG_APP_LLM__RETRIES": "0",
         "RAG_APP_API__WARM_UP": "false",
         "RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN": "none",  # every answer asks the model
+        "RAG_APP_ANSWERS__QUOTE__CHOOSER": "none",  # the way before issue 92: the model chooses
     }
     serve_log = (tmp_path / "serve.log").open("wb")
     serve = subprocess.Popen(

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
-from rag_app.evaluation.set_halves import TUNE, UNTOUCHED, SetHalves, side_of_group
+from rag_app.datasets.set_halves import TUNE, UNTOUCHED, SetHalves, side_of_group
 
 ROOT = Path(__file__).resolve().parents[3]
 
