@@ -48,6 +48,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
+from rag_app.answering.answer import AnswerStatus
 from rag_app.answering.quoted_answer import NONE_STATED
 from rag_app.answering.source_features import FEATURE_NAMES, read_claim
 from rag_app.answering.yes_no_lead import rules_lead_in
@@ -136,9 +137,11 @@ def collect_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
     """The sources ``ask`` reads for ``query`` and what the chooser read of each (the answer's own numbers)."""
     answer = rag.ask(query.text)
     choice = answer.generation.choice_of
-    if choice is None or choice.features is None:
+    if choice is None and answer.status is not AnswerStatus.NOT_FOUND:
         raise SystemExit(f"{query.qid}: not chosen by the learned chooser (chosen_by {answer.chosen_by!r})")
-    candidates = answer.sources[: len(choice.features)]
+    # nothing close enough to the question: the relevance gate answers, the chooser reads nothing
+    features = choice.features if choice is not None and choice.features is not None else None
+    candidates = answer.sources[: len(features)] if features is not None else []
     gold = {docno for docno, grade in query.relevant.items() if grade > 0}
     yes_no = is_yes_no_question(query.text)
     checks = []
@@ -154,7 +157,7 @@ def collect_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
         "group": sorted(gold)[0] if gold else "",
         "docnos": [hit.record.docno for hit in candidates],
         "labels": [bool(places(rag, hit) & gold) for hit in candidates],
-        "features": choice.features.matrix.round(5).tolist(),
+        "features": features.matrix.round(5).tolist() if features is not None else [],
         "check": checks,
     }
 
@@ -194,12 +197,14 @@ def measure_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
     quoted = answer.quoted_sources()
     first = given[quoted[0] - 1] if quoted else None
     notice = answer.text.startswith(NONE_STATED) or NONE_STATED in answer.text.split("\n\n")[0]
+    refuting = set(query.metadata.get("refuted_by") or (gold if query.metadata.get("kind") == "opposite" else ()))
     return {
         "set": set_name,
         "qid": query.qid,
         "side": side,
         "expected": query.metadata.get("expected"),
         "kind": query.metadata.get("kind"),
+        "refuter_read": any(places(rag, hit) & refuting for hit in answer.sources),
         "status": answer.status.value,
         "gold_read": any(answering),
         "first_result_answers": bool(answering) and answering[0],
@@ -230,7 +235,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         yes_no = [r for r in group if r["expected"] in ("yes", "no")]
         table = {truth: Counter(r["said"] for r in yes_no if r["expected"] == truth) for truth in ("yes", "no")}
         true_read = [r for r in yes_no if r["expected"] == "yes" and r["gold_read"]]
-        false_read = [r for r in yes_no if r["expected"] == "no" and r["gold_read"]]
+        false_read = [r for r in yes_no if r["expected"] == "no" and r.get("refuter_read")]
         summary[f"{set_name} / {side}"] = {
             "questions": len(group),
             "settles": outcomes["settles"],
@@ -246,7 +251,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 sum(r["said"] == "yes" for r in true_read),
                 len(true_read),
             ],
-            "no with the quote for false claims whose statement was read": [
+            "no with the quote for false claims whose refuting statement was read": [
                 sum(r["said"] in ("no", "opposite") for r in false_read),
                 len(false_read),
             ],
@@ -278,7 +283,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     lines += [
         "",
         "| set / half | n | settles | first result alone | notice right | notice wrong | off "
-        "| checks (over an answer) | yes (true read) | no (false read) | wrong yes | wrong no |",
+        "| checks (over an answer) | yes (true, read) | no (false, refuter read) | wrong yes | wrong no |",
     ]
     lines.append("|" + " --- |" * 12)
     for key, s in summary.items():
@@ -286,7 +291,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             f"| {key} | {s['questions']} | {s['settles']} | {s['first result alone settles']} | {s['notice right']} | "
             f"{s['notice wrong']} | {s['off']} | {s['checks']} ({s['checks above an answering statement']}) | "
             f"{'/'.join(map(str, s['yes for true claims whose statement was read']))} | "
-            f"{'/'.join(map(str, s['no with the quote for false claims whose statement was read']))} | "
+            f"{'/'.join(map(str, s['no with the quote for false claims whose refuting statement was read']))} | "
             f"{s['wrong yes']} | {s['wrong no or only-if']} |"
         )
     lines += ["", "## Yes/no lead-ins (truth x said: " + " / ".join(SAID) + ")", ""]

@@ -290,6 +290,8 @@ class Answerer:
         quote = self.settings.answers.quote
         if not quote.model_adds or not generation.picked or len(generation.picked) >= quote.max_quotes:
             return generation
+        if choice.probability(choice.first) >= chooser.model_below:
+            return generation  # the chooser is sure: the model is asked no more often than before issue 92
         shown = ShownFirst(generation.picked, (time.perf_counter() - started) * 1000)
         try:
             client = self.client()

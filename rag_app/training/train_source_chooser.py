@@ -121,14 +121,25 @@ def check_threshold(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarra
 
 
 def _highest_threshold(scores: np.ndarray, wrong_if: np.ndarray, limit: float = MAX_WRONG_NOTICE) -> float:
-    """The largest t (among the midpoints of ``scores``) such that of the items under t, at most ``limit`` have
-    ``wrong_if``; items under t are where the doubt is shown."""
+    """The largest t (among ``scores``) such that of the items under t, at most ``limit`` have ``wrong_if``, counted
+    with one wrong item more than were seen ((wrong + 1) / (shown + 1)): a threshold set on a handful of doubts
+    shown must not promise more than they can tell (a notice right 3 times in 3 is not "wrong under 1 in 10")."""
     best = 0.0
     for t in np.unique(np.concatenate([scores, [1.0]])):
         under = scores < t
-        if under.any() and wrong_if[under].mean() <= limit:
+        if under.any() and (wrong_if[under].sum() + 1) / (under.sum() + 1) <= limit:
             best = float(t)
     return best
+
+
+def model_threshold(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarray], sure_margin: float) -> float:
+    """The first quote's probability under which the model is asked: as many questions as the learned ranker's
+    margin rule sent to the model before issue 92 (its first result leading by less than ``sure_margin``), the
+    ones the chooser is least sure of."""
+    lead = FEATURE_NAMES.index("first_lead")
+    asked = sum(1 for row in rows if len(row.labels) > 1 and row.features[0, lead] < sure_margin)
+    best = np.sort([p.max() for p in probabilities if len(p)])
+    return 1.0 if asked >= len(best) else float(best[asked]) if asked else 0.0
 
 
 def figures(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarray], notice_below: float) -> dict[str, Any]:
@@ -154,7 +165,9 @@ def figures(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarray], noti
     }
 
 
-def train(rows_path: Path, out: Path, c: float = 1.0) -> tuple[SourceChooser, dict[str, Any]]:
+def train(
+    rows_path: Path, out: Path, c: float = 1.0, sure_margin: float = 1.5
+) -> tuple[SourceChooser, dict[str, Any]]:
     """Fit on the tuning halves of ``rows_path``, set the thresholds by cross-validation, write ``out``."""
     rows = read_rows(rows_path)
     tune = [row for row in rows if row.side == TUNE and len(row.labels)]
@@ -163,6 +176,7 @@ def train(rows_path: Path, out: Path, c: float = 1.0) -> tuple[SourceChooser, di
     oof = out_of_fold(tune, FOLDS, c)
     notice_below = notice_threshold(tune, oof)
     check_below = check_threshold(tune, oof)
+    model_below = model_threshold(tune, oof, sure_margin)
     cross_validated = figures(tune, oof, notice_below)
     chooser = fit(tune, c)
     by_set: dict[str, Any] = {}
@@ -178,10 +192,11 @@ def train(rows_path: Path, out: Path, c: float = 1.0) -> tuple[SourceChooser, di
         "cross-validated by set": by_set,
         "notice": f"none reaches {notice_below:.3f}: wrong at most {MAX_WRONG_NOTICE:.0%} out of fold",
         "check": f"the quote's probability under {check_below:.3f}: over an answer at most {MAX_FALSE_CHECK:.0%}",
+        "model": f"asked under {model_below:.3f}: as often as the ranker's margin {sure_margin} asked it",
     }
     chooser = SourceChooser(
         chooser.names, chooser.mean, chooser.scale, chooser.coef, chooser.intercept, notice_below, check_below,
-        provenance,
+        provenance, model_below,
     )  # fmt: skip
     chooser.save(out)
     return chooser, provenance
