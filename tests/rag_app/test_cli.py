@@ -271,7 +271,8 @@ def test_ask_quotes_the_learned_choosers_pick_with_the_model_down(demo_index_dir
     assert answer["answer"].startswith("[1] Theorem (Hilbert's basis theorem)")
     choice = answer["source_choice"]
     assert choice["order"][0] == 1 and choice["answers"] and len(choice["probabilities"]) == len(answer["sources"])
-    assert "not available" in answer["shown_first"]["notice"]
+    # where the chooser was unsure enough to ask the model, the record says it could not be had
+    assert answer["shown_first"] is None or "not available" in answer["shown_first"]["notice"]
 
 
 @pytest.mark.slow
