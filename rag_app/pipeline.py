@@ -420,6 +420,7 @@ class MathRAG(GraphQueries):
         answerer = Answerer(
             self.settings, self.index.embedder, functools.partial(_stored_vectors, self.index), self.llm.client,
             lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
+            links.citing_sentences,
         )  # fmt: skip
         return answerer.stream(question, retrieval, started)
 

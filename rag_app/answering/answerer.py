@@ -34,7 +34,7 @@ from rag_app.answering.quoted_answer import (
 )
 from rag_app.answering.quoted_answer import quote as quote_block
 from rag_app.answering.source_chooser import SourceChooser
-from rag_app.answering.source_features import SourceFeatures
+from rag_app.answering.source_features import CitingSentences, SourceFeatures
 from rag_app.answering.stages import (
     AnswerStatus,
     Checks,
@@ -76,12 +76,14 @@ class Answerer:
         vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray]],
         client: Callable[[], ChatClient],
         definitions: Callable[[str, int], Sequence[StatementRecord]] | None = None,
+        citing: CitingSentences | None = None,
     ) -> None:
         self.settings = settings
         self.embedder = embedder
         self.vectors = vectors
         self.client = client
         self.definitions = definitions  # (statement id, how many): the definitions it relies on, nearest first
+        self.citing = citing  # (statement ids): the sentences that cite each (the chooser reads them)
         self.yes_no = YesNoReading(settings.answers.quote, client)  # the lead-in above a yes/no question's quote
 
     def stream(self, question: str, retrieval: Retrieval, started: float) -> AnswerStream:
@@ -146,7 +148,7 @@ class Answerer:
         scope = self.definitions
         in_scope = (lambda statement_id: scope(statement_id, SCOPE_DEFINITIONS)) if scope is not None else None
         similarities = relevance.similarities[: len(candidates)]
-        return SourceFeatures.of(question, candidates, similarities, learned, in_scope)
+        return SourceFeatures.of(question, candidates, similarities, learned, in_scope, self.citing)
 
     def _hit_vectors(self, retrieval: Retrieval) -> Mapping[str, np.ndarray]:
         """The hits' stored vectors: those the search read with the records (all of them, for the

@@ -10,7 +10,8 @@ described here by every signal the answer holds without a model call:
 - **the statement as the index knows it**: the share of the question's word families found in its text, and in
   what the index adds to the text (its name such as "Zariski's Main Theorem", its section title, the words of its
   label, the names of the definitions in its scope), how far that share trails the best source's, the question's
-  phrases (adjacent word pairs: technical terms) and formulas it writes, and its length;
+  phrases (adjacent word pairs: technical terms) and formulas it writes, its length, and the share found in the
+  sentences of other statements that cite it (how others cite it);
 - **the other sources**: how far each share trails the best source's, and whether another source is the one the
   claim reading says "Yes" or "No" of (a source is chosen against the others, not alone);
 - **its kind**: a definition, a statement nothing proves (an example, a remark, a post), and whether the question
@@ -25,7 +26,7 @@ The features are pure: the same sources give the same numbers in the answer, in 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -60,6 +61,7 @@ FEATURE_NAMES = (
     "yes_elsewhere",
     "no_elsewhere",
     "length",
+    "citing_cover",
     "definition",
     "unproved",
     "asks_definition",
@@ -79,6 +81,8 @@ _INLINE_MATH = re.compile(r"\$[^$]*\$")
 
 # (statement id) -> the names of the definitions in its scope (the statement graph), nearest first
 DefinitionsInScope = Callable[[str], Sequence[StatementRecord]]
+# (statement ids) -> the sentences of other statements that cite each (how others cite it), where any does
+CitingSentences = Callable[[Sequence[str]], Mapping[str, Sequence[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,7 @@ class SourceFeatures:
         similarities: Sequence[float],
         learned_scores: bool,
         definitions: DefinitionsInScope | None = None,
+        citing: CitingSentences | None = None,
     ) -> SourceFeatures:
         """The features of ``hits`` (in rank order) for ``question``; ``similarities``: the question's cosine with
         each; ``learned_scores``: the scores are the learned ranker's (comparable across questions; otherwise
@@ -114,6 +119,7 @@ class SourceFeatures:
         asked_formulas = _formulas(question_latex(question))
         yes_no = is_yes_no_question(question)
         asks_definition = bool(_ASKS_DEFINITION.match(question))
+        cited = citing([hit.record.id for hit in hits]) if citing is not None else {}
         rows = []
         read = []
         for hit in hits:
@@ -157,6 +163,7 @@ class SourceFeatures:
                     float(any(said_yes) and not said_yes[n]),
                     float(any(said_no) and not said_no[n]),
                     float(np.log1p(len(record.text))),
+                    _cover(asked, topic_words(" ".join(cited.get(record.id, ())))) if asked else 0.0,
                     float(definition),
                     float(record.kind.value not in _STATED_KINDS),
                     float(asks_definition),

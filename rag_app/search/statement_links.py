@@ -216,6 +216,11 @@ class StatementLinks:
         by_id = {record.id: record for record in self.index.store.get(ids)}
         return [StatementLink.of(by_id[i]) for i in ids if i in by_id]
 
+    def citing_sentences(self, ids: Sequence[str], limit: int = 5) -> dict[str, list[str]]:
+        """For each of ``ids`` that others cite, the first ``limit`` sentences that cite it (how others cite it)."""
+        found = self.graph.citing_text.sentences(ids, limit=limit)
+        return {statement_id: [c.sentence for c in citing] for statement_id, citing in found.items()}
+
     def definition_records(self, statement_id: str, depth: int = 1, limit: int = 2) -> list[StatementRecord]:
         """The first ``limit`` definitions a statement (by id) depends on, nearest first, whole records."""
         ids = self._definition_ids(statement_id, depth)[:limit]

@@ -71,3 +71,12 @@ def test_kind_question_form_and_the_claim_reading_are_features() -> None:
 def test_no_sources_give_an_empty_matrix() -> None:
     features = SourceFeatures.of("anything", [], np.zeros(0), True)
     assert features.matrix.shape == (0, len(FEATURE_NAMES)) and len(features) == 0
+
+
+def test_how_others_cite_a_statement_is_read_too() -> None:
+    record = statement("Every such $M$ is zero.")
+    hits = [SearchHit(record, 1.0, 1)]
+    citing = {record.id: ["By Nakayama's lemma the module vanishes."]}
+    features = SourceFeatures.of("Nakayama lemma", hits, [0.5], True, citing=lambda ids: citing)
+    assert column(features, "citing_cover") == [1.0]
+    assert column(SourceFeatures.of("Nakayama lemma", hits, [0.5], True), "citing_cover") == [0.0]

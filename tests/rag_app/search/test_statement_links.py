@@ -118,3 +118,11 @@ def test_a_cited_arxiv_paper_in_the_index_is_a_paper_level_edge(tmp_path: Path) 
     shown = runner.invoke(app, ["show", "2102.00002#l", "--index", str(rag.settings.resolved_index_dir)])
     assert shown.exit_code == 0, shown.output
     assert "[fo]  arXiv:2101.00001 — Paper 2101.00001, in the index (1 statement)  (statement)" in shown.output
+
+
+def test_the_sentences_that_cite_a_statement_for_the_answers_chooser(rag: MathRAG) -> None:
+    liouville = rag.statement("complex-analysis#thm:liouville").record
+    fta = rag.statement("complex-analysis#cor:fta").record
+    found = rag.statement_links.citing_sentences([liouville.id, fta.id])
+    assert list(found) == [liouville.id], "a statement nobody cites is left out"
+    assert found[liouville.id][0].startswith("If $p$ had no root, $1/p$ would be a bounded entire function")
