@@ -292,8 +292,8 @@ class Answerer:
         quote = self.settings.answers.quote
         if not quote.model_adds or not generation.picked or len(generation.picked) >= quote.max_quotes:
             return generation
-        if choice.probability(choice.first) >= chooser.model_below:
-            return generation  # the chooser is sure: the model is asked no more often than before issue 92
+        if ranker_is_sure(candidates, quote.ranker_sure_margin):
+            return generation  # the model is asked where it was asked before issue 92, no more: the same cost
         shown = ShownFirst(generation.picked, (time.perf_counter() - started) * 1000)
         try:
             client = self.client()

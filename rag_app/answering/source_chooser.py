@@ -13,10 +13,7 @@ Two thresholds come with the weights, set on cross-validated probabilities of th
   that, where the notice is shown, a source that answers was among them at most 1 time in 10);
 - ``check_below``: a yes/no lead-in asks the reader to check the quote against the question only where the quoted
   source's probability is under it (calibrated so that at most 1 such "Check" in 10 stands above a statement
-  that answers);
-- ``model_below``: the model reads the sources (to add a statement) only where the first quote's probability is
-  under it, set so that the model is asked as often as before issue 92 (where the learned ranker's first result
-  did not lead clearly), on the questions the chooser is least sure of: the full answer costs no more model time.
+  that answers).
 """
 
 from __future__ import annotations
@@ -75,9 +72,6 @@ class SourceChooser:
     notice_below: float
     check_below: float
     provenance: dict[str, Any]
-    # the model is asked to add a statement only where the first quote's probability is under this: as often as
-    # the model was asked before issue 92, on the questions where the chooser is least sure (1.0: always)
-    model_below: float = 1.0
 
     def probabilities(self, features: SourceFeatures) -> np.ndarray:
         return self.of_matrix(features.matrix)
@@ -111,7 +105,6 @@ class SourceChooser:
             "intercept": self.intercept,
             "notice_below": self.notice_below,
             "check_below": self.check_below,
-            "model_below": self.model_below,
             "provenance": self.provenance,
         }
 
@@ -135,7 +128,6 @@ class SourceChooser:
         return cls(
             names, mean, np.where(scale > 0, scale, 1.0), coef, float(data["intercept"]),
             float(data["notice_below"]), float(data["check_below"]), dict(data.get("provenance", {})),
-            float(data.get("model_below", 1.0)),
         )  # fmt: skip
 
     @classmethod

@@ -366,8 +366,7 @@ def train_chooser(
     from rag_app.training.train_source_chooser import ChooserRowsError, train
 
     try:
-        sure_margin = Settings().answers.quote.ranker_sure_margin or 0.0  # what sent questions to the model before
-        chooser, provenance = train(rows.expanduser(), (out or PACKAGED).expanduser(), c, sure_margin)
+        chooser, provenance = train(rows.expanduser(), (out or PACKAGED).expanduser(), c)
     except (ChooserRowsError, OSError) as error:
         _err(f"error: {error}")
         raise typer.Exit(2) from error

@@ -132,16 +132,6 @@ def _highest_threshold(scores: np.ndarray, wrong_if: np.ndarray, limit: float = 
     return best
 
 
-def model_threshold(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarray], sure_margin: float) -> float:
-    """The first quote's probability under which the model is asked: as many questions as the learned ranker's
-    margin rule sent to the model before issue 92 (its first result leading by less than ``sure_margin``), the
-    ones the chooser is least sure of."""
-    lead = FEATURE_NAMES.index("first_lead")
-    asked = sum(1 for row in rows if len(row.labels) > 1 and row.features[0, lead] < sure_margin)
-    best = np.sort([p.max() for p in probabilities if len(p)])
-    return 1.0 if asked >= len(best) else float(best[asked]) if asked else 0.0
-
-
 def figures(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarray], notice_below: float) -> dict[str, Any]:
     """How the choice does on ``rows`` against quoting the search's first result."""
     count = len(rows)
@@ -165,9 +155,7 @@ def figures(rows: Sequence[ChoiceRow], probabilities: Sequence[np.ndarray], noti
     }
 
 
-def train(
-    rows_path: Path, out: Path, c: float = 1.0, sure_margin: float = 1.5
-) -> tuple[SourceChooser, dict[str, Any]]:
+def train(rows_path: Path, out: Path, c: float = 1.0) -> tuple[SourceChooser, dict[str, Any]]:
     """Fit on the tuning halves of ``rows_path``, set the thresholds by cross-validation, write ``out``."""
     rows = read_rows(rows_path)
     tune = [row for row in rows if row.side == TUNE and len(row.labels)]
@@ -176,7 +164,6 @@ def train(
     oof = out_of_fold(tune, FOLDS, c)
     notice_below = notice_threshold(tune, oof)
     check_below = check_threshold(tune, oof)
-    model_below = model_threshold(tune, oof, sure_margin)
     cross_validated = figures(tune, oof, notice_below)
     chooser = fit(tune, c)
     by_set: dict[str, Any] = {}
@@ -192,11 +179,10 @@ def train(
         "cross-validated by set": by_set,
         "notice": f"none reaches {notice_below:.3f}: wrong at most {MAX_WRONG_NOTICE:.0%} out of fold",
         "check": f"the quote's probability under {check_below:.3f}: over an answer at most {MAX_FALSE_CHECK:.0%}",
-        "model": f"asked under {model_below:.3f}: as often as the ranker's margin {sure_margin} asked it",
     }
     chooser = SourceChooser(
         chooser.names, chooser.mean, chooser.scale, chooser.coef, chooser.intercept, notice_below, check_below,
-        provenance, model_below,
+        provenance,
     )  # fmt: skip
     chooser.save(out)
     return chooser, provenance
