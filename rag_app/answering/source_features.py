@@ -155,7 +155,7 @@ class SourceFeatures:
                     name_covers[n],
                     float(unknown[n]),
                     _cover(asked_phrases, heard),
-                    _cover(asked_formulas, _formulas(record.text)),
+                    _cover(asked_formulas, _formulas(record.text)) if asked_formulas else 1.0,  # (rendering costs ms)
                     max(text_covers) - text_covers[n],
                     max(known_covers) - known_covers[n],
                     max(name_covers) - name_covers[n],
