@@ -83,6 +83,8 @@ _INLINE_MATH = re.compile(r"\$[^$]*\$")
 DefinitionsInScope = Callable[[str], Sequence[StatementRecord]]
 # (statement ids) -> the sentences of other statements that cite each (how others cite it), where any does
 CitingSentences = Callable[[Sequence[str]], Mapping[str, Sequence[str]]]
+# (question, statement) -> the claim reading of the statement on the question
+ClaimReading = Callable[[str, StatementRecord], ClaimComparison]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,7 @@ class SourceFeatures:
         learned_scores: bool,
         definitions: DefinitionsInScope | None = None,
         citing: CitingSentences | None = None,
+        reading: ClaimReading | None = None,
     ) -> SourceFeatures:
         """The features of ``hits`` (in rank order) for ``question``; ``similarities``: the question's cosine with
         each; ``learned_scores``: the scores are the learned ranker's (comparable across questions; otherwise
@@ -121,18 +124,19 @@ class SourceFeatures:
         asks_definition = bool(_ASKS_DEFINITION.match(question))
         cited = citing([hit.record.id for hit in hits]) if citing is not None else {}
         rows = []
-        read = []
+        words_of = []
         for hit in hits:
             record = hit.record
             text_words = topic_words(record.text)
             named = named_words(record)
             known = text_words | named | _scope_words(record, definitions)
-            read.append((text_words, named, known))
-        text_covers = [_cover(asked, text_words) for text_words, _, _ in read]
-        known_covers = [_cover(asked, known) for _, _, known in read]
-        name_covers = [_cover(asked, named) for _, named, _ in read]
-        unknown = [len(asked - known) for _, _, known in read]
-        verdicts = [_verdict(question, hit.record) if yes_no else None for hit in hits]
+            words_of.append((text_words, named, known))
+        text_covers = [_cover(asked, text_words) for text_words, _, _ in words_of]
+        known_covers = [_cover(asked, known) for _, _, known in words_of]
+        name_covers = [_cover(asked, named) for _, named, _ in words_of]
+        unknown = [len(asked - known) for _, _, known in words_of]
+        claim_of = reading or read_claim  # (the answer passes its own: each statement read once per answer)
+        verdicts = [claim_of(question, hit.record).verdict if yes_no else None for hit in hits]
         said_yes = [verdict is Verdict.YES for verdict in verdicts]
         said_no = [verdict in (Verdict.NO, Verdict.OPPOSITE) for verdict in verdicts]
         for n, hit in enumerate(hits):
@@ -198,10 +202,6 @@ def _scope_words(record: StatementRecord, definitions: DefinitionsInScope | None
     return words
 
 
-def _verdict(question: str, record: StatementRecord) -> Verdict:
-    return read_claim(question, record).verdict
-
-
 def read_claim(question: str, record: StatementRecord) -> ClaimComparison:
     """The claim reading of ``record`` on the yes/no ``question``, the statement read as the index knows it: a
     question word its name, section or label holds is a word it speaks of."""
@@ -227,3 +227,4 @@ def _formulas(latex: str) -> set[str]:
 def _cover(asked: set[str], known: set[str]) -> float:
     """The share of the question's word families among ``known`` (1.0 for a question of formulas only)."""
     return len(asked & known) / len(asked) if asked else 1.0
+

@@ -25,10 +25,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ingestion.records import StatementRecord
 from prompts import load_prompt
 from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
 from rag_app.answering.source_chooser import SourceChoice
-from rag_app.answering.source_features import named_words, read_claim
+from rag_app.answering.source_features import read_claim
 from rag_app.answering.stages import ModelCall, YesNoLead
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
@@ -42,7 +43,6 @@ from retriever.text.claims.claim_comparison import (
     OTHER_SUBJECT,
     PART_OF_PHRASE,
 )
-from retriever.text.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
 
 CHECK = "Check against the question:"
@@ -74,9 +74,16 @@ class YesNoReading:
     def __init__(self, quote: QuoteSettings, client: Callable[[], ChatClient]) -> None:
         self.quote = quote
         self.client = client
-        # (question, statement id) -> refutes: the first quote shown and the model's choice read the same
-        # statements; each is read once (an answerer serves one question, so this stays small)
-        self._refutes: dict[tuple[str, str], bool] = {}
+        # (question, statement id) -> the claim reading: the chooser's features, the refutation scan and the lead-in
+        # read the same statements; each is read once (an answerer serves one question, so this stays small)
+        self._readings: dict[tuple[str, str], ClaimComparison] = {}
+
+    def reading(self, question: str, record: StatementRecord) -> ClaimComparison:
+        """The claim reading of ``record`` on ``question`` (:func:`read_claim`), read once per answer."""
+        key = (question, record.id)
+        if key not in self._readings:
+            self._readings[key] = read_claim(question, record)
+        return self._readings[key]
 
     def lead(
         self,
@@ -95,7 +102,7 @@ class YesNoReading:
         if not self.quote.yes_no_lead or not is_yes_no_question(question):
             return None
         method = self.quote.yes_no_method
-        rules = self.by_rules(question, hit, number)
+        rules = self.by_rules(question, hit, number, self.reading(question, hit.record))
         if doubted is False and rules.lead_in is not None and rules.lead_in.startswith(CHECK):
             rules = replace(rules, lead_in=None)  # the chooser is confident it answers: no false alarm above it
         if method == "rules" or (method == "rules+model" and rules.verdict is not Verdict.YES):
@@ -154,23 +161,17 @@ class YesNoReading:
             if hit.record.id in seen:
                 continue
             seen.add(hit.record.id)
-            key = (question, hit.record.id)
-            if key not in self._refutes:
-                self._refutes[key] = read_claim(question, hit.record).verdict is Verdict.NO
-            if self._refutes[key]:
+            if self.reading(question, hit.record).verdict is Verdict.NO:
                 return hit
         return None
 
     @staticmethod
-    def by_rules(question: str, hit: SearchHit, number: int) -> YesNoLead:
-        """The rules' lead-in (no model call). A question word the statement's text does not use but its name,
-        section or label does ("Zariski's Main Theorem") is no word it fails to speak of."""
+    def by_rules(question: str, hit: SearchHit, number: int, comparison: ClaimComparison | None = None) -> YesNoLead:
+        """The rules' lead-in (no model call), from ``comparison`` where the statement was read already. The
+        statement is read as the index knows it (:func:`read_claim`): a question word its name, section or label
+        holds ("Zariski's Main Theorem") is no word it fails to speak of."""
         started = time.perf_counter()
-        comparison = read_claim(question, hit.record)
-        if comparison.unmatched:
-            named = named_words(hit.record)
-            unmatched = tuple(word for word in comparison.unmatched if not topic_words(word) <= named)
-            comparison = replace(comparison, unmatched=unmatched)
+        comparison = comparison or read_claim(question, hit.record)
         return YesNoLead(
             comparison.verdict, rules_lead_in(comparison, number), (time.perf_counter() - started) * 1000,
             "rules", comparison.reason, comparison.missing, comparison.unmatched,
