@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ingestion.unreadable_text import UnreadableTextError
+from rag_app.answering.source_chooser import SourceChooserError
 from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import SettingsOverrideError
@@ -57,6 +58,7 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
             FormulaModelError,
             QueryAdapterError,
             LearnedRankerError,
+            SourceChooserError,  # `answers.quote.chooser` names weights that cannot be read (issue 92)
             RerankerModelError,  # the configured cross-encoder is not there: `rag-app train rerank` (issue 77)
             SettingsOverrideError,
         ),

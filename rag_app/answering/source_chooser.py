@@ -117,17 +117,22 @@ class SourceChooser:
     def from_dict(cls, data: dict[str, Any], where: str = "the chooser") -> SourceChooser:
         if data.get("format") != "rag-app-source-chooser":
             raise SourceChooserError(f"{where}: not a source chooser (format {data.get('format')!r})")
-        names = tuple(data["features"])
+        names = tuple(data.get("features") or ())
         unknown = [name for name in names if name not in FEATURE_NAMES]
         if unknown:
             raise SourceChooserError(f"{where}: features this version does not compute: {', '.join(unknown)}")
-        arrays = [np.asarray(data[key], np.float64) for key in ("mean", "scale", "coef")]
+        try:
+            arrays = [np.asarray(data[key], np.float64) for key in ("mean", "scale", "coef")]
+            numbers = [float(data[key]) for key in ("intercept", "notice_below", "check_below")]
+        except (KeyError, TypeError, ValueError) as error:
+            raise SourceChooserError(f"{where}: a missing or malformed field ({error})") from error
         if any(array.shape != (len(names),) for array in arrays):
             raise SourceChooserError(f"{where}: mean, scale and coef must each hold {len(names)} numbers")
         mean, scale, coef = arrays
+        intercept, notice_below, check_below = numbers
         return cls(
-            names, mean, np.where(scale > 0, scale, 1.0), coef, float(data["intercept"]),
-            float(data["notice_below"]), float(data["check_below"]), dict(data.get("provenance", {})),
+            names, mean, np.where(scale > 0, scale, 1.0), coef, intercept, notice_below, check_below,
+            dict(data.get("provenance", {})),
         )  # fmt: skip
 
     @classmethod

@@ -57,6 +57,11 @@ def test_weights_round_trip_through_json_and_bad_files_say_why(tmp_path: Path) -
         SourceChooser.load(path)
     with pytest.raises(SourceChooserError, match="cannot read"):
         SourceChooser.load(tmp_path / "missing.json")
+    data = original.to_dict()
+    del data["intercept"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(SourceChooserError, match="missing or malformed"):
+        SourceChooser.load(path)
 
 
 def test_the_packaged_chooser_loads_and_its_thresholds_are_probabilities() -> None:
