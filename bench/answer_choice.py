@@ -49,13 +49,13 @@ from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import AnswerStatus
+from rag_app.answering.claims import is_yes_no_question
 from rag_app.answering.quoted_answer import NONE_STATED
 from rag_app.answering.source_features import FEATURE_NAMES, read_claim
 from rag_app.answering.yes_no_lead import rules_lead_in
 from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.datasets.set_halves import TUNE, UNTOUCHED, SetHalves
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
-from retriever.text.claims import is_yes_no_question
 from retriever.types import SearchHit
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -64,7 +64,7 @@ def ingest_cost(settings: Settings, dev: MathRAG, statements: int) -> dict[str, 
             seconds = time.perf_counter() - started
             result["on" if detect else "off"] = {"seconds": round(seconds, 2), "per_s": round(len(records) / seconds)}
             if detect:
-                result["groups_found"] = len(list(rag.duplicate_groups().groups()))
+                result["groups_found"] = len(list(rag.indexes.duplicate_groups().groups()))
             rag.close()
     return result
 
@@ -140,13 +140,13 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.load()
     dev = MathRAG(settings.model_copy(update={"index_dir": args.index or eval_index_dir(settings)}, deep=True))
-    if dev.duplicate_groups().count() != dev.index.count():
+    if dev.indexes.duplicate_groups().count() != dev.index.count():
         dev.rebuild_duplicates(show_progress=True)
     slogans = QuerySet.load(settings.evaluation.sets_dir / "stacks-slogans-dev.v2.jsonl")
     results = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         "index_statements": dev.index.count(),
-        "groups": len(list(dev.duplicate_groups().groups())),
+        "groups": len(list(dev.indexes.duplicate_groups().groups())),
         "ingest": ingest_cost(settings, dev, args.statements),
         "search": search_cost(dev, [q.text for q in slogans.queries]),
         "million": table_at_a_million(),

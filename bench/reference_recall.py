@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from ingestion.sources import ingest_sources
-from retriever.store.statement_graph import StatementGraph
+from retriever.storage.statement_graph import StatementGraph
 
 ENVIRONMENTS = (
     "lemma|proposition|theorem|definition|remark|remarks|example|examples|exercise|exercises|situation|"

@@ -2,7 +2,7 @@
 
 An answer to a yes/no question reads every statement its search found (its sources and next results, as deep as
 ``retrieval.top_k + retrieval.next_results``) for one that refutes the claim as asked
-(:mod:`retriever.text.claims.refutation`); the first one found is quoted under "No: [n] gives a counterexample:".
+(:mod:`rag_app.answering.claims.refutation`); the first one found is quoted under "No: [n] gives a counterexample:".
 This bench does that scan over a claim set without the model (the scan is pure text; only the search costs):
 
 - over the false claims with a refuting statement in the corpus (``metadata.refuted_by``): is it found by the
@@ -32,9 +32,9 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from tqdm import tqdm
 
 from rag_app import MathRAG
+from rag_app.answering.claims import is_yes_no_question
+from rag_app.answering.claims.refutation import refutes
 from rag_app.datasets.query_set import EvalQuery, QuerySet
-from retriever.text.claims import is_yes_no_question
-from retriever.text.claims.refutation import refutes
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SETS = [ROOT / "eval/questions/research-claims.v1.jsonl", ROOT / "eval/questions/yes-no-claims.v1.jsonl"]

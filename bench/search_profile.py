@@ -54,15 +54,15 @@ import retriever.models.learned_ranker as learned_ranker_module
 from rag_app import MathRAG, Settings
 from rag_app.evaluation.runner import eval_index_dir
 from rag_app.pipeline import MathRAG as _MathRAG
-from retriever.formulas.formula_lexical_searcher import FormulaLexicalSearcher
 from retriever.models.learned_ranker import LearnedRanker
+from retriever.models.ranking_features import StatementProfiles
 from retriever.search.bm25_searcher import BM25Searcher
 from retriever.search.channel_ranker import ChannelRanker
 from retriever.search.dense_searcher import DenseSearcher
 from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.search.first_stage_searcher import FirstStageSearcher
+from retriever.search.formula_lexical_searcher import FormulaLexicalSearcher
 from retriever.search.hybrid_searcher import HybridSearcher
-from retriever.search.ranking_features import StatementProfiles
 from retriever.store.chroma_store import ChromaStatementStore
 from retriever.store.index_health import IndexHealth
 

@@ -57,12 +57,12 @@ from ingestion.records import StatementRecord
 from rag_app import MathRAG, Settings
 from rag_app.result_files import save_png
 from retriever import SearchMode
-from retriever.formulas.normalizer import normalize_formula
-from retriever.formulas.query_formulas import query_formulas
-from retriever.store.bm25_index import BM25Index
+from retriever.storage.bm25_index import BM25Index
 from retriever.store.chroma_store import ChromaStatementStore
 from retriever.store.derived_stores import FormulaIndexStore, WordIndexStore
 from retriever.store.duplicate_groups import DuplicateGroups
+from retriever.text.formula_normalizer import normalize_formula
+from retriever.text.query_formulas import query_formulas
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STACKS = ROOT.parent / "shared" / "corpora" / "stacks-project"

@@ -46,7 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.load()
     rag = MathRAG(settings.model_copy(update={"index_dir": args.index or eval_index_dir(settings)}))
-    second = rag.companion_index()
+    second = rag.indexes.companion_index()
     if second is None:
         raise SystemExit("second_embedding.model is `none`: nothing to measure")
     second.check()

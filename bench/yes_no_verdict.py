@@ -15,7 +15,7 @@ The quoted statement, by ``--quote``:
   choice); with ``--model-verdict``, also the model's verdict on the same quote (two calls per question:
   minutes per hundred questions on 2 CPUs).
 
-Ways of deciding: ``rules`` (the default: retriever/text/claims/claim_comparison.py), ``model`` (the earlier verdict,
+Ways of deciding: ``rules`` (the default: rag_app/answering/claims/claim_comparison.py), ``model`` (the earlier verdict,
 two model calls), ``rules+model`` ("Yes" only where both say yes), and ``none`` (no lead-in: the quote alone).
 
 The index holds the demo corpus, the Stacks project and the Math StackExchange threads we wrote; it is built
@@ -45,10 +45,10 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
+from rag_app.answering.claims import is_yes_no_question
 from rag_app.answering.yes_no_lead import YesNoReading
 from rag_app.datasets.query_set import EvalQuery, QuerySet
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
-from retriever.text.claims import is_yes_no_question
 from retriever.types import SearchHit
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ A proof that writes "the module is flat, hence free by Nakayama's lemma (Lemma~\
 what the lemma is for, in the citer's words and often by a name the lemma itself never writes. Each
 reference a statement or its proof makes is kept with that sentence (:class:`ingestion.records.LabelReference`
 ``sentence``); the statement graph gathers a statement's citing sentences from every statement that
-references it (``retriever.store.statement_graph``), for the search to match and the reader to see.
+references it (``retriever.storage.statement_graph``), for the search to match and the reader to see.
 
 Sentences are cut from the LaTeX (macros expanded) at sentence ends outside braces and math
 (:class:`SentenceEnds`), at most :data:`MAX_SOURCE_CHARS` of source on either side of the reference and

@@ -9,7 +9,7 @@ main file (BibTeX's ``\\bibitem``s or biblatex's ``\\entry``), and the ``.bib`` 
 (``\\bibliography{..}``, ``\\addbibresource{..}``). An entry is an arXiv paper when it gives an id as
 ``arXiv:2101.01234``, ``arxiv.org/abs/..``, ``\\arxiv{..}``, ``arXiv={..}`` (amsrefs), or an ``eprint``
 field with an arXiv prefix or type. A cited paper that is in the index is the end of a paper-level edge
-of the statement graph (:mod:`retriever.store.statement_graph`).
+of the statement graph (:mod:`retriever.storage.statement_graph`).
 
 Written here rather than with a BibTeX library: the ``.bbl`` forms need their own reading anyway, and only
 the key and one id are wanted from each entry (bibtexparser reads a whole ``.bib`` into objects).

@@ -20,6 +20,7 @@ from pathlib import Path
 from ingestion.ingest_limits import IngestLimits
 from ingestion.latex_citations import paper_arxiv_bibliography, statement_citations
 from ingestion.latex_files import LatexFlattener, read_latex_file
+from ingestion.latex_front_matter import document_abstract, document_authors, document_title
 from ingestion.latex_macros import MacroTable, definition_line
 from ingestion.latex_numbering import number_document
 from ingestion.latex_readable import ReadableLatex
@@ -29,9 +30,6 @@ from ingestion.latex_statements import (
     ExtractedStatement,
     Headings,
     TheoremEnvironment,
-    document_abstract,
-    document_authors,
-    document_title,
     extract_statements,
     proof_environments,
     theorem_environments,

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from pylatexenc.latex2text import LatexNodes2Text
 
-from ingestion.latex_front_matter import document_abstract, document_authors, document_title  # noqa: F401 - their old home
 from ingestion.latex_macros import MacroTable
 from ingestion.latex_text import (
     normalize_whitespace,

@@ -15,16 +15,16 @@ from rag_app.answering.source_chooser import SourceChooserError
 from rag_app.search.statement_links import AmbiguousLabelError, StatementNotFoundError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings import SettingsOverrideError
-from retriever.formulas.formula_model_error import FormulaModelError
-from retriever.formulas.marf_index import MarfIndexError
 from retriever.models.cross_encoder_reranker import RerankerModelError
 from retriever.models.embedding_registry import EmbedderSpecError
+from retriever.models.formula_model_error import FormulaModelError
 from retriever.models.learned_ranker import LearnedRankerError
 from retriever.models.query_adapter import QueryAdapterError
-from retriever.store.bm25_segment import BM25SegmentError
-from retriever.store.hnsw_files import VectorIndexDamagedError
-from retriever.store.index_lock import IndexWriterBusyError
-from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
+from retriever.storage.bm25_segment import BM25SegmentError
+from retriever.storage.hnsw_files import VectorIndexDamagedError
+from retriever.storage.index_lock import IndexWriterBusyError
+from retriever.storage.sqlite_file import StoreFileBusyError, StoreFileDamagedError
+from retriever.store.marf_index import MarfIndexError
 from retriever.store.statement_index import IndexDamagedError, IndexMismatchError, IndexNotFoundError
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.

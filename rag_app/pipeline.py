@@ -9,22 +9,17 @@ with MathRAG.open("~/my-index") as rag:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 from tqdm import tqdm
 
 from ingestion import LatexIngestor, PaperStatements, StatementRecord, ingest_sources
-from ingestion.arxiv_download import ArxivDownloader, DownloadReport
 from ingestion.arxiv_month_sources import month_prefix
 from ingestion.mse_records import MseFilters
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
@@ -32,27 +27,22 @@ from ingestion.unreadable_text import check_readable
 from prompts import load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.answerer import Answerer
+from rag_app.answering.claims import counterexample_query, is_yes_no_question
 from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
 from rag_app.answering.stages import ModelCall, Retrieval
 from rag_app.indexing.arxiv_month import MonthReport, month_ingest
 from rag_app.indexing.ingest_report import IngestReport
 from rag_app.indexing.mse_ingest import MseIngest, MseReport
 from rag_app.indexing.statement_writer import PendingPaper, StatementWriter
-from rag_app.search.embedder_factory import make_embedder, make_second_embedder
-from rag_app.search.graph_queries import GraphQueries
+from rag_app.search.opened_index import OpenedIndex
 from rag_app.search.search_stack import SearchStack
-from rag_app.search.statement_rewrite import StatementRewriter
+from rag_app.search.statement_links import StatementLink, StatementLinks, StatementView
 from rag_app.serving.llm_connection import LLMConnection
 from rag_app.settings import IngestionSettings, Settings
 from retriever import SearchFilter, SearchHit, SearchMode, StatementIndex
-from retriever.models.query_adapter import QueryAdapter
 from retriever.search.paper_searcher import PaperHit
-from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import DuplicateGroupsStore
-from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.duplicate_groups import rebuild as rebuild_duplicates
-from retriever.store.statement_index import require_index
-from retriever.text.claims import counterexample_query, is_yes_no_question
 from retriever.text.query_notation import read_typed_notation
 from retriever.types import Query, VectorUpdate, run_search
 
@@ -72,18 +62,14 @@ def demo_corpus_path() -> Path:
     return Path(str(resources.files("rag_app") / "demo_corpus"))
 
 
-class MathRAG(GraphQueries):
+class MathRAG:
+    """The Python API: ingest, search, ask and the statement graph over one index. What it composes lives by
+    job in the rooms below; the index's stores and search stack, opened once, are ``rag.indexes``."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._index: StatementIndex | None = None
-        self._search_stack: SearchStack | None = None
-        self._companion: CompanionIndex | None = None
-        self._duplicates: DuplicateGroups | None = None
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
-        # The index and the search stack are built on first use, once: the API and the chat call from many
-        # threads, and two first searches at once must not open two indexes or load two models.
-        self._building = threading.RLock()
-        self._searched_index_must_exist = False  # set by open(index_dir): a mistyped path is an error
+        self.indexes = OpenedIndex(settings, self.llm.client)
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, settings: Settings | None = None) -> MathRAG:
@@ -94,7 +80,7 @@ class MathRAG(GraphQueries):
         if index_dir is not None:
             settings = settings.with_overrides({"index_dir": Path(index_dir).expanduser()})
         rag = cls(settings)
-        rag._searched_index_must_exist = index_dir is not None
+        rag.indexes.must_exist = index_dir is not None
         return rag
 
     # ------------------------------------------------------------------ index
@@ -103,83 +89,23 @@ class MathRAG(GraphQueries):
         """The index's stores. Opened by :meth:`open` on a directory that holds no index, reading it raises
         :class:`IndexNotFoundError` and creates nothing (issue 86: a status on a mistyped path used to create
         the directory and report an empty index); an ingest builds it."""
-        _check_opened_index(self)
-        return _built_once(
-            self,
-            "_index",
-            lambda: StatementIndex(
-                self.settings.resolved_index_dir,
-                make_embedder(self.settings),
-                formula_models=self.settings.formula.models,
-                token_dim=self.settings.formula.token_dim,
-                connection=self.settings.store.connection(),
-                duplicates=self.duplicate_groups() if self.settings.duplicates.detect else None,
-                companion=self.companion_index(),
-                writer_wait_s=self.settings.ingestion.writer_wait_s,
-            ),
-        )
+        return self.indexes.index
 
     @property
     def search_stack(self) -> SearchStack:
         """This index's searchers, composed from the settings once (see ``rag_app.search.search_stack``)."""
-        with self._building:  # built once, even for two first callers in two threads
-            if self._search_stack is None:
-                # (self.index below raises for an opened directory that holds no index.)
-                # The LLM that writes the statement a query looks for (``retrieval.statement_rewrite``); its
-                # rewrites are cached under the data directory.
-                rewriter = StatementRewriter(
-                    load_prompt("statement_rewrite"),
-                    self.llm.client,
-                    self.settings.data_dir / "cache" / "statement-rewrites.jsonl",
-                )
-                self._search_stack = SearchStack(
-                    self.settings,
-                    self.index,
-                    self.companion_index(),
-                    self.duplicate_groups(),
-                    rewriter=rewriter.rewrite,
-                )
-            return self._search_stack
+        return self.indexes.search_stack
 
-    def companion_index(self) -> CompanionIndex | None:
-        """The companion embedding model's vectors (settings ``[second_embedding]``), or None when it is off."""
-        with self._building:
-            if self._companion is None:
-                embedder = make_second_embedder(self.settings)
-                if embedder is None:
-                    return None
-                self._companion = CompanionIndex(
-                    self.settings.resolved_index_dir,
-                    embedder,
-                    self.settings.store.connection(),
-                    query_adapter=QueryAdapter.configured(
-                        self.settings.second_embedding.query_adapter, embedder.identity
-                    ),
-                    at_ingest=self.settings.second_embedding.at_ingest,
-                )
-            return self._companion
+    @property
+    def statement_links(self) -> StatementLinks:
+        return self.indexes.statement_links
 
     def build_companion(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Embed the statements the companion model's vectors lack (``rag-app build-dense2``)."""
-        second = self.companion_index()
+        second = self.indexes.companion_index()
         if second is None:
             raise ValueError("the second embedding model is off (second_embedding.model = none)")
         return second.update(self.index.store.iter_records(), show_progress=show_progress, rebuild=rebuild)
-
-    # The first names of these two methods, kept for code that calls them.
-    second_dense_index = companion_index
-    build_second_dense = build_companion
-
-    def duplicate_groups(self) -> DuplicateGroups:
-        """The index's duplicate groups (``[duplicates]`` settings)."""
-        with self._building:
-            if self._duplicates is None:  # opened once: every search reads it
-                _check_opened_index(self)  # never a directory made for a mistyped path
-                duplicates = self.settings.duplicates
-                self.settings.resolved_index_dir.mkdir(parents=True, exist_ok=True)
-                directory = self.settings.resolved_index_dir
-                self._duplicates = DuplicateGroups(directory, duplicates.threshold, duplicates.max_word_difference)
-            return self._duplicates
 
     def rebuild_duplicates(self, show_progress: bool = False) -> int:
         """Recompute every duplicate group from the stored statements (an index ingested before groups
@@ -193,10 +119,11 @@ class MathRAG(GraphQueries):
                 vectors = store.vectors([r.id for r in records])
                 yield records, np.stack([vectors[r.id] for r in records])
 
-        joined = rebuild_duplicates(self.duplicate_groups(), batches(), store)
+        joined = rebuild_duplicates(self.indexes.duplicate_groups(), batches(), store)
         # An ingest running beside the rebuild may have written between the read of the ids and the
         # groups' clearing: its statements are caught up from the store, never dropped.
-        DuplicateGroupsStore(self.index, self.duplicate_groups()).catch_up(quick=False, show_progress=show_progress)
+        groups = DuplicateGroupsStore(self.index, self.indexes.duplicate_groups())
+        groups.catch_up(quick=False, show_progress=show_progress)
         return joined
 
     def ingest(self, paths: Iterable[str | Path], show_progress: bool = False) -> IngestReport:
@@ -207,7 +134,7 @@ class MathRAG(GraphQueries):
         started = time.perf_counter()
         report = IngestReport()
         latex = latex_ingestor(self.settings.ingestion)
-        with _one_writer(self):
+        with self.indexes.one_writer():
             writer = StatementWriter(self.index, self.settings.ingestion.batch_statements, show_progress=show_progress)
             papers = ingest_sources((Path(p).expanduser() for p in paths), latex)
             _write_papers(writer, tqdm(papers, desc="ingesting", unit="paper", disable=not show_progress), report)
@@ -235,7 +162,7 @@ class MathRAG(GraphQueries):
             raise NotADirectoryError(f"{source}: not a directory of arXiv e-prints")
         if metadata is not None and not metadata.is_file():
             raise FileNotFoundError(f"{metadata}: no such metadata file")
-        with _one_writer(self), month_ingest(self.index, self.settings, metadata, on_cluster) as run:
+        with self.indexes.one_writer(), month_ingest(self.index, self.settings, metadata, on_cluster) as run:
             for month in months:
                 yield run.run(month, source, show_progress)
 
@@ -246,40 +173,13 @@ class MathRAG(GraphQueries):
         [report] = self.ingest_arxiv_months([month], source, metadata, show_progress)
         return report
 
-    def download_arxiv_months(
-        self, months: Sequence[str], source: str | Path, progress: Callable[[str], None] | None = None
-    ) -> Iterator[DownloadReport]:
-        """Fetch each month's listing and e-prints into ``source``, one request per
-        ``arxiv.request_interval_s`` across all of them, skipping files already there
-        (``ingest arxiv --download``); yields each month's report. Nothing runs until iterated."""
-        arxiv = self.settings.arxiv
-        downloader = ArxivDownloader(
-            arxiv.oai_url,
-            arxiv.eprint_url,
-            arxiv.set_spec,
-            arxiv.request_interval_s,
-            arxiv.timeout_s,
-            arxiv.retries,
-            arxiv.user_agent,
-        )
-        try:
-            for month in months:
-                yield downloader.download_month(month, Path(source).expanduser(), progress)
-        finally:
-            downloader.close()
-
-    def download_arxiv_month(self, month: str, source: str | Path) -> DownloadReport:
-        """One month's listing and e-prints into ``source`` (see :meth:`download_arxiv_months`)."""
-        [report] = self.download_arxiv_months([month], source)
-        return report
-
     def ingest_mse(self, dump: str | Path, filters: MseFilters | None = None, show_progress: bool = False) -> MseReport:
         """Ingest a Math StackExchange ``Posts.xml`` (plain, ``.gz`` or ``.7z``) as a stream
         (``ingest mse ... --json`` prints the report)."""
         dump = Path(dump).expanduser()
         if not dump.is_file():
             raise FileNotFoundError(f"{dump}: no such file")
-        with _one_writer(self):
+        with self.indexes.one_writer():
             return MseIngest(self.index, self.settings.ingestion.batch_statements).run(dump, filters, show_progress)
 
     def search(
@@ -305,13 +205,13 @@ class MathRAG(GraphQueries):
         rewrite = self.settings.retrieval.statement_rewrite == "always" if rewrite is None else rewrite
         searcher = self.search_stack.statements(rerank=rerank, second_embedding=second, rewrite=rewrite)
         k, mode = k or self.settings.retrieval.top_k, mode or self.settings.retrieval.mode
-        return self._counted(searcher.search(query, k, mode, where))
+        return self.indexes.counted(searcher.search(query, k, mode, where))
 
     def search_formula(self, formula: str, k: int | None = None, where: SearchFilter | None = None) -> list[SearchHit]:
         """Statements holding the formula, an equivalent one or a similar one (delimiters optional)."""
         formula = check_readable(formula, "the formula")
         k = k or self.settings.retrieval.top_k
-        return self._counted(self.search_stack.statements().search(formula, k, SearchMode.FORMULA, where))
+        return self.indexes.counted(self.search_stack.statements().search(formula, k, SearchMode.FORMULA, where))
 
     def search_papers(
         self,
@@ -349,8 +249,6 @@ class MathRAG(GraphQueries):
     def build_marf(self, rebuild: bool = False, show_progress: bool = False) -> VectorUpdate:
         """Embed the statements the MaRF vectors lack (``rag-app build-fusion``)."""
         return self.index.build_marf(rebuild=rebuild, show_progress=show_progress)
-
-    build_fusion = build_marf  # the name of the CLI command, kept for code that calls it
 
     def ask(
         self,
@@ -407,7 +305,7 @@ class MathRAG(GraphQueries):
         more = min(self.settings.retrieval.next_results, max(depth - k, 0))
         # one pass: the hits, their vectors and the question's embedding come back together
         result = run_search(searcher, Query(search.query), k + more, mode, where)
-        hits = self._counted(result.hits)  # each result shows what it uses and what uses it
+        hits = self.indexes.counted(result.hits)  # each result shows what it uses and what uses it
         result, next_hits = result.with_hits(hits[:k]), tuple(hits[k:])
         filter_ = where.describe() if where is not None else "everything"
         counter: tuple[SearchHit, ...] = ()
@@ -418,11 +316,27 @@ class MathRAG(GraphQueries):
         # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
         answerer = Answerer(
-            self.settings, self.index.embedder, functools.partial(_stored_vectors, self.index), self.llm.client,
+            self.settings, self.index.embedder, self.indexes.stored_vectors, self.llm.client,
             lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
             links.citing_sentences,
         )  # fmt: skip
         return answerer.stream(question, retrieval, started)
+
+    # ------------------------------------------------------------------ the statement graph
+    def statement(self, id_or_label: str, depth: int = 2) -> StatementView:
+        """The statement an id or label names (``PAPER#LABEL``, a Stacks project label such as
+        ``algebra-lemma-NAK``, or a label one paper defines), with what it ``uses`` (each resolved to a
+        statement or section, or not), what it is ``used_by``, and the definitions it depends on up to
+        ``depth`` (nearest first)."""
+        id_or_label = check_readable(id_or_label, "the id or label")
+        links = self.statement_links
+        with self.index.reads.reading():  # not while a reload replaces the Chroma client
+            return links.view(id_or_label, depth)
+
+    def definitions_for(self, id_or_label: str, depth: int = 2) -> list[StatementLink]:
+        """The definitions a statement depends on: those it references, then through the statements it
+        references, up to ``depth``; nearest first."""
+        return self.statement_links.definitions_for(id_or_label, depth)
 
     # ------------------------------------------------------------------ LLM: ``rag.llm`` (client, status, health)
     def close(self) -> None:
@@ -434,43 +348,6 @@ class MathRAG(GraphQueries):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-T = TypeVar("T")
-
-
-def _built_once(rag: MathRAG, attribute: str, build: Callable[[], T]) -> T:
-    """``rag.<attribute>``, built by ``build`` on first use, once: the API and the chat call from many threads,
-    and two first searches at once must not open two indexes or load two models."""
-    value = getattr(rag, attribute)
-    if value is None:
-        with rag._building:
-            value = getattr(rag, attribute)
-            if value is None:
-                value = build()
-                setattr(rag, attribute, value)
-    return value
-
-
-def _check_opened_index(rag: MathRAG) -> None:
-    """:class:`IndexNotFoundError` where :meth:`MathRAG.open` was given a directory that holds no index (until an
-    ingest builds one there): a mistyped path is an error, never a new empty index."""
-    if rag._searched_index_must_exist:
-        require_index(rag.settings.resolved_index_dir, "MathRAG.open(...).ingest(paths) builds one there")
-
-
-def _one_writer(rag: MathRAG) -> AbstractContextManager[None]:
-    """The index's writer lock for a whole ingest: a second ingest into this index waits for this one."""
-
-    def say_waiting() -> None:
-        logger.warning(
-            "another ingest is writing the index %s; waiting for it to finish (at most %g s) ...",
-            rag.settings.resolved_index_dir,
-            rag.settings.ingestion.writer_wait_s,
-        )
-
-    rag._searched_index_must_exist = False  # an ingest makes the index (MathRAG.open: "an ingest makes it")
-    return rag.index.writer.hold(on_wait=say_waiting)
 
 
 def _write_papers(writer: StatementWriter, papers: Iterable[PaperStatements], report: IngestReport) -> None:
@@ -489,10 +366,3 @@ def _write_papers(writer: StatementWriter, papers: Iterable[PaperStatements], re
     written = writer.finish()
     report.added, report.unchanged, report.removed = written.added, written.unchanged, written.removed
     report.updated = written.updated
-
-
-def _stored_vectors(index: StatementIndex, ids: Sequence[str]) -> dict[str, np.ndarray]:
-    """The stored vectors of ``ids``, not while a reload replaces the Chroma client (an answer's sources whose
-    vectors its search did not bring)."""
-    with index.reads.reading():
-        return index.store.vectors(ids)

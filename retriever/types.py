@@ -11,9 +11,18 @@ import numpy as np
 from ingestion.records import StatementRecord
 
 if TYPE_CHECKING:
-    from retriever.models.embedder import Embedder
-    from retriever.search.search_filter import SearchFilter
-    from retriever.search.search_mode import SearchMode
+    from retriever.search_filter import SearchFilter
+    from retriever.search_mode import SearchMode
+
+
+class QueryEmbedder(Protocol):
+    """What embeds a query (:class:`retriever.models.embedder.Embedder`, one layer up): its identity keys
+    the vector a :class:`Query` keeps."""
+
+    @property
+    def identity(self) -> str: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
 
 
 class Query(str):
@@ -37,14 +46,14 @@ class Query(str):
         """``text`` itself when it is a ``Query`` already (its vectors kept), else a new one."""
         return text if isinstance(text, Query) else cls(text)
 
-    def vector(self, embedder: Embedder) -> np.ndarray:
+    def vector(self, embedder: QueryEmbedder) -> np.ndarray:
         """The query's embedding by ``embedder``, computed on first use."""
         vector = self._vectors.get(embedder.identity)
         if vector is None:
             vector = self._vectors[embedder.identity] = embedder.embed_query(str(self))
         return vector
 
-    def embedded_by(self, embedder: Embedder) -> bool:
+    def embedded_by(self, embedder: QueryEmbedder) -> bool:
         """Whether a stage has embedded this query with ``embedder`` (tests and benchmarks ask)."""
         return embedder.identity in self._vectors
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rebuild the shipped formula models (retriever/formulas/weights/): the formula encoder, trained on
+# Rebuild the shipped formula models (retriever/models/formula_weights/): the formula encoder, trained on
 # sympy rewrites, and the MaRF fusion layer, trained on the development corpus (Stacks project + HoTT
 # book + thesis sample from ../shared) with the thesis's split holding statements out. Then build the
 # fusion vectors of the development index and compare every retrieval variant on every development
@@ -19,11 +19,11 @@ OUT="$DATA/models/formula/dev-$(date +%Y%m%d-%H%M%S)"
 $RAG ingest "$SHARED/corpora/stacks-project" "$SHARED/corpora/hott-book/main.tex" \
     "$SHARED/corpora/thesis-sample/data_sample.csv" --index "$INDEX"
 $RAG train formula --index "$INDEX" --out "$OUT"
-rm -rf retriever/formulas/weights.new
-mkdir -p retriever/formulas/weights.new
-cp -r "$OUT/card.json" "$OUT/encoder" "$OUT/fusion" retriever/formulas/weights.new/
-rm -rf retriever/formulas/weights
-mv retriever/formulas/weights.new retriever/formulas/weights
+rm -rf retriever/models/formula_weights.new
+mkdir -p retriever/models/formula_weights.new
+cp -r "$OUT/card.json" "$OUT/encoder" "$OUT/fusion" retriever/models/formula_weights.new/
+rm -rf retriever/models/formula_weights
+mv retriever/models/formula_weights.new retriever/models/formula_weights
 $RAG build-fusion --index "$INDEX" --rebuild
 $RAG eval --dev -r dense -r hybrid -r hybrid-formula -r fusion -r fusion-maxsim -r formula \
     --split "$OUT/split.json" --no-ingest-corpus --out eval/runs/formula

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ingestion.formula_spans import find_formula_spans
 from rag_app import MathRAG, Settings
-from retriever.formulas.formula_lexical_searcher import FormulaLexicalSearcher
+from retriever.search.formula_lexical_searcher import FormulaLexicalSearcher
 
 _LETTERS = list("abcdefghijkmnpqrstuvwxyz")
 _VARIABLE = re.compile(r"(?<![\\A-Za-z])([a-z])(?![A-Za-z])")

@@ -95,53 +95,60 @@ def test_what_stores_imports_nothing_that_searches() -> None:
     assert {name: targets for name, targets in searching.items() if targets} == {}
 
 
-def test_the_old_import_paths_import_the_moved_modules() -> None:
-    """Every module that moved in issue 49 is importable by its old path, as the same module object."""
-    import importlib
-    import warnings
+# Issue 93: retriever/ in one order, bottom to top. A module may import its own folder and any folder listed
+# before it. The modules at its top (``types``, ``search_filter``, ``search_mode``, ``deadline``: the values every
+# stage passes) are the floor.
+RETRIEVER_LAYERS = ("text", "storage", "models", "store", "search")
+
+
+def _layer_of(module: str) -> int | None:
+    """The position of a ``retriever.*`` module's folder (or top-level module) in ``RETRIEVER_LAYERS``."""
+    parts = module.split(".")
+    if parts[0] != "retriever" or len(parts) < 2:
+        return None  # ``retriever`` itself re-exports the public names from every layer
+    if len(parts) == 2 and (ROOT / "retriever" / f"{parts[1]}.py").exists():
+        return -1  # the floor
+    return RETRIEVER_LAYERS.index(parts[1])
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if _layer_of(name) is not None
+        for target in targets
+        if _layer_of(target) is not None and _layer_of(target) > _layer_of(name)
+    )
+
+
+def test_no_import_runs_up_inside_retriever() -> None:
+    graph = _import_graph(_modules())
+    layered = [name for name in graph if _layer_of(name) is not None]
+    assert len(layered) > 70  # every folder is named in the order (an unknown one raises ValueError)
+    assert _upward_imports(graph) == []
+
+
+def test_the_layer_check_sees_an_import_that_runs_up() -> None:
+    graph = {"retriever.storage.bm25_index": {"retriever.models.embedder", "retriever.text.math_tokenizer"},
+             "retriever.models.embedder": {"retriever.text.unicode_math_text"}}  # fmt: skip
+    assert _upward_imports(graph) == ["retriever.storage.bm25_index -> retriever.models.embedder"]
+
+
+def test_no_rag_app_room_keeps_an_old_import_path() -> None:
+    """Issue 93 removed the aliases: no package lists moved modules and nothing installs an import finder."""
+    import sys
 
     import rag_app
     import retriever
 
-    moved = {**rag_app.MOVED_MODULES, **retriever.MOVED_MODULES}
-    assert len(moved) > 60
-    for old, new in moved.items():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            assert importlib.import_module(old) is importlib.import_module(new), old
-        assert not caught or f"{old} moved to {new}" in str(caught[0].message)
-    from rag_app.answerer import Answerer  # the form code in the wild uses
-    from retriever.bm25_index import BM25Index
-
-    assert Answerer.__module__ == "rag_app.answering.answerer" and BM25Index.__module__ == "retriever.store.bm25_index"
-
-
-def test_an_old_path_warns_at_the_importing_line_and_reloads_its_module(tmp_path, monkeypatch) -> None:
-    """The alias is the module itself: reloading it runs the module again (it was a silent no-op), and
-    the warning names the file that used the old path (it named importlib)."""
-    import importlib
-    import sys
-    import warnings
-
-    for name in ("rag_app.text_repair", "rag_app.answering.text_repair"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    caller = tmp_path / "old_caller.py"
-    caller.write_text("import rag_app.text_repair as old\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "old_caller", raising=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        import old_caller  # noqa: F401
-    (warning,) = [w for w in caught if issubclass(w.category, DeprecationWarning) and "text_repair" in str(w.message)]
-    assert warning.filename == str(caller) and warning.lineno == 1
-    assert "rag_app.answering.text_repair" in str(warning.message) and "2027-03-01" in str(warning.message)
-
-    module = sys.modules["rag_app.text_repair"]
-    assert module is sys.modules["rag_app.answering.text_repair"]
-    assert module.__spec__.name == "rag_app.answering.text_repair"
-    original = module.repair
-    assert importlib.reload(module) is module
-    assert module.repair is not original  # a new function: the module's code ran again
+    assert not hasattr(rag_app, "MOVED_MODULES") and not hasattr(retriever, "MOVED_MODULES")
+    assert not any(type(finder).__module__.startswith(("rag_app", "retriever")) for finder in sys.meta_path)
+    for old in ("rag_app.answerer", "retriever.bm25_index", "retriever.formulas.marf_index"):
+        try:
+            __import__(old)
+        except ModuleNotFoundError:
+            continue
+        raise AssertionError(f"{old} still imports")
 
 
 def test_training_and_evaluation_do_not_import_each_other() -> None:

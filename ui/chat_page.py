@@ -7,7 +7,7 @@ import streamlit as st
 from rag_app.answering.answer import Answer
 from rag_app.answering.conversation import Turn
 from rag_app.api.guards import QueueFullError
-from retriever.formulas.query_formulas import strip_delimiters
+from retriever.text.query_formulas import strip_delimiters
 from ui.components import (
     SearchControls,
     current_library_stats,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ingestion.records import StatementKind
-from retriever.search.search_filter import metadata_categories, metadata_date
+from retriever.search_filter import metadata_categories, metadata_date
 from retriever.store.statement_index import StatementIndex
 
 

@@ -30,7 +30,7 @@ def _reranker_description(settings: Settings) -> str:
 
 def _second_embedding_description(rag: MathRAG) -> str:
     """Which second embedding model the chat fuses in, or why none is."""
-    second = rag.companion_index()
+    second = rag.indexes.companion_index()
     if second is None or not rag.settings.second_embedding.answer:
         return "off for answers (second_embedding.model = none, or .answer = false)"
     if not second.built_by_configured_model():

@@ -13,7 +13,7 @@ import time
 import streamlit as st
 
 from retriever import PaperHit, SearchHit
-from retriever.formulas.query_formulas import strip_delimiters
+from retriever.text.query_formulas import strip_delimiters
 from ui.components import (
     SearchControls,
     current_library_stats,

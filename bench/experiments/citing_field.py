@@ -44,8 +44,8 @@ from rag_app.evaluation.trec_files import Run, RunEntry, read_run, write_run
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
 from retriever.search.rank_fusion import linear_fusion
-from retriever.store.bm25_index import BM25Index
-from retriever.store.statement_graph import StatementGraph
+from retriever.storage.bm25_index import BM25Index
+from retriever.storage.statement_graph import StatementGraph
 from retriever.types import ScoredId
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -46,8 +46,8 @@ from rag_app.search.embedder_factory import make_embedder
 from rag_app.settings import Settings
 from rag_app.training.index_store import open_index_store
 from retriever.search.rank_fusion import linear_fusion
-from retriever.store.bm25_index import BM25Index
-from retriever.store.statement_graph import StatementGraph
+from retriever.storage.bm25_index import BM25Index
+from retriever.storage.statement_graph import StatementGraph
 from retriever.types import ScoredId
 
 ROOT = Path(__file__).resolve().parents[1]

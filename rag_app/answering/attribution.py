@@ -18,7 +18,7 @@ import numpy as np
 
 from ingestion.formula_spans import find_formula_spans
 from rag_app.answering.citations import CITATION_PATTERN, citation_numbers
-from retriever.formulas.normalizer import normalize_formula
+from retriever.text.formula_normalizer import normalize_formula
 from retriever.text.math_tokenizer import tokenize
 
 # Weights of the three signals; the formula signal only counts for sentences with formulas.

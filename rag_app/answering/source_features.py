@@ -16,7 +16,7 @@ described here by every signal the answer holds without a model call:
   claim reading says "Yes" or "No" of (a source is chosen against the others, not alone);
 - **its kind**: a definition, a statement nothing proves (an example, a remark, a post), and whether the question
   asks for a definition;
-- **the claim reading** (:mod:`retriever.text.claims`), for a yes/no question: whether the rules read the
+- **the claim reading** (:mod:`rag_app.answering.claims`), for a yes/no question: whether the rules read the
   statement as proving the claim, refuting it, or proving it under a hypothesis the question drops.
 
 The features are pure: the same sources give the same numbers in the answer, in training and in the benchmark
@@ -33,9 +33,9 @@ from itertools import pairwise
 import numpy as np
 
 from ingestion.records import StatementRecord
-from retriever.text.claims import ClaimComparison, Verdict, compare, is_yes_no_question
-from retriever.text.claims.claim_terms import SCAFFOLDING, formula_key, question_latex, split_math, stem_of
-from retriever.text.claims.yes_no_questions import topic_words
+from rag_app.answering.claims import ClaimComparison, Verdict, compare, is_yes_no_question
+from rag_app.answering.claims.claim_terms import SCAFFOLDING, formula_key, question_latex, split_math, stem_of
+from rag_app.answering.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
 
 # The order of the columns; a trained chooser stores the names it was fitted on and must find them all here.

@@ -17,9 +17,9 @@ from enum import StrEnum
 import numpy as np
 
 from rag_app.answering.attribution import SentenceSupport
+from rag_app.answering.claims import Verdict
 from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
 from rag_app.answering.source_chooser import SourceChoice
-from retriever.text.claims import Verdict
 from retriever.types import Query, ScoredBy, SearchHit, SearchResult
 
 

@@ -29,7 +29,7 @@ from functools import cache
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from rag_app.answering.citations import CITATION_PATTERN
-from retriever.formulas.normalizer import normalize_formula
+from retriever.text.formula_normalizer import normalize_formula
 from retriever.text.math_tokenizer import english_stemmer
 
 # Words that carry no mathematical claim of their own. Quantifiers and negations are deliberately not

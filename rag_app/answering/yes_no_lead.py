@@ -6,7 +6,7 @@ first quote is decided as ``answers.quote.yes_no_method`` says. Three ways, meas
 side by side by ``bench/yes_no_verdict.py`` on ``eval/questions/yes-no-claims.v1.jsonl``:
 
 - **rules** (the default): the question's claim compared with the quoted statement's hypotheses and
-  conclusion (:mod:`retriever.text.claims`, pure reading of text). It says "Yes, as [n] states:" only where
+  conclusion (:mod:`rag_app.answering.claims`, pure reading of text). It says "Yes, as [n] states:" only where
   the statement proves what was asked, "[n] states the opposite:" where it asserts the opposite, "Only under
   a hypothesis the question does not state (...); [n]:" where it needs a hypothesis the question drops, and,
   where the statement does not use the question's words or concludes something else, a notice that the
@@ -27,6 +27,14 @@ from dataclasses import dataclass, replace
 
 from ingestion.records import StatementRecord
 from prompts import load_prompt
+from rag_app.answering.claims import ClaimComparison, Verdict, is_yes_no_question, negates, topic_overlap
+from rag_app.answering.claims.claim_comparison import (
+    CONVERSE,
+    EXPRESSION,
+    OTHER_CONCLUSION,
+    OTHER_SUBJECT,
+    PART_OF_PHRASE,
+)
 from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
 from rag_app.answering.source_chooser import SourceChoice
 from rag_app.answering.source_features import read_claim
@@ -35,14 +43,6 @@ from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
 from rag_app.settings.answering import QuoteSettings
-from retriever.text.claims import ClaimComparison, Verdict, is_yes_no_question, negates, topic_overlap
-from retriever.text.claims.claim_comparison import (
-    CONVERSE,
-    EXPRESSION,
-    OTHER_CONCLUSION,
-    OTHER_SUBJECT,
-    PART_OF_PHRASE,
-)
 from retriever.types import SearchHit
 
 CHECK = "Check against the question:"
@@ -152,7 +152,7 @@ class YesNoReading:
 
     def refuter(self, question: str, hits: Sequence[SearchHit]) -> SearchHit | None:
         """The first of ``hits`` (in their order) that refutes the yes/no ``question``'s claim as asked (a
-        counterexample, a warning, the claim's negation: :mod:`retriever.text.claims.refutation`); None where
+        counterexample, a warning, the claim's negation: :mod:`rag_app.answering.claims.refutation`); None where
         none does, the lead-in is off, or the question does not ask yes or no."""
         if not self.quote.yes_no_lead or not is_yes_no_question(question):
             return None

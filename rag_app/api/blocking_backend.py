@@ -83,7 +83,7 @@ class BlockingBackend:
     def ingest(self, work: Callable[[], T]) -> T:
         """``work`` (an ingest: ``rag.ingest``, ``rag.ingest_demo``) in the calling thread, which reports its
         progress to its page. Two sessions ingesting at once take turns at the index's writer lock
-        (``retriever.store.index_lock.WriterLock``: threads and processes, with its own deadline)."""
+        (``retriever.storage.index_lock.WriterLock``: threads and processes, with its own deadline)."""
         return work()
 
     def in_turn(self, work: Callable[[], T]) -> T:

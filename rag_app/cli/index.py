@@ -25,9 +25,9 @@ from rag_app.cli.common import (
 from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from retriever import IndexMismatchError
+from retriever.storage.index_lock import exclusive
 from retriever.store.companion_index import COMPANION_DIR
 from retriever.store.index_health import IndexHealth, StoreState
-from retriever.store.index_lock import exclusive
 from retriever.store.statement_index import PAPERS
 from retriever.types import record_to_dict
 
@@ -114,7 +114,7 @@ def reembed_if_the_default_changed(settings: Settings) -> None:
 
 def catch_up_second_embedding(rag: MathRAG) -> None:
     """The quick start's index gets the second model's vectors it lacks (built before the model was on)."""
-    second = rag.companion_index()
+    second = rag.indexes.companion_index()
     statements = int(rag.index.manifest().get("statements", 0) or 0)
     if second is None or statements == 0:
         return
@@ -172,7 +172,7 @@ def build_fusion(
     The models are `formula.models` (`packaged`, or a directory from `rag-app train formula`).
     """
     with MathRAG(_searched_settings(config, index)) as rag:
-        update = rag.build_fusion(rebuild=rebuild, show_progress=not as_json)
+        update = rag.build_marf(rebuild=rebuild, show_progress=not as_json)
         data = {**update.to_dict(), "models": rag.index.marf_encoder().identity,
                 "bytes": rag.index.marf_index().bytes_on_disk()}  # fmt: skip
     if as_json:
@@ -230,7 +230,7 @@ def build_dense2(
         except ValueError as error:
             _err(f"error: {error}")
             raise typer.Exit(2) from error
-        second = rag.companion_index()
+        second = rag.indexes.companion_index()
         model = second.embedder.identity if second is not None else ""
     data = {**update.to_dict(), "model": model}
     if as_json:
@@ -257,7 +257,7 @@ def duplicates(
     with MathRAG(_searched_settings(config, index)) as rag:
         started = time.perf_counter()
         joined = rag.rebuild_duplicates(show_progress=not as_json) if rebuild else None
-        groups = rag.duplicate_groups()
+        groups = rag.indexes.duplicate_groups()
         found = list(groups.groups())
         data: dict[str, object] = {
             "statements": groups.count(),

@@ -24,6 +24,7 @@ from rag_app.cli.common import (
     app,
     input_files,
 )
+from rag_app.indexing.arxiv_month import download_arxiv_months
 from rag_app.indexing.dask_ingest import ClusterError
 
 # Exit codes (README, "Exit codes"): scripts tell these apart.
@@ -209,7 +210,7 @@ def _ingest_arxiv_month(
             raise typer.BadParameter(str(error)) from error
     rag = MathRAG(settings)
     if download:
-        for month, fetched in zip(months, rag.download_arxiv_months(months, source), strict=True):
+        for month, fetched in zip(months, download_arxiv_months(settings, months, source), strict=True):
             _err(
                 f"{month}: downloaded {fetched.downloaded} e-prints ({fetched.already_present} already present, "
                 f"{len(fetched.failed)} failed) of {fetched.listed} listed in {fetched.seconds:.1f} s"

@@ -259,7 +259,7 @@ def train_query_adapter(
     job = TrainQueryAdapterJob(settings, settings.resolved_index_dir, out.expanduser() if out else None)
     try:
         if second_embedding:
-            second = MathRAG(settings).companion_index()
+            second = MathRAG(settings).indexes.companion_index()
             if second is None:
                 raise ValueError(
                     "the second embedding model is off: set second_embedding.model (e.g. packaged:all-mpnet-base-v2) "

@@ -10,7 +10,7 @@ from rag_app.evaluation.report import EvaluationReport
 from rag_app.evaluation.retrievers import RETRIEVERS, Retriever, RunFileRetriever, build_retriever
 from rag_app.evaluation.runner import EvalRequest, arqmath_query_set, run_evaluation
 from rag_app.evaluation.trec_files import RunEntry, TrecFormatError, read_qrels, read_run, write_run
-from retriever.formulas.formula_share import formula_share, formula_slice
+from retriever.text.formula_share import formula_share, formula_slice
 
 __all__ = [
     "RETRIEVERS",

@@ -22,7 +22,7 @@ from ingestion.ingest_limits import IngestLimits
 from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
 from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.datasets.statement_names import label_words, plain_name, reserved_for_evaluation
-from retriever.formulas.formula_share import formula_tokens
+from retriever.text.formula_share import formula_tokens
 
 STACKS = "corpora/stacks-project"
 HOTT = "corpora/hott-book/main.tex"

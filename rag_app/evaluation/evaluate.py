@@ -31,7 +31,7 @@ from rag_app.evaluation.trec_files import MAX_RUN_DEPTH, Run
 from rag_app.search.search_stack import SearchStack
 from rag_app.settings import PaperSettings, Settings
 from retriever import StatementIndex
-from retriever.formulas.formula_share import SLICES, formula_share, formula_slice
+from retriever.text.formula_share import SLICES, formula_share, formula_slice
 
 # Results per query when none is asked for: ARQMath runs go 1000 deep; MAP@100 needs 100.
 DEFAULT_DEPTH = {Protocol.ARQMATH: MAX_RUN_DEPTH, Protocol.RELEVANT_SET: 100, Protocol.KNOWN_ITEM: 100}

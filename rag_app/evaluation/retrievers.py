@@ -15,7 +15,7 @@ from typing import Protocol
 from rag_app.datasets.query_set import EvalQuery
 from rag_app.evaluation.trec_files import RunEntry, read_run
 from rag_app.search.search_stack import RunName, SearchStack, UnknownRunNameError
-from retriever.search.search_mode import SearchMode
+from retriever.search_mode import SearchMode
 from retriever.types import StatementSearcher
 
 

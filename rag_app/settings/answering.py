@@ -74,7 +74,7 @@ class QuoteSettings(BaseModel):
     # content words. Two short model calls, yes/no questions only.
     yes_no_lead: bool = Field(True, description='"Yes, as [n] states:" above the quote of a yes/no question')
     # How the lead-in is decided (issue 74, bench/yes_no_verdict.py): "rules" compares the question's claim with
-    # the quoted statement's hypotheses and conclusion (retriever/text/claims/claim_comparison.py; no model call, and
+    # the quoted statement's hypotheses and conclusion (rag_app/answering/claims/claim_comparison.py; no model call, and
     # no "Yes" to any of the 173 false claims of eval/questions/yes-no-claims.v1.jsonl); "model" is the earlier
     # verdict (two model calls, about 4 s; it said "Yes" to most false claims that drop a hypothesis);
     # "rules+model" says "Yes" only where both do.

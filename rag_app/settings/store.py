@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from retriever.store.chroma_connection import ChromaConnection, HNSWParams
+from retriever.storage.chroma_connection import ChromaConnection, HNSWParams
 
 
 class HNSWSettings(BaseModel):

@@ -20,14 +20,14 @@ from tqdm import tqdm
 
 from rag_app.training.formula_rewrites import EquivalencePair
 from rag_app.training.optimization import adamw_with_warmup, step
-from retriever.formulas.formula_encoder import (
+from retriever.models.formula_encoder import (
     FormulaEncoder,
     FormulaEncoderConfig,
     FormulaVocabulary,
     maxsim_scores,
     mean_pool,
 )
-from retriever.formulas.normalizer import normalize_formula
+from retriever.text.formula_normalizer import normalize_formula
 
 
 @dataclass(frozen=True, slots=True)

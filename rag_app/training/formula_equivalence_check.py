@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from rag_app.training.formula_rewrites import EquivalencePair
-from retriever.formulas.formula_encoder import FormulaEncoder, maxsim_scores
-from retriever.formulas.normalizer import normalize_formula
-from retriever.store.bm25_index import BM25Index
+from retriever.models.formula_encoder import FormulaEncoder, maxsim_scores
+from retriever.storage.bm25_index import BM25Index
+from retriever.text.formula_normalizer import normalize_formula
 
 
 def check_equivalence(

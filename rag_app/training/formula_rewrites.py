@@ -21,7 +21,7 @@ import sympy
 from sympy.parsing.latex import parse_latex
 from tqdm import tqdm
 
-from retriever.formulas.normalizer import normalize_formula
+from retriever.text.formula_normalizer import normalize_formula
 
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _ELEMENTARY = frozenset(

@@ -21,11 +21,11 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from rag_app.training.optimization import adamw_with_warmup, step
-from retriever.formulas.formula_encoder import FormulaEncoder, maxsim_scores
-from retriever.formulas.formula_selection import select_formulas
-from retriever.formulas.marf_fusion import FusionConfig, MaRFFusion, fuse_texts
-from retriever.formulas.query_formulas import query_formulas
 from retriever.models.embedder import Embedder
+from retriever.models.formula_encoder import FormulaEncoder, maxsim_scores
+from retriever.models.marf_fusion import FusionConfig, MaRFFusion, fuse_texts
+from retriever.text.formula_selection import select_formulas
+from retriever.text.query_formulas import query_formulas
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from tqdm import tqdm
 from ingestion import Source, StatementRecord
 from rag_app.training.training_pairs import TrainingPair
 from retriever.models.embedder import Embedder
-from retriever.store.bm25_index import BM25Index
+from retriever.storage.bm25_index import BM25Index
 
 
 def category_bucket(record: StatementRecord) -> str:

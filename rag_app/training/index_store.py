@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.store.statement_index import MANIFEST
 

@@ -30,11 +30,11 @@ from rag_app.training.formula_rewrites import MIN_TOKENS, EquivalencePair, gener
 from rag_app.training.fusion_trainer import FusionExample, FusionTrainer
 from rag_app.training.index_store import open_index_store
 from rag_app.training.training_pairs import pairs_without_llm
-from retriever.formulas.formula_encoder import FormulaEncoderConfig
-from retriever.formulas.formula_selection import select_formulas
-from retriever.formulas.marf_fusion import FusionConfig
-from retriever.formulas.normalizer import normalize_formula
-from retriever.store.atomic_files import directory_written_whole
+from retriever.models.formula_encoder import FormulaEncoderConfig
+from retriever.models.marf_fusion import FusionConfig
+from retriever.storage.atomic_files import directory_written_whole
+from retriever.text.formula_normalizer import normalize_formula
+from retriever.text.formula_selection import select_formulas
 
 FORMULA_QUERY_TOKENS = 6  # formula pairs use formulas at least this long (shorter ones name nothing)
 

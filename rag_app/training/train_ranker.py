@@ -46,9 +46,9 @@ from retriever.models.learned_ranker import (
     graph_features,
     packaged_directory,
 )
-from retriever.search.ranking_features import CATEGORICAL, FEATURE_NAMES, FEATURES_VERSION, feature_matrix
-from retriever.search.search_mode import SearchMode
-from retriever.store.statement_graph import StatementGraph
+from retriever.models.ranking_features import CATEGORICAL, FEATURE_NAMES, FEATURES_VERSION, feature_matrix
+from retriever.search_mode import SearchMode
+from retriever.storage.statement_graph import StatementGraph
 from retriever.types import SearchHit, StatementSearcher
 
 FEATURES_FILE = "features.npz"

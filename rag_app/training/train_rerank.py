@@ -43,8 +43,8 @@ from rag_app.training.train_questions import default_questions_file
 from rag_app.training.training_pairs import TrainingPair, count_by_kind, pairs_without_llm
 from retriever.models.cross_encoder_reranker import ADAPTER, CARD, KIND, PACKAGED_RERANKER_DIR
 from retriever.models.embedding_registry import resolve_embedder
-from retriever.search.search_mode import SearchMode
-from retriever.store.atomic_files import directory_written_whole
+from retriever.search_mode import SearchMode
+from retriever.storage.atomic_files import directory_written_whole
 
 SPLIT_FILE = "split.json"
 

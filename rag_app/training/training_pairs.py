@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ingestion import Source, StatementKind, StatementRecord
 from rag_app.datasets.statement_names import label_words, plain_name, reserved_for_evaluation
-from retriever.formulas.formula_share import formula_tokens
+from retriever.text.formula_share import formula_tokens
 
 PAIR_KINDS = ("name", "defined-term", "section", "label", "mse", "formula", "question")
 

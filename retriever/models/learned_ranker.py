@@ -1,6 +1,6 @@
 """A learned ranker (LightGBM LambdaMART) that reorders the first stage's top candidates.
 
-It reads only what the search already computed (:mod:`retriever.search.ranking_features`), so it needs no
+It reads only what the search already computed (:mod:`retriever.models.ranking_features`), so it needs no
 GPU, trains in minutes on a CPU (``rag-app train ranker``) and scores 100 candidates in about a
 millisecond. A ranker directory holds::
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retriever.models.embedder_artifact import EmbedderArtifact
-from retriever.search.ranking_features import (
+from retriever.models.ranking_features import (
     CITING_FEATURE_NAMES,
     FEATURE_NAMES,
     FEATURES_VERSION,
@@ -35,11 +35,11 @@ from retriever.search.ranking_features import (
     feature_matrix,
     graph_feature_matrix,
 )
-from retriever.store.atomic_files import directory_written_whole
+from retriever.storage.atomic_files import directory_written_whole
 from retriever.types import SearchHit
 
 if TYPE_CHECKING:
-    from retriever.store.statement_graph import StatementGraph
+    from retriever.storage.statement_graph import StatementGraph
 
 PACKAGED_RANKER_DIR = Path(__file__).parent / "learned_ranker_weights"
 CARD = "card.json"

@@ -28,7 +28,7 @@ import numpy as np
 
 from retriever.models.embedder import Embedder
 from retriever.models.embedder_artifact import EmbedderArtifact
-from retriever.store.atomic_files import directory_written_whole
+from retriever.storage.atomic_files import directory_written_whole
 from retriever.types import Query
 
 PACKAGED_QUERY_ADAPTER_DIR = Path(__file__).parent / "query_adapter_weights"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from retriever.store.bm25_index import BM25Index
+from retriever.storage.bm25_index import BM25Index
 from retriever.types import ScoredId
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from retriever.formulas.formula_lexical_searcher import FormulaLexicalSearcher
-from retriever.formulas.marf_index import MarfIndexError
-from retriever.formulas.marf_searcher import FormulaEncoderSearcher, MarfSearcher
-from retriever.formulas.query_formulas import query_formulas
 from retriever.models.query_adapter import QueryAdapter
 from retriever.search.bm25_searcher import BM25Searcher
 from retriever.search.dense_searcher import DenseSearcher
+from retriever.search.formula_lexical_searcher import FormulaLexicalSearcher
 from retriever.search.hybrid_searcher import HybridSearcher
+from retriever.search.marf_searcher import FormulaEncoderSearcher, MarfSearcher
 from retriever.search.rank_fusion import RankFusionMethod, fuse
-from retriever.search.search_mode import SearchMode
+from retriever.search_mode import SearchMode
+from retriever.store.marf_index import MarfIndexError
 from retriever.store.statement_index import FUSION_OFF, StatementIndex
+from retriever.text.query_formulas import query_formulas
 from retriever.types import ChannelSearcher, Ranking
 
 

@@ -2,7 +2,7 @@
 
 A statement's citers often name it by what it is for, or by a name it never writes ("by Nakayama's
 lemma"); the statement graph keeps their sentences as each statement's *citing text*, ranked by BM25
-(:mod:`retriever.store.citing_text`). This stage fuses that ranking with the learned ranker's by min-max
+(:mod:`retriever.storage.citing_text`). This stage fuses that ranking with the learned ranker's by min-max
 linear fusion, the citing channel weighed ``weight`` against the ranker's 1, over the ranker's own
 candidates only: a filter applies as before, and the scores stay in the ranker's units (each hit's score
 moves by ``weight`` times the spread of the ranker's scores times its normalized citing score), so the
@@ -20,9 +20,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as ChannelTimeout
 
 import retriever.deadline as deadline
-from retriever.search.search_filter import SearchFilter
-from retriever.search.search_mode import SearchMode
-from retriever.store.statement_graph import StatementGraph
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
+from retriever.storage.statement_graph import StatementGraph
 from retriever.types import Query, ResultSearcher, SearchResult, StatementSearcher, run_search
 
 logger = logging.getLogger(__name__)

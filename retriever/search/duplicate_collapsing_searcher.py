@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 
 import retriever.deadline as deadline
-from retriever.search.search_filter import SearchFilter
+from retriever.search_filter import SearchFilter
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.types import Query, ResultSearcher, SearchHit, SearchResult, StatementSearcher, run_search
 

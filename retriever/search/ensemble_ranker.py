@@ -6,10 +6,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retriever.formulas.formula_share import query_formula_share
 from retriever.search.rank_fusion import linear_fusion
-from retriever.search.search_mode import FUSED_MODES, SearchMode
+from retriever.search_mode import FUSED_MODES, SearchMode
 from retriever.store.companion_index import CHANNEL, CompanionIndex
+from retriever.text.formula_share import query_formula_share
 from retriever.types import Ranker, Ranking, ScoredId
 
 logger = logging.getLogger(__name__)

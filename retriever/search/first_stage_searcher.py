@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 
 import retriever.deadline as deadline
-from retriever.search.search_filter import SearchFilter
-from retriever.search.search_mode import SearchMode
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
 from retriever.store.statement_index import StatementIndex
 from retriever.types import Query, Ranker, Ranking, ResultSearcher, SearchHit, SearchResult
 

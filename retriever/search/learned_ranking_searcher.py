@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 
 import retriever.deadline as deadline
 from retriever.models.learned_ranker import LearnedRanker
-from retriever.search.search_filter import SearchFilter
-from retriever.search.search_mode import SearchMode
-from retriever.store.statement_graph import StatementGraph
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
+from retriever.storage.statement_graph import StatementGraph
 from retriever.types import ResultSearcher, ScoredBy, SearchResult, StatementSearcher, run_search
 
 

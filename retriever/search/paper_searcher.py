@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from ingestion.latex_ingestor import arxiv_abs_url
 from ingestion.records import Source, paper_key
-from retriever.search.search_filter import SearchFilter, metadata_categories, metadata_date
+from retriever.search_filter import SearchFilter, metadata_categories, metadata_date
 from retriever.types import SearchHit, StatementSearcher
 
 MSE_QUESTION_URL = "https://math.stackexchange.com/q/{id}"

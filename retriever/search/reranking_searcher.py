@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 
 import retriever.deadline as deadline
 from retriever.models.cross_encoder_reranker import CrossEncoderReranker
-from retriever.search.search_filter import SearchFilter
-from retriever.search.search_mode import SearchMode
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
 from retriever.types import ResultSearcher, ScoredBy, SearchResult, StatementSearcher, run_search
 
 # Formula-only search matches formula structure; a text cross-encoder has nothing to add there.

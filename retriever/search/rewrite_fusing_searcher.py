@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 
 import retriever.deadline as deadline
-from retriever.search.search_filter import SearchFilter
+from retriever.search_filter import SearchFilter
 from retriever.types import Query, ResultSearcher, ScoredBy, SearchHit, SearchResult, StatementSearcher, run_search
 
 

@@ -7,7 +7,7 @@ reranker) reads the same query: the one a paper's notation would match. See
 
 from __future__ import annotations
 
-from retriever.search.search_filter import SearchFilter
+from retriever.search_filter import SearchFilter
 from retriever.text.query_notation import read_typed_notation
 from retriever.types import Query, ResultSearcher, SearchResult, StatementSearcher, run_search
 

@@ -13,9 +13,9 @@ from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError
 
 from ingestion.records import Citation, LabelReference, Source, StatementKind, StatementRecord
-from retriever.store.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
+from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
+from retriever.storage.hnsw_files import VectorFilesStamp, check_vector_files, vector_files_stamp
 from retriever.store.exact_neighbours import ExactNeighbours
-from retriever.store.hnsw_files import VectorFilesStamp, check_vector_files, vector_files_stamp
 from retriever.store.record_cache import DEFAULT_MAX_STATEMENTS, RecordCache
 from retriever.types import ScoredId
 

@@ -37,8 +37,8 @@ from tqdm import tqdm
 from ingestion.records import StatementRecord
 from retriever.models.embedder import Embedder
 from retriever.models.query_adapter import QueryAdapter, query_vector
-from retriever.store.atomic_files import write_text_atomically
-from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.storage.atomic_files import write_text_atomically
+from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import collection_nearest, collection_vectors
 from retriever.store.exact_neighbours import ExactNeighbours
 from retriever.types import ScoredId, VectorUpdate

@@ -19,18 +19,18 @@ import numpy as np
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
-from retriever.formulas.formula_model_error import FormulaModelError
-from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
+from retriever.models.formula_model_error import FormulaModelError
+from retriever.storage.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 
 if TYPE_CHECKING:
-    from retriever.formulas.marf_encoder import MarfEncoder
-    from retriever.formulas.marf_index import MarfIndex
-    from retriever.store.bm25_index import BM25Index
+    from retriever.models.marf_encoder import MarfEncoder
+    from retriever.storage.bm25_index import BM25Index
+    from retriever.storage.statement_graph import StatementGraph
     from retriever.store.chroma_store import ChromaStatementStore
     from retriever.store.companion_index import CompanionIndex
     from retriever.store.duplicate_groups import DuplicateGroups
     from retriever.store.lexical_indexes import LexicalIndexes
-    from retriever.store.statement_graph import StatementGraph
+    from retriever.store.marf_index import MarfIndex
 
 logger = logging.getLogger(__name__)
 # Statements read from Chroma per batch when a store catches up.
@@ -281,7 +281,7 @@ class _StatementFileStore:
 
 
 class StatementGraphStore(_StatementFileStore):
-    """The labels each statement references and what they resolve to (``retriever.store.statement_graph``)."""
+    """The labels each statement references and what they resolve to (``retriever.storage.statement_graph``)."""
 
     name = "statement graph"
     what = "the statement graph was"
@@ -292,7 +292,7 @@ class StatementGraphStore(_StatementFileStore):
 
 
 class CitingTextStore:
-    """Each statement's citing text (``retriever.store.citing_text``), in the graph's file: the graph writes it
+    """Each statement's citing text (``retriever.storage.citing_text``), in the graph's file: the graph writes it
     with every write of the references, so it holds a statement when its text is what its citers' sentences
     give, and a repair writes the whole table again from the references."""
 

@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
-from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.storage.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"

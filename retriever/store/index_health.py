@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from retriever.store.bm25_segment import BM25SegmentError
-from retriever.store.hnsw_files import VECTOR_REPAIR, check_segment, segment_directories
+from retriever.storage.bm25_segment import BM25SegmentError
+from retriever.storage.hnsw_files import VECTOR_REPAIR, check_segment, segment_directories
+from retriever.storage.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 from retriever.store.reindex import reindex
-from retriever.store.sqlite_file import StoreFileBusyError, StoreFileDamagedError
 from retriever.store.statement_index import StatementIndex
 
 logger = logging.getLogger(__name__)

@@ -15,11 +15,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
-from retriever.formulas.formula_terms import FORMULA_B, FORMULA_K1, FormulaIndexStats, formula_documents
-from retriever.store.atomic_files import write_text_atomically
-from retriever.store.bm25_index import DATABASE as BM25_DATABASE
-from retriever.store.bm25_index import BM25Index
-from retriever.store.bm25_segment import BM25SegmentError
+from retriever.storage.atomic_files import write_text_atomically
+from retriever.storage.bm25_index import DATABASE as BM25_DATABASE
+from retriever.storage.bm25_index import BM25Index
+from retriever.storage.bm25_segment import BM25SegmentError
+from retriever.text.formula_terms import FORMULA_B, FORMULA_K1, FormulaIndexStats, formula_documents
 from retriever.text.math_tokenizer import tokenize
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from contextlib import closing
 from pathlib import Path
 
 from ingestion.records import StatementRecord
-from retriever.store.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.storage.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
 from retriever.text.statement_profile import PROFILE_RULES_VERSION, StatementProfile
 
 PROFILES_DB = "ranking_profiles.sqlite"

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from ingestion.records import StatementRecord
 from retriever.models.embedder import Embedder
-from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.store.statement_index import MANIFEST, save_manifest
 

@@ -28,11 +28,12 @@ import numpy as np
 from tenacity import Retrying, stop_after_attempt, wait_incrementing
 
 from ingestion.records import StatementRecord
-from retriever.formulas.marf_index import MarfIndex, MarfIndexError
 from retriever.models.embedder import Embedder
-from retriever.store.atomic_files import file_stamp, write_text_atomically
-from retriever.store.bm25_index import BM25Index
-from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.storage.atomic_files import file_stamp, write_text_atomically
+from retriever.storage.bm25_index import BM25Index
+from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.storage.index_lock import IndexWriterBusyError, WriterLock
+from retriever.storage.statement_graph import StatementGraph
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
 from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import (
@@ -47,22 +48,15 @@ from retriever.store.derived_stores import (
     WordIndexStore,
 )
 from retriever.store.duplicate_groups import DuplicateGroups
-from retriever.store.index_lock import IndexWriterBusyError, WriterLock
-from retriever.store.lexical_indexes import (  # noqa: F401 - FORMULA_LEXICAL, FORMULA_STATS, LEXICAL_STALE: their old home
-    FORMULA_LEXICAL,
-    FORMULA_STATS,
-    LEXICAL_STALE,
-    REBUILD_BATCH,
-    LexicalIndexes,
-)
+from retriever.store.lexical_indexes import LexicalIndexes
+from retriever.store.marf_index import MarfIndex, MarfIndexError
 from retriever.store.paper_manifest import PaperManifest
 from retriever.store.ranking_profiles import RankingProfiles
 from retriever.store.reload_guard import ReloadGuard
-from retriever.store.statement_graph import StatementGraph
 from retriever.types import VectorUpdate
 
 if TYPE_CHECKING:  # torch loads with it (2.6 s): imported where a formula encoder is built
-    from retriever.formulas.marf_encoder import MarfEncoder
+    from retriever.models.marf_encoder import MarfEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -355,7 +349,7 @@ class StatementIndex:
         if self.formula_models is None:
             raise MarfIndexError(FUSION_OFF)
         if self._marf_encoder is None:
-            from retriever.formulas.marf_encoder import FormulaModels, MarfEncoder
+            from retriever.models.marf_encoder import FormulaModels, MarfEncoder
 
             self._marf_encoder = MarfEncoder(self.embedder, FormulaModels.load(self.formula_models))
         return self._marf_encoder

@@ -1,7 +1,7 @@
 """What the learned ranker reads off a statement alone, the same for every query: its statement profile.
 
 Made once per statement, at ingest (``retriever.store.ranking_profiles`` keeps them beside the index), and
-read by every search that ranks the statement (``retriever.search.ranking_features``). It lives here, with
+read by every search that ranks the statement (``retriever.models.ranking_features``). It lives here, with
 the text's other readings, so that the store that keeps profiles imports nothing that searches.
 """
 
@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from ingestion import Source, StatementKind, StatementRecord
-from retriever.formulas.formula_share import formula_share, formula_tokens
+from retriever.text.formula_share import formula_share, formula_tokens
 from retriever.text.math_tokenizer import tokenize
 
 KINDS = tuple(StatementKind)

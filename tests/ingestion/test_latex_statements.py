@@ -1,6 +1,5 @@
+from ingestion.latex_front_matter import document_authors, document_title
 from ingestion.latex_statements import (
-    document_authors,
-    document_title,
     extract_statements,
     kind_for,
     theorem_environments,

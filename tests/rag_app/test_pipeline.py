@@ -194,7 +194,7 @@ def test_a_new_arxiv_version_replaces_the_old_one_and_is_not_its_duplicate(tmp_p
     assert rag.ingest([paper("v1", "proper")]).added == 2
     second = rag.ingest([paper("v2", "nontrivial")])
     assert (second.added, second.removed) == (1, 1) and rag.index.count() == 2
-    assert list(rag.duplicate_groups().groups()) == [] and rag.duplicate_groups().count() == 2
+    assert list(rag.indexes.duplicate_groups().groups()) == [] and rag.indexes.duplicate_groups().count() == 2
     hits = rag.search("subgroup of a cyclic group", k=2)
     assert "nontrivial" in hits[0].record.text and all(hit.duplicates == () for hit in hits)
 
@@ -238,7 +238,7 @@ def test_opening_a_mistyped_index_creates_nothing_and_searching_it_says_so(
     with pytest.raises(IndexNotFoundError):
         rag.index  # noqa: B018 - reading the property is the test
     with pytest.raises(IndexNotFoundError):
-        rag.duplicate_groups()
+        rag.indexes.duplicate_groups()
     with pytest.raises(IndexNotFoundError):
         asyncio.run(ServingBackend(rag).status())
     assert not typo.exists()

@@ -18,7 +18,7 @@ from retriever.deadline import DeadlinePassedError, run_within, within
 from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
 from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
-from retriever.search.search_mode import SearchMode
+from retriever.search_mode import SearchMode
 from retriever.types import SearchHit
 
 

@@ -29,7 +29,7 @@ from rag_app.api.http_app import ReleasingStream, create_app
 from rag_app.api.mcp_tools import build_mcp_server
 from rag_app.api.serving_backend import DeadlineError, ServingBackend
 from rag_app.settings import ApiSettings, Settings
-from retriever.formulas.marf_index import MarfIndexError
+from retriever.store.marf_index import MarfIndexError
 from tests.conftest import make_settings
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rag_app.datasets.query_set import QuerySet
 from rag_app.evaluation.dev_sets import MANIFEST, label_words, plain_name, write_dev_sets
-from retriever.formulas.formula_share import formula_share, formula_slice
+from retriever.text.formula_share import formula_share, formula_slice
 from tests.conftest import SHARED
 
 SETS_DIR = Path(__file__).resolve().parents[3] / "eval" / "sets"

@@ -16,7 +16,7 @@ import pytest
 from rag_app import MathRAG
 from rag_app.pipeline import demo_corpus_path
 from tests.conftest import make_settings
-from tests.retriever.store.test_index_lock import held_by_another_process
+from tests.retriever.storage.test_index_lock import held_by_another_process
 
 
 def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag_app import MathRAG
+from rag_app.answering.claims import counterexample_query
 from rag_app.search.search_stack import RunName, SearchStack, UnknownRunNameError
 from retriever.search.channel_ranker import ChannelRanker
 from retriever.search.citing_fusing_searcher import CitingFusingSearcher
@@ -16,11 +17,10 @@ from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSe
 from retriever.search.first_stage_searcher import FirstStageSearcher
 from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
 from retriever.search.reranking_searcher import RerankingSearcher
-from retriever.search.search_filter import SearchFilter
-from retriever.search.search_mode import SearchMode
 from retriever.search.typed_notation_searcher import TypedNotationSearcher
+from retriever.search_filter import SearchFilter
+from retriever.search_mode import SearchMode
 from retriever.store.chroma_store import ChromaStatementStore
-from retriever.text.claims import counterexample_query
 from tests.conftest import make_settings
 
 

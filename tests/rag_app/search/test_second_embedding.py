@@ -43,7 +43,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> MathRAG:
 
 
 def test_ingestion_embeds_with_both_models(shipped: MathRAG) -> None:
-    second = shipped.companion_index()
+    second = shipped.indexes.companion_index()
     assert second is not None and second.embedder.identity == MPNET
     assert second.statements() == shipped.index.count() > 0
     assert second.embedder.dimension == 768 and shipped.index.embedder.dimension == 384

@@ -13,7 +13,7 @@ from rag_app.search.statement_rewrite import StatementRewriter, usable_statement
 from rag_app.serving.llm_client import LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from retriever.search.rewrite_fusing_searcher import RewriteFusingSearcher
-from retriever.search.search_filter import SearchFilter
+from retriever.search_filter import SearchFilter
 from retriever.types import SearchHit
 from tests.rag_app.answering.test_conversation import ScriptedClient
 

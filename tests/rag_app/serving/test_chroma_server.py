@@ -13,7 +13,7 @@ from rag_app import MathRAG
 from rag_app.serving.chroma_server import ChromaServerProcess
 from rag_app.serving.llm_server import free_port
 from retriever import Embedder, SearchMode, StatementIndex
-from retriever.store.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
+from retriever.storage.chroma_connection import ChromaConnection, HNSWParams, chroma_client_settings
 from tests.conftest import make_settings
 from tests.retriever.store.test_statement_index import PACKAGED, RECORDS
 from tests.searchers import first_stage

@@ -19,7 +19,7 @@ from rag_app.training.formula_rewrites import (
     random_expression,
     rewrites,
 )
-from retriever.formulas.formula_encoder import FormulaEncoder, FormulaEncoderConfig
+from retriever.models.formula_encoder import FormulaEncoder, FormulaEncoderConfig
 
 
 def test_rewrites_are_equal_and_near_misses_are_not() -> None:

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from rag_app.cli import app
 from rag_app.pipeline import MathRAG
-from retriever.formulas.formula_encoder import FormulaEncoder, FormulaEncoderConfig, FormulaVocabulary
-from retriever.formulas.marf_encoder import FormulaModels, MarfEncoder
-from retriever.formulas.marf_fusion import FusionConfig, MaRFFusion
-from retriever.formulas.marf_index import MarfIndexError
+from retriever.models.formula_encoder import FormulaEncoder, FormulaEncoderConfig, FormulaVocabulary
+from retriever.models.marf_encoder import FormulaModels, MarfEncoder
+from retriever.models.marf_fusion import FusionConfig, MaRFFusion
+from retriever.store.marf_index import MarfIndexError
 from tests.conftest import make_settings
 
 # Trains, starts a server or browser, or reads real corpora: out of the fast tier.

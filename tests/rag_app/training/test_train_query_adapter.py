@@ -110,7 +110,7 @@ def test_an_adapter_is_trained_for_the_second_models_vectors(demo_index_dir: Pat
 
     # Named in the settings, the second model's channel searches with the adapted query vector.
     monkeypatch.setenv("RAG_APP_SECOND_EMBEDDING__QUERY_ADAPTER", summary["directory"])
-    second = MathRAG(Settings.load()).companion_index()
+    second = MathRAG(Settings.load()).indexes.companion_index()
     assert second is not None and second.query_adapter is not None
     query = "the closure of a compact set"
     vector = adapter.apply(second.embedder.embed_query(query))

@@ -18,7 +18,7 @@ from rag_app.settings import Settings
 from rag_app.settings.training import RankerTrainingSettings
 from rag_app.training.train_ranker import FEATURES_FILE, SOURCE_FIELD_FEATURES, QueryGroups, TrainRankerJob
 from retriever.models.learned_ranker import LearnedRanker
-from retriever.search.ranking_features import FEATURE_NAMES
+from retriever.models.ranking_features import FEATURE_NAMES
 from tests.conftest import make_settings
 
 # Trains, starts a server or browser, or reads real corpora: out of the fast tier.
@@ -131,7 +131,7 @@ def test_kind_weights_refit_on_the_same_features_and_must_name_a_training_kind(
 def test_a_ranker_trained_with_the_citing_sentences_reads_them_in_a_search(
     demo_index_dir: Path, tmp_path: Path
 ) -> None:
-    from retriever.search.ranking_features import CITING_FEATURE_NAMES
+    from retriever.models.ranking_features import CITING_FEATURE_NAMES
 
     settings = small_settings(tmp_path, demo_index_dir)
     settings.training.ranker.citing_features = True

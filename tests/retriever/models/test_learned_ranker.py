@@ -12,9 +12,9 @@ import pytest
 
 from ingestion import Source, StatementKind, StatementRecord
 from retriever.models.learned_ranker import CARD, KIND, MODEL, LearnedRanker, LearnedRankerError, packaged_directory
+from retriever.models.ranking_features import FEATURE_NAMES, FEATURES_VERSION, feature_matrix
 from retriever.search.learned_ranking_searcher import LearnedRankingSearcher
-from retriever.search.ranking_features import FEATURE_NAMES, FEATURES_VERSION, feature_matrix
-from retriever.search.search_mode import SearchMode
+from retriever.search_mode import SearchMode
 from retriever.types import SearchHit
 
 EMBEDDER = "packaged:all-MiniLM-L6-v2+unicode-math"

@@ -7,7 +7,7 @@ from pathlib import Path
 from ingestion import Source, StatementKind, StatementRecord
 from ingestion.records import LabelReference
 from retriever.search.citing_fusing_searcher import CitingFusingSearcher
-from retriever.store.statement_graph import StatementGraph
+from retriever.storage.statement_graph import StatementGraph
 from retriever.types import ResultSearcher, SearchHit, SearchResult
 
 

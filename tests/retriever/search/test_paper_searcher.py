@@ -6,7 +6,7 @@ import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from retriever.search.paper_searcher import PaperAggregation, PaperSearcher, aggregate, group_papers
-from retriever.search.search_filter import SearchFilter
+from retriever.search_filter import SearchFilter
 from retriever.types import SearchHit
 
 

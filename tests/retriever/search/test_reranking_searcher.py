@@ -8,7 +8,7 @@ from pathlib import Path
 from ingestion import Source, StatementKind, StatementRecord
 from retriever.models.cross_encoder_reranker import CrossEncoderReranker
 from retriever.search.reranking_searcher import RerankingSearcher
-from retriever.search.search_mode import SearchMode
+from retriever.search_mode import SearchMode
 from retriever.types import SearchHit
 from tests.conftest import RERANK_FIXTURE_DOCS
 

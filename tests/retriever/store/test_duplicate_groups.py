@@ -8,7 +8,7 @@ import numpy as np
 
 from ingestion.records import Source, StatementKind, StatementRecord
 from retriever.search.duplicate_collapsing_searcher import DuplicateCollapsingSearcher
-from retriever.search.search_filter import SearchFilter
+from retriever.search_filter import SearchFilter
 from retriever.store.duplicate_groups import DuplicateGroups, formula_key, rebuild, text_key
 from retriever.types import ScoredId, SearchHit
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
-from retriever.store.chroma_connection import EMBEDDED, ChromaConnection
+from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import ChromaStatementStore
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -19,11 +19,11 @@ from typer.testing import CliRunner
 from rag_app import MathRAG
 from rag_app.cli import app
 from rag_app.pipeline import demo_corpus_path
+from retriever.storage.statement_graph import StatementGraph
 from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import WordIndexStore
 from retriever.store.duplicate_groups import DuplicateGroups
 from retriever.store.index_health import IndexHealth
-from retriever.store.statement_graph import StatementGraph
 from retriever.store.statement_index import StatementIndex
 from tests.conftest import make_settings
 
@@ -357,7 +357,7 @@ def test_a_store_file_another_process_holds_is_busy_not_damaged_and_repair_leave
     `repair` deleted graph.sqlite with its -wal and -shm under the process writing it."""
     import sqlite3
 
-    from retriever.store import sqlite_file
+    from retriever.storage import sqlite_file
 
     index = tmp_path / "index"
     env = {"RAG_APP_DATA_DIR": str(tmp_path / "data"), "RAG_APP_INGESTION__ISOLATE_PAPERS": "false"}

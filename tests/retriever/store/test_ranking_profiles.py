@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from rag_app import MathRAG
 from rag_app.cli import app
 from rag_app.pipeline import demo_corpus_path
-from retriever.search.ranking_features import StatementProfile, StatementProfiles
+from retriever.models.ranking_features import StatementProfile, StatementProfiles
 from retriever.store.index_health import IndexHealth
 from retriever.store.ranking_profiles import PROFILE_VERSION, PROFILES_DB, RankingProfiles
 from tests.conftest import make_settings
-from tests.retriever.store.test_statement_graph import record
+from tests.retriever.storage.test_statement_graph import record
 
 
 def test_a_kept_profile_is_the_one_made_from_the_statement(tmp_path: Path) -> None:

@@ -12,12 +12,12 @@ import pytest
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import LabelReference, Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
-from retriever import reindex as reindex_module
-from retriever.formulas.formula_lexical_searcher import FormulaIndexStats
-from retriever.formulas.marf_index import MarfIndexError
-from retriever.store.bm25_index import BM25Index
+from retriever.store import reindex as reindex_module
+from retriever.storage.bm25_index import BM25Index
 from retriever.store.derived_stores import WordIndexStore
+from retriever.store.marf_index import MarfIndexError
 from retriever.store.reindex import reindex
+from retriever.text.formula_terms import FormulaIndexStats
 from tests.embedders import HashingEmbedder, random_adapter
 from tests.searchers import first_stage
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retriever.formulas.query_formulas import query_formulas
+from retriever.text.query_formulas import query_formulas
 from retriever.text.query_notation import read_typed_notation
 from retriever.text.unicode_math_text import UnicodeMathText
 

@@ -63,7 +63,7 @@ def test_an_index_embedded_in_the_latex_form_asks_to_be_reindexed(tmp_path: Path
 
 
 def test_formula_fusion_reads_the_text_form_its_models_were_trained_on() -> None:
-    from retriever.formulas.marf_encoder import FormulaModels
+    from retriever.models.marf_encoder import FormulaModels
 
     def models(text_embedder: str) -> FormulaModels:
         return FormulaModels(Path("m"), None, None, {"text_embedder": text_embedder})  # type: ignore[arg-type]

@@ -1,0 +1,75 @@
+"""Which questions ask yes or no, whether they negate, and how much of their topic a statement shares."""
+
+from __future__ import annotations
+
+import re
+
+from rag_app.answering.claims.claim_terms import SCAFFOLDING, stem_of
+
+# Auxiliary verbs that open a yes/no question in English (after an optional "so," or "but").
+_YES_NO_OPENING = re.compile(
+    r"^\s*(?:(?:so|but|and|then)\s*,?\s+)?"
+    r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had|isn't|aren't|"
+    r"doesn't|don't|can't)\b",
+    re.IGNORECASE,
+)
+
+_AUXILIARY = r"(?:is|are|was|were|does|do|did|can|could|must|should|will|would|may|might|has|have|had)"
+
+# "If p is prime and p does not divide a, is a^(p-1) = 1 mod p?": a yes/no question after its hypotheses.
+_PREFACED_YES_NO = re.compile(
+    rf"^\s*(?:if|for|in|on|over|when|whenever|given|with|under|let|suppose|assume)\b.*?,\s*{_AUXILIARY}\b.*\?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def is_yes_no_question(question: str) -> bool:
+    """Whether ``question`` asks yes or no ("Is every PID a UFD?", "Does sum 1/p converge", "If p is prime,
+    is ...?")."""
+    return bool(_YES_NO_OPENING.match(question) or _PREFACED_YES_NO.match(question))
+
+
+# A question that negates (or asks about failure) is where the model's verdicts went wrong.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|cannot|can't|isn't|aren't|doesn't|don't|fails?|false|without|"
+    r"counterexamples?|non[-\w]*)\b",
+    re.IGNORECASE,
+)
+# Words that carry no topic, beyond the claims' scaffolding: truth words and existence.
+_NOT_TOPIC = SCAFFOLDING | frozenset(
+    "isn't aren't doesn't don't can't not no false possible possibly exist exists existing".split()  # noqa: SIM905
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+
+
+def negates(question: str) -> bool:
+    """Whether the question carries a negation ("not", "non-", "fails", "without", ...)."""
+    return bool(_NEGATION.search(question))
+
+
+def topic_words(text: str) -> set[str]:
+    """The stems of the words of ``text`` that carry its topic (three letters or more, scaffolding left out),
+    stemmed as the claims are (:func:`rag_app.answering.claims.claim_terms.stem_of`)."""
+    words = (word.lower().strip("'-") for word in _WORD.findall(text))
+    return {stem_of(word) for word in words if len(word) >= 3 and word not in _NOT_TOPIC}
+
+
+def topic_overlap(question: str, statement: str) -> float:
+    """The share of the question's topic words that the statement uses (1.0 when it has none)."""
+    asked = topic_words(question)
+    if not asked:
+        return 1.0
+    return len(asked & topic_words(statement)) / len(asked)
+
+
+_OPENING_WORDS = re.compile(
+    r"^\s*(?:is|are|does|do|can|must|will|would|should|has|have)\s+(?:every|each|any|all|an?|the)?\s*", re.I
+)
+
+
+def counterexample_query(question: str) -> str:
+    """The yes/no ``question``'s claim worded as its failure, to search for a counterexample or a warning:
+    "Is every flat module projective?" -> "counterexample: flat module projective? There exists one which is
+    not; in general not." The words of the claim stay; the failure's words are what research text writes."""
+    claim = _OPENING_WORDS.sub("", question.strip()).rstrip(" ?")
+    return f"counterexample: {claim}? There exists one which is not; in general not."

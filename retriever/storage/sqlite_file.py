@@ -1,0 +1,136 @@
+"""The one way the index's SQLite stores (duplicate groups, the statement graph) open their file, and the
+one place their errors are told apart: a file that is *busy* (another process holds its lock past the
+timeout: wait, never rebuild) from a file that is *damaged* (truncated, zeroed, not a database: named, and
+``rag-app repair`` rebuilds it from Chroma)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+BUSY_TIMEOUT_S = 60
+
+
+# Both are sqlite3.DatabaseError, so that the code that already goes on past a store's failure (an ingest
+# never fails on the statement graph) still does; what tells them apart is whether to rebuild.
+class StoreFileDamagedError(sqlite3.DatabaseError):
+    """A derived store's SQLite file cannot be read; the message names it and what to run."""
+
+
+class StoreFileBusyError(sqlite3.DatabaseError):
+    """Another process has held a derived store's SQLite file past the timeout: the file is fine."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in WAL mode (readers never block the writer), waiting up to a minute for a lock."""
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+    # WAL mode is kept in the file; asking for it again cost half a millisecond on each of a search's
+    # three connections, so it is asked only of a file not (yet) in it.
+    if not in_wal_mode(path):
+        db.execute("PRAGMA journal_mode=WAL")
+    return db
+
+
+class ReadConnections:
+    """A store's read connection, kept open per thread between reads.
+
+    A search reads three of these files. Opening and closing a connection for each read cost about 1.2 ms
+    of a 25 ms search (bench/results/search_profile.md). A connection is kept only while the file on disk
+    is the one it opened: a file removed, rebuilt (``rag-app repair``) or replaced by another process has a
+    new inode or change time, and the next read opens the new one. An error drops the connection. Reads
+    only: a kept connection never holds a transaction between reads, so it blocks no writer.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()  # sqlite3 connections belong to the thread that opened them
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        stamp = _file_identity(self.path)  # taken before connecting: a file replaced meanwhile reads as changed
+        held: tuple[tuple[int, int, int] | None, sqlite3.Connection] | None = getattr(self._local, "held", None)
+        if held is not None and held[0] != stamp:
+            self.drop()
+            held = None
+        if held is None:
+            held = self._local.held = (stamp, connect(self.path))
+        try:
+            yield held[1]
+        except sqlite3.Error:
+            self.drop()
+            raise
+
+    def drop(self) -> None:
+        """Close this thread's kept connection, if any."""
+        held = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is not None:
+            held[1].close()
+
+
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    """Which file is at ``path`` (device, inode, change time); None for none. Unlike
+    :func:`retriever.storage.atomic_files.file_stamp` (a file's content changed), this tells files apart."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino, status.st_ctime_ns)
+
+
+def in_wal_mode(path: Path) -> bool:
+    """Whether the database file's header says WAL (its read and write format versions are both 2)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header.startswith(b"SQLite format 3\x00") and header[18] == header[19] == 2
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether a SQLite error says another connection holds the lock (not that the file is damaged)."""
+    text = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def described(path: Path, error: sqlite3.Error) -> StoreFileDamagedError | StoreFileBusyError:
+    """``error`` as one of the two things it can mean for a derived store's file, in words."""
+    reason = " ".join(str(error).split())[:200] or type(error).__name__
+    if is_busy(error):
+        return StoreFileBusyError(
+            f"{path} is busy: another process has held it for over {BUSY_TIMEOUT_S} s ({reason}); "
+            "try again when it is done (the file is not damaged)"
+        )
+    return StoreFileDamagedError(f"{path} is damaged ({reason}); `rag-app repair` rebuilds it from Chroma")
+
+
+def named_errors(method: F) -> F:
+    """A store method whose SQLite errors come out as :func:`described` (the store has ``path``)."""
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (StoreFileDamagedError, StoreFileBusyError):
+            raise
+        except sqlite3.DatabaseError as error:
+            raise described(self.path, error) from error
+
+    return guarded  # type: ignore[return-value]
+
+
+def remove_damaged(path: Path) -> None:
+    """Delete a damaged store file with its ``-wal`` and ``-shm`` (only ever after :func:`described` said
+    damaged: a busy file is another process's, and is never removed)."""
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
