@@ -9,9 +9,9 @@ import bm25s
 import numpy as np
 import pytest
 
+from retriever.storage import bm25_index, bm25_scoring
 from retriever.storage.bm25_index import BM25Index
 from retriever.storage.bm25_segment import BM25Segment
-from retriever.storage import bm25_index, bm25_scoring
 
 VOCABULARY = [f"t{number}" for number in range(400)]
 

@@ -12,8 +12,8 @@ import pytest
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import LabelReference, Source, StatementKind, StatementRecord, statement_id
 from retriever import Embedder, IndexMismatchError, SearchMode, StatementIndex
-from retriever.store import reindex as reindex_module
 from retriever.storage.bm25_index import BM25Index
+from retriever.store import reindex as reindex_module
 from retriever.store.derived_stores import WordIndexStore
 from retriever.store.marf_index import MarfIndexError
 from retriever.store.reindex import reindex
