@@ -124,7 +124,7 @@ class Answer:
     def yes_no_verdict(self) -> str | None:
         """A yes/no question's quoting answer: the verdict on the quoted statement (a ``Verdict`` value)."""
         yes_no = self.generation.yes_no
-        return yes_no.verdict.value if yes_no and yes_no.verdict else None
+        return yes_no.verdict.value if yes_no else None  # None: no reading ran (not a yes/no quoting answer)
 
     @property
     def lead_in(self) -> str | None:

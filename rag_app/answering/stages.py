@@ -102,9 +102,9 @@ class YesNoLead:
     "rules+model"); ``reason``, ``missing`` (the statement's hypotheses the question does not state) and
     ``unmatched`` (the question's terms the statement does not use): what decided it, for the reader to check."""
 
-    verdict: Verdict | None
+    verdict: Verdict  # Verdict.NONE where there is none
     lead_in: str | None
-    ms: float
+    ms: float  # 0 where no reading ran (no model call)
     method: str = "model"
     reason: str = ""
     missing: tuple[str, ...] = ()
@@ -112,8 +112,7 @@ class YesNoLead:
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "verdict": self.verdict.value if self.verdict else None,
-            "lead_in": self.lead_in,
+            # the verdict and the lead-in are the record's own fields (``yes_no_verdict``, ``lead_in``): said once
             "method": self.method,
             "reason": self.reason,
             "missing": list(self.missing),

@@ -29,6 +29,7 @@ from functools import cache
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from rag_app.answering.citations import CITATION_PATTERN
+from rag_app.answering.claims.lexicon import EQUIVALENCE, NEGATIONS, OBJECT_NOUNS, SETUP_SENTENCE, SYMBOL_WORDS
 from retriever.text.formula_normalizer import normalize_formula
 from retriever.text.math_tokenizer import english_stemmer
 
@@ -50,48 +51,12 @@ _FUNCTION_WORDS = frozenset(
     guarantees express expressed expresses respectively well-known important crucial key basic e but yet
     lemmas theorems propositions corollaries definitions remarks specified property properties""".split()  # noqa: SIM905 (one word list, read as prose)
 )
-# Words a source often says with a symbol instead: present when the source's formulas hold the symbol.
-_SYMBOL_WORDS = {
-    "equal": ("=", "\\ge", "\\le", "\\geq", "\\leq"),
-    "between": ("<", "\\le"),
-    "greater": (">", "\\ge", "\\geq"),
-    "less": ("<", "\\le", "\\leq"),
-    "dimension": ("\\dim",),
-    "degree": ("\\deg", "["),
-    "product": ("\\prod", "\\times", "\\otimes", "\\cdot"),
-    "tensor": ("\\otimes",),
-    "sum": ("\\sum", "+", "\\oplus"),
-    "union": ("\\cup", "\\bigcup"),
-    "intersection": ("\\cap", "\\bigcap"),
-    "subset": ("\\subset", "\\subseteq"),
-    "integral": ("\\int",),
-    "infinite": ("\\infty",),
-    "spectrum": ("\\mathrm{Spec}", "Spec"),
-    "inequality": ("\\le", "\\ge", "<", ">"),
-    "bound": ("\\le", "\\ge", "\\ll", "\\lesssim"),
-    "kernel": ("\\ker", "{ker}"),
-    "image": ("\\im", "\\operatorname{im}"),
-    "composition": ("\\circ",),
-    "isomorphic": ("\\cong", "\\simeq"),
-    "limit": ("\\lim", "\\to"),
-}
-# Objects a statement introduces ("Let $X$ be a topological space"): a sentence may leave them implicit.
-# Its qualifiers ("Noetherian", "Cohen-Macaulay", "finite") are hypotheses that must not be dropped.
-_OBJECT_NOUNS = frozenset(
-    """ring rings module modules field fields space spaces scheme schemes set sets map maps function functions
-    morphism morphisms point points element elements group groups category categories type types sheaf sheaves
-    object objects ideal ideals algebra algebras variety varieties graph graphs matrix matrices vector vectors
-    integer integers number numbers sequence sequences subset subsets topological site sites complex
-    complexes measure measures operator operators polynomial polynomials""".split()  # noqa: SIM905
-)
-_NEGATIONS = frozenset({"not", "no", "never", "cannot", "none", "nor", "neither", "without", "fails", "fail"})
 _REASONING_LINKS = (
     "this implies", "which implies", "it follows", "this means", "therefore", "hence", "consequently",
     "this shows", "as a consequence", "is a consequence of", "directly implies", "thus",
 )  # fmt: skip
-_EQUIVALENCE = re.compile(r"\b(if and only if|iff|equivalent|equivalently|exactly when|precisely when)\b", re.I)
-_HYPOTHESIS = re.compile(r"\b(let|assume|suppose|if|given|whenever|for every|for all|for each)\b", re.I)
-_CONCLUSION = re.compile(r"\b(then|we have|there exists?|there is|is|are)\b", re.I)
+# an equivalence stated: the lexicon's phrases, and "equivalent(ly)" said of two statements
+_EQUIVALENCE = re.compile(EQUIVALENCE.pattern.replace("(?:", "(?:equivalent|equivalently|", 1), re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CONNECTIVE = re.compile(r"\b([A-Za-z][\w-]*)\s+(and|or)\s+([A-Za-z][\w-]*)\b", re.I)
 
@@ -151,12 +116,12 @@ RESTATED_SHARE = 0.75
 
 @cache
 def _object_stems() -> frozenset[str]:
-    return frozenset(english_stemmer().stemWords(list(_OBJECT_NOUNS)))
+    return frozenset(english_stemmer().stemWords(list(OBJECT_NOUNS)))
 
 
 @cache
 def _symbol_stems() -> dict[str, tuple[str, ...]]:
-    return {english_stemmer().stemWord(word): symbols for word, symbols in _SYMBOL_WORDS.items()}
+    return {english_stemmer().stemWord(word): symbols for word, symbols in SYMBOL_WORDS.items()}
 
 
 def _said_by_symbol(term: str, source: str) -> bool:
@@ -181,7 +146,7 @@ def split_hypotheses(source: str) -> tuple[str, str]:
     sentences = re.split(r"(?<=[.;])\s+", plain)
     hypotheses, rest = [], []
     for sentence in sentences:
-        if re.match(r"\s*(let|assume|suppose|given)\b", sentence, re.I):
+        if SETUP_SENTENCE.match(sentence):
             hypotheses.append(sentence)
             continue
         condition = re.search(r"\b(if|whenever)\b(.*?)(,\s*then\b|\bthen\b)(.*)", sentence, re.I | re.S)
@@ -212,7 +177,7 @@ class StatementChecker:
         source_terms = content_terms(source)
         question_terms = content_terms(question)
         stem = english_stemmer().stemWord
-        negations = {stem(n) for n in _NEGATIONS}
+        negations = {stem(n) for n in NEGATIONS}
         inserted = sorted(
             term
             for term in sentence_terms - source_terms

@@ -113,9 +113,9 @@ class YesNoReading:
         try:
             model_lead = self.by_model(client or self.client(), question, hit, number)
         except (LLMUnavailableError, LLMServerError, PackagedModelError):
-            failed = YesNoLead(None, None, 0.0, method)  # the quote stands without the model's lead-in
-            return (failed if method == "model" else replace(rules, lead_in=None, verdict=None, method=method)), ()
-        calls = (ModelCall("verdict", model_lead.ms),) if model_lead.verdict is not None else ()
+            failed = YesNoLead(Verdict.NONE, None, 0.0, method)  # the quote stands without the model's lead-in
+            return (failed if method == "model" else replace(rules, lead_in=None, verdict=Verdict.NONE, method=method)), ()
+        calls = (ModelCall("verdict", model_lead.ms),) if model_lead.ms > 0 else ()  # 0: no call was made
         if method == "model":
             return model_lead, calls
         agreed = model_lead.lead_in is not None  # the model's "Yes" beside the rules' own
@@ -179,12 +179,12 @@ class YesNoReading:
 
     def by_model(self, client: ChatClient, question: str, hit: SearchHit, number: int) -> YesNoLead:
         """The model's lead-in: the model reads the statement whole and judges "the answer is yes" and "the answer
-        is no" TRUE or FALSE; no verdict where that cannot be checked (``verdict`` None: no call was made)."""
+        is no" TRUE or FALSE; no verdict (``Verdict.NONE``, ``ms`` 0: no call was made) where that cannot be checked."""
         started = time.perf_counter()
         fence = new_fence_key()
         text = source_block(number, hit, fence)  # numbered as the answer quotes it
         if (client.count_tokens(text) or estimate_tokens(text)) > self.quote.yes_no_max_statement_tokens:
-            return YesNoLead(None, None, 0.0, "model")  # read cut, a verdict could be wrong about the part not read
+            return YesNoLead(Verdict.NONE, None, 0.0, "model")  # read cut, a verdict could be wrong about the part not read
         prompt = load_prompt(self.quote.yes_no_prompt)
         claims = []
         for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
@@ -205,7 +205,7 @@ def rules_lead_in(comparison: ClaimComparison, number: int) -> str | None:
     if comparison.verdict is Verdict.NO:  # refuted by the statement: a counterexample, a warning, the negation
         if comparison.reason.endswith("counterexample"):
             return f"No: [{number}] gives a counterexample:"
-        return f"No: [{number}] states the opposite:"
+        return f"No: [{number}] refutes it:"  # OPPOSITE says "states the opposite", without a "No"
     if comparison.verdict is Verdict.ONLY_IF:
         return f"Only under a hypothesis the question does not state ({', '.join(comparison.missing)}); [{number}]:"
     if comparison.unmatched:
@@ -229,12 +229,12 @@ def parse_claim(reply: str) -> bool | None:
 
 def verdict_of_claims(yes_claim: bool | None, no_claim: bool | None) -> Verdict:
     """YES only when "the answer is yes" was judged TRUE and "the answer is no" FALSE (NO the other way
-    round); anything else, both TRUE included, is UNCLEAR."""
+    round); anything else, both TRUE included, is no verdict (NONE: the two judgements did not agree)."""
     if yes_claim is True and no_claim is False:
         return Verdict.YES
     if yes_claim is False and no_claim is True:
         return Verdict.NO
-    return Verdict.UNCLEAR
+    return Verdict.NONE
 
 
 def checkable_lead_in(question: str, statement: str, verdict: Verdict, number: int, min_overlap: float) -> str | None:

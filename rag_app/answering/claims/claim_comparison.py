@@ -28,13 +28,11 @@ from enum import Enum
 
 from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, terms_of
 from rag_app.answering.claims.implied_conditions import StatedConditions
+from rag_app.answering.claims.lexicon import EQUIVALENCE
 from rag_app.answering.claims.refutation import refutes
 from rag_app.answering.claims.statement_claims import StatementClaim, statement_claims
 from rag_app.answering.claims.term_matching import unmatched_terms, written_otherwise
 from rag_app.answering.claims.yes_no_questions import is_yes_no_question
-
-_QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
-
 
 _ANSWER_OPENING = re.compile(r"^\s*(yes|no|never)\b", re.IGNORECASE)
 
@@ -74,19 +72,17 @@ UNPROVED_KINDS = frozenset({"conjecture", "question", "problem", "exercise", "hy
 
 class Verdict(Enum):
     """A verdict on a yes/no question, as the answer records it (``yes_no_verdict``). The rules give YES,
-    NO (the statement refutes the claim: :mod:`rag_app.answering.claims.refutation`), OPPOSITE, ONLY_IF or NONE;
-    the model's reading (``answers.quote.yes_no_method = "model"``) gives YES, NO (it judged "the answer is no"
-    true and "yes" false) or UNCLEAR (its two judgements did not agree)."""
+    NO (the statement refutes the claim: :mod:`rag_app.answering.claims.refutation`; its lead-in says "No: [n]
+    refutes it" or "gives a counterexample"), OPPOSITE (the same terms with the other polarity, not a refutation:
+    "[n] states the opposite", no "No"), ONLY_IF or NONE; the model's reading (``answers.quote.yes_no_method =
+    "model"``) gives YES, NO (it judged "the answer is no" true and "yes" false) or NONE. NONE is the one "no
+    verdict", whatever the reason (``reason`` says it; issue 93 folded the model's UNCLEAR and ``None`` into it)."""
 
     YES = "yes"
     NO = "no"
     OPPOSITE = "opposite"
     ONLY_IF = "only-if"
     NONE = "none"
-    UNCLEAR = "unclear"
-
-
-ClaimVerdict = Verdict  # its name before issue 84
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +120,7 @@ def compare(
         # An answer post ("Yes. By the structure theorem ...") answers its own thread's question, not
         # necessarily this one; its first word is no verdict on a claim it does not state.
         return ClaimComparison(Verdict.NONE, "an answer to another question")
-    asked_text, asked_formulas = split_math(question_latex(_QUESTION_IFF.sub(",", question)))
+    asked_text, asked_formulas = split_math(question_latex(EQUIVALENCE.sub(",", question)))
     asked = terms_of(asked_text, asked_formulas)
     claims = statement_claims(statement_latex, definition)
     if not asked.words or not claims:
@@ -261,7 +257,6 @@ def _opposed(asked: tuple[Word, ...], concluded: tuple[Word, ...]) -> bool:
 
 __all__ = [
     "ClaimComparison",
-    "ClaimVerdict",
     "StatementClaim",
     "Verdict",
     "compare",

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from rag_app.answering.claims.lexicon import NEGATIONS, NUMBER_WORDS, OBJECT_NOUNS
 from retriever.text.math_tokenizer import english_stemmer
 from retriever.text.query_notation import read_typed_notation, to_latex
 from retriever.text.unicode_math_text import UnicodeMathText
@@ -29,7 +30,6 @@ _MATH = re.compile(
     re.DOTALL,
 )
 _PLACEHOLDER = "\ue000{}\ue001"  # a formula's place in the text, so that splitting on "." or "," misses it
-PLACEHOLDER = re.compile("\ue000(\\d+)\ue001")
 _LATEX_MARKUP = re.compile(r"\\(?:emph|textit|textbf|text|it|bf|em)\b|\{\\it\s|[{}]|\\[A-Za-z]+")
 # A formula naming one object (M, R, x_1, 𝔭) says nothing a question must repeat.
 _NAME_ONLY = re.compile(r"^[^\W\d_]{1,2}(?:_[^\W_]{1,2})?'?$")
@@ -46,18 +46,7 @@ _SCAFFOLDING_WORDS = """
     respect having either only again too
 """
 SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
-# Nouns that name the kind of object, not a hypothesis about it: a statement's "Let R be a ring" binds a
-# name; a question that leaves out "ring" has dropped nothing.
-_GENERIC_NOUNS_WORDS = """
-    set sets subset subsets space spaces function functions map maps mapping element elements point points
-    number numbers integer integers ring rings module modules group groups field fields matrix matrices sequence
-    sequences series family families object objects morphism morphisms scheme schemes graph graphs polynomial
-    polynomials vector vectors variable variables ideal ideals operator operators measure measures value values
-    term terms collection collections structure structures coefficient coefficients system systems
-    topological category categories
-"""
-GENERIC_NOUNS = frozenset(_GENERIC_NOUNS_WORDS.split())
-_NEGATORS = frozenset({"not", "no", "never", "cannot", "can't", "isn't", "aren't", "doesn't", "don't", "nor", "fails"})
+GENERIC_NOUNS = OBJECT_NOUNS  # the kind of object, not a hypothesis about it (the one lexicon)
 # Antonym pairs (stems): the second member is the negative of the first.
 _ANTONYMS = {
     "diverg": "converg",
@@ -141,10 +130,9 @@ _QUANTIFIERS = frozenset({"every", "any", "all", "each", "arbitrary"})
 _ARTICLES = frozenset({"a", "an", "the"})
 _NUMBER_SYSTEMS = frozenset("ℝℂℤℚℕ")
 _BLACKBOARD_LETTERS = {"R": "ℝ", "C": "ℂ", "Z": "ℤ", "Q": "ℚ", "N": "ℕ"}
-_NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
 _MEASURED_NUMBER = re.compile(
     r"\b(dimension|rank|degree|genus|codimension|height|length|order|characteristic|depth)\s+("
-    + "|".join(_NUMBER_WORDS)
+    + "|".join(NUMBER_WORDS)
     + r")\b",
     re.IGNORECASE,
 )
@@ -232,7 +220,7 @@ def terms_of(text: str, formulas: list[str]) -> Terms:
     text = _COMPOUND.sub(lambda m: _compound(m, formulas), text)
     text = _TYPED_OVER.sub("", text)  # "R-algebras" typed: the algebras, as "$R$-algebras" is read
     # "dimension one" is "dimension 1" ("one" alone is scaffolding: "every one of them")
-    text = _MEASURED_NUMBER.sub(lambda m: f"{m.group(1)} {_NUMBER_WORDS[m.group(2).lower()]}", text)
+    text = _MEASURED_NUMBER.sub(lambda m: f"{m.group(1)} {NUMBER_WORDS[m.group(2).lower()]}", text)
     text = _without_accents(_LATEX_MARKUP.sub(" ", text).replace("’", "'"))
     words: list[Word] = []
     keys: list[str] = []
@@ -259,7 +247,7 @@ def terms_of(text: str, formulas: list[str]) -> Terms:
             after_name = quantified = of_link = False
             continue
         lowered = token.lower()
-        if lowered in _NEGATORS:
+        if lowered in NEGATIONS:
             negate_next = 3  # "not", "no": the next few words are denied ("is not solvable", "has no zeros")
             phrase += 1
             continue

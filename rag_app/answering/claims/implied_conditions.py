@@ -17,11 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10,
-}  # fmt: skip
-_NUMBER = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
+from rag_app.answering.claims.lexicon import NUMBER_WORDS
+
+_NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 _WORDED_BOUND = re.compile(
     r"\b(?:(greater|larger|bigger|more) than|(at least|no less than)|(less|smaller|fewer) than|(at most|no more than))"
     r"\s+" + _NUMBER + r"\b",
@@ -69,7 +67,7 @@ class StatedConditions:
 
 
 def _as_number(text: str) -> int:
-    return int(text) if text.isdigit() else _NUMBER_WORDS[text.lower()]
+    return int(text) if text.isdigit() else NUMBER_WORDS[text.lower()]
 
 
 def _implies(stated: str, number: int, relation: str, bound: int) -> bool:

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
+from rag_app.answering.claims.lexicon import EQUIVALENCE, SETUP_SENTENCE
 from rag_app.answering.claims.statement_claims import StatementClaim, statement_claims
 from rag_app.answering.claims.term_matching import unmatched_terms
 from rag_app.answering.claims.yes_no_questions import is_yes_no_question, negates
@@ -36,12 +37,10 @@ _GENERALITY_DENIED = re.compile(
 _CLAIM_DENIED = re.compile(r"\bit is (?:not true|not the case|false) that\b", re.IGNORECASE)
 _COUNTEREXAMPLE = re.compile(r"\bcounter ?examples?\b", re.IGNORECASE)
 _CONVERSE_FAILS = re.compile(r"\bthe converse (?:is not true|is false|does not hold|fails)\b", re.IGNORECASE)
-_QUESTION_IFF = re.compile(r"\b(?:if and only if|iff|exactly when|precisely when)\b", re.IGNORECASE)
 # Adverbs a warning words its denial with ("is automatically projective", "in general not"): no qualifier.
 _HEDGES = frozenset(stem_of(word) for word in ("automatically", "general", "generally", "necessarily", "always"))
 _NEGATED_CLAUSE = re.compile(r"\b(?:not|cannot|never)\b([^,;.]*)", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"\\item\b(?:\[[^\]]*\])?|\n\s*[*\u2022]\s+")
-_SETUP = re.compile(r"\s*(?:let|suppose|assume|fix|consider|denote|given|set|throughout)\b", re.IGNORECASE)
 _MEANING_MODIFIERS = frozenset({"quasi", "pseudo", "semi", "weak", "pre", "sub", "super", "almost", "ind", "pro"})
 # "-ly" words that only narrow the object they stand before ("finitely generated" is handled as a phrase)
 _NARROWING_ADVERBS = frozenset({"only", "many", "countably", "finitely"})
@@ -66,7 +65,7 @@ def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None
     """The refutation of the yes/no ``question``'s claim by a statement of ``kind``, or None (see the module)."""
     if not is_yes_no_question(question) or negates(question) or kind not in _READ_KINDS:
         return None
-    asked_text, asked_formulas = split_math(question_latex(_QUESTION_IFF.sub(",", question)))
+    asked_text, asked_formulas = split_math(question_latex(EQUIVALENCE.sub(",", question)))
     asked = terms_of(asked_text, asked_formulas)
     if not asked.words:
         return None
@@ -139,7 +138,7 @@ def leading_claim(latex: str) -> str:
     while rest.strip():
         sentence = first_sentence(rest)
         taken, rest = taken + sentence, rest[len(sentence) :]
-        if not _SETUP.match(sentence):
+        if not SETUP_SENTENCE.match(sentence):
             break
     return taken
 

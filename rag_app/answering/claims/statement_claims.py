@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 from rag_app.answering.claims.claim_terms import Terms, split_math, terms_of
+from rag_app.answering.claims.lexicon import EQUIVALENCE_PHRASES, SETUP_SENTENCE
 
 # The verbs that end a statement's subject ("A bounded entire function | is constant").
 _VERB = re.compile(
@@ -21,7 +22,6 @@ _VERB = re.compile(
     r"coincides|tends|commute|commutes|becomes|take|takes)\b"
 )
 
-_CONTEXT = re.compile(r"^(?:let|suppose|assume|fix|consider|given|write|denote)\b", re.IGNORECASE)
 
 _IF_THEN = re.compile(r"^(?:if|when|whenever|provided(?: that)?)\s+(.+?)(?:,\s*then\s+|\s+then\s+)(.+)$", re.I | re.S)
 
@@ -29,7 +29,7 @@ _IF_COMMA = re.compile(r"^(?:if|when|whenever|provided(?: that)?)\s+(.+),\s+(.+)
 
 _SCOPE = re.compile(r"^(?:for|on|in|over|under|given)\s+(.+?),\s+(.+)$", re.I | re.S)
 
-_IFF = re.compile(r"\s(?:if and only if|iff|exactly when|precisely when)\s", re.I)
+_IFF = re.compile(r"\s(?:" + "|".join(EQUIVALENCE_PHRASES) + r")\s", re.I)
 
 _THERE_IS = re.compile(r"^there\s+(?:is|are|exists?)\b", re.I)
 
@@ -83,7 +83,7 @@ def statement_claims(latex: str, definition: bool = False) -> list[StatementClai
     context = Terms((), ())
     claims: list[StatementClaim] = []
     for clause in _clauses(text):
-        if _CONTEXT.match(clause) and not re.search(r"\bthen\b", clause, re.I):
+        if SETUP_SENTENCE.match(clause) and not re.search(r"\bthen\b", clause, re.I):
             context = context.merged(terms_of(clause, formulas))
             continue
         for claim in _claim(clause, formulas, definition):

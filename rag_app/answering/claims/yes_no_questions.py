@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from rag_app.answering.claims.claim_terms import SCAFFOLDING, stem_of
+from rag_app.answering.claims.lexicon import WORD
 
 # Auxiliary verbs that open a yes/no question in English (after an optional "so," or "but").
 _YES_NO_OPENING = re.compile(
@@ -39,7 +40,6 @@ _NEGATION = re.compile(
 _NOT_TOPIC = SCAFFOLDING | frozenset(
     "isn't aren't doesn't don't can't not no false possible possibly exist exists existing".split()  # noqa: SIM905
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 
 
 def negates(question: str) -> bool:
@@ -50,7 +50,7 @@ def negates(question: str) -> bool:
 def topic_words(text: str) -> set[str]:
     """The stems of the words of ``text`` that carry its topic (three letters or more, scaffolding left out),
     stemmed as the claims are (:func:`rag_app.answering.claims.claim_terms.stem_of`)."""
-    words = (word.lower().strip("'-") for word in _WORD.findall(text))
+    words = (word.lower().strip("'-") for word in WORD.findall(text))
     return {stem_of(word) for word in words if len(word) >= 3 and word not in _NOT_TOPIC}
 
 

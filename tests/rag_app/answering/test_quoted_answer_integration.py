@@ -134,6 +134,6 @@ def test_a_yes_no_question_asks_the_real_server_for_a_verdict_and_shows_none_it_
     rag.settings.answers.quote.yes_no_method = "model"  # the model's way of deciding, against the real server
     answer = rag.ask("Is a finitely generated module $M$ with $IM = M$ zero, by Nakayama's lemma?", k=5)
     assert answer.status is AnswerStatus.ANSWERED and answer.cited == [1]
-    assert answer.yes_no_verdict == "unclear" and answer.lead_in is None and answer.text.startswith("[1] ")
+    assert answer.yes_no_verdict == "none" and answer.lead_in is None and answer.text.startswith("[1] ")
     assert answer.timings_ms["yes_no"] > 0
     assert [call.purpose for call in answer.model_calls] == ["choice", "verdict"]

@@ -48,8 +48,8 @@ def test_the_verdict_needs_exactly_one_of_the_two_claims() -> None:
     assert parse_claim("TRUE") is True and parse_claim(" false.") is False and parse_claim("[1]") is None
     assert verdict_of_claims(True, False) is Verdict.YES and verdict_of_claims(False, True) is Verdict.NO
     # the model's bias: "yes" and "no" both TRUE settles nothing
-    assert verdict_of_claims(True, True) is verdict_of_claims(False, False) is Verdict.UNCLEAR
-    assert verdict_of_claims(True, None) is Verdict.UNCLEAR
+    assert verdict_of_claims(True, True) is verdict_of_claims(False, False) is Verdict.NONE
+    assert verdict_of_claims(True, None) is Verdict.NONE
 
 
 def test_the_lead_in_needs_a_yes_a_plain_question_and_a_statement_about_it() -> None:
@@ -57,7 +57,7 @@ def test_the_lead_in_needs_a_yes_a_plain_question_and_a_statement_about_it() -> 
     assert topic_overlap(question, PID) == 1.0
     assert checkable_lead_in(question, PID, Verdict.YES, 2, 0.5) == "Yes, as [2] states:"
     assert checkable_lead_in(question, PID, Verdict.NO, 1, 0.5) is None, "the model never judged a no rightly"
-    assert checkable_lead_in(question, PID, Verdict.UNCLEAR, 2, 0.5) is None
+    assert checkable_lead_in(question, PID, Verdict.NONE, 2, 0.5) is None
     negated = "Can a principal ideal domain fail to be a unique factorization domain?"
     assert negates(negated) and negates("Is there a nonconstant bounded entire function?")
     assert not negates(question) and not negates("Is R[x] noetherian when R is?")
@@ -164,7 +164,7 @@ def test_a_yes_no_question_gets_the_rules_lead_in_above_the_quote_without_a_mode
     assert client.verdict_prompts == [], "the rules read the quote: the model's verdict (NO here) is not asked"
     assert [call.purpose for call in result.model_calls] == ["choice"]
     data = result.to_dict()
-    assert data["yes_no"]["method"] == "rules" and data["yes_no"]["verdict"] == "yes"
+    assert data["yes_no"]["method"] == "rules" and data["yes_no_verdict"] == "yes" and "verdict" not in data["yes_no"]
     assert [call["purpose"] for call in data["model_calls"]] == ["choice"]
     assert result.model_calls_text.startswith("scripted: choice ")
 
@@ -199,7 +199,7 @@ def test_the_model_way_asks_two_claims_and_reports_both_calls(tmp_path: Path) ->
 
 def test_no_lead_in_when_unclear_off_or_not_a_yes_no_question(tmp_path: Path) -> None:
     unclear, _ = answer(tmp_path, "Is every principal ideal domain a UFD?", "[2]", "UNCLEAR", yes_no_method="model")
-    assert after_notice(unclear).startswith("[2] ") and unclear.lead_in is None and unclear.yes_no_verdict == "unclear"
+    assert after_notice(unclear).startswith("[2] ") and unclear.lead_in is None and unclear.yes_no_verdict == "none"
     off, client = answer(tmp_path / "off", "Is every principal ideal domain a UFD?", "[2]", "YES", yes_no_lead=False)
     assert off.lead_in is None and client.verdict_prompts == []
     plain, client = answer(tmp_path / "plain", "PID implies UFD", "[2]", "YES")
@@ -242,3 +242,22 @@ def test_a_counterexample_the_search_found_is_quoted_first_under_no_and_the_mode
     true_side = answerer.stream("Is a smooth ring map flat?", replace(retrieval, search=RewrittenQuery(
         "Is a smooth ring map flat?", RewriteMethod.AS_ASKED)), time.perf_counter()).result()  # fmt: skip
     assert not true_side.text.startswith("No")
+
+
+def test_a_refutation_and_the_opposite_print_different_words() -> None:
+    """Issue 93: ``Verdict.NO`` (a refutation) and ``Verdict.OPPOSITE`` (the other polarity, no "No") said the same
+    "states the opposite"; a reader could not tell a refutation from a reversed claim."""
+    from rag_app.answering.claims.claim_comparison import ClaimComparison
+    from rag_app.answering.yes_no_lead import rules_lead_in
+
+    refuted = rules_lead_in(ClaimComparison(Verdict.NO, "the statement refutes the claim: opposite"), 1)
+    opposite = rules_lead_in(ClaimComparison(Verdict.OPPOSITE, "the statement asserts the opposite"), 1)
+    assert refuted is not None and opposite is not None
+    assert refuted.startswith("No:") and not opposite.startswith("No")
+    assert refuted.removeprefix("No: ") != opposite
+
+
+def test_no_verdict_has_one_value() -> None:
+    """Issue 93: "no verdict" was ``NONE``, ``UNCLEAR`` and ``None``; it is ``Verdict.NONE`` alone."""
+    assert [verdict.value for verdict in Verdict] == ["yes", "no", "opposite", "only-if", "none"]
+    assert verdict_of_claims(None, None) is Verdict.NONE

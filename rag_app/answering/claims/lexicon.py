@@ -1,0 +1,68 @@
+"""The words every reader of mathematical English here shares (issue 93): the claims reading (``claim_terms``,
+``statement_claims``, ``refutation``, ``implied_conditions``) and the written answer's check
+(``rag_app.answering.statement_check``). One list each, so that a word learned for one reader is learned for all;
+the regular expressions built from them live here too."""
+
+from __future__ import annotations
+
+import re
+
+# Words that deny what follows ("is not solvable", "has no zeros", "a ring without zero divisors").
+NEGATIONS = frozenset(
+    "not no never cannot can't isn't aren't doesn't don't nor neither none fails fail without".split()  # noqa: SIM905
+)
+
+# Words that open a sentence setting up a statement's objects rather than claiming ("Let $X$ be a scheme.").
+SETUP_WORDS = ("let", "suppose", "assume", "fix", "consider", "denote", "given", "set", "throughout", "write")
+SETUP_SENTENCE = re.compile(r"\s*(?:" + "|".join(SETUP_WORDS) + r")\b", re.IGNORECASE)
+
+# Phrases that state an equivalence; a claim read with one compares its two sides.
+EQUIVALENCE_PHRASES = ("if and only if", "iff", "exactly when", "precisely when")
+EQUIVALENCE = re.compile(r"\b(?:" + "|".join(EQUIVALENCE_PHRASES) + r")\b", re.IGNORECASE)
+
+# Nouns that name the kind of object, not a hypothesis about it: "Let R be a ring" binds a name, and a sentence
+# or question that leaves out "ring" has dropped nothing. Its qualifiers ("Noetherian", "finite") are hypotheses.
+OBJECT_NOUNS = frozenset(
+    """set sets subset subsets space spaces function functions map maps mapping element elements point points
+    number numbers integer integers ring rings module modules group groups field fields matrix matrices sequence
+    sequences series family families object objects morphism morphisms scheme schemes graph graphs polynomial
+    polynomials vector vectors variable variables ideal ideals operator operators measure measures value values
+    term terms collection collections structure structures coefficient coefficients system systems
+    topological category categories type types sheaf sheaves algebra algebras variety varieties site sites
+    complex complexes""".split()  # noqa: SIM905 (one word list, read as prose)
+)
+
+# Words a statement often writes as a symbol instead: said when its formulas hold the symbol.
+SYMBOL_WORDS: dict[str, tuple[str, ...]] = {
+    "equal": ("=", "\\ge", "\\le", "\\geq", "\\leq"),
+    "between": ("<", "\\le"),
+    "greater": (">", "\\ge", "\\geq"),
+    "less": ("<", "\\le", "\\leq"),
+    "dimension": ("\\dim",),
+    "degree": ("\\deg", "["),
+    "product": ("\\prod", "\\times", "\\otimes", "\\cdot"),
+    "tensor": ("\\otimes",),
+    "sum": ("\\sum", "+", "\\oplus"),
+    "union": ("\\cup", "\\bigcup"),
+    "intersection": ("\\cap", "\\bigcap"),
+    "subset": ("\\subset", "\\subseteq"),
+    "integral": ("\\int",),
+    "infinite": ("\\infty",),
+    "spectrum": ("\\mathrm{Spec}", "Spec"),
+    "inequality": ("\\le", "\\ge", "<", ">"),
+    "bound": ("\\le", "\\ge", "\\ll", "\\lesssim"),
+    "kernel": ("\\ker", "{ker}"),
+    "image": ("\\im", "\\operatorname{im}"),
+    "composition": ("\\circ",),
+    "isomorphic": ("\\cong", "\\simeq"),
+    "limit": ("\\lim", "\\to"),
+}
+
+# Numbers written as words ("dimension one", "greater than two").
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10,
+}  # fmt: skip
+
+# A word of running text (hyphens and apostrophes inside it).
+WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
