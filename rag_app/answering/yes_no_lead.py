@@ -114,7 +114,8 @@ class YesNoReading:
             model_lead = self.by_model(client or self.client(), question, hit, number)
         except (LLMUnavailableError, LLMServerError, PackagedModelError):
             failed = YesNoLead(Verdict.NONE, None, 0.0, method)  # the quote stands without the model's lead-in
-            return (failed if method == "model" else replace(rules, lead_in=None, verdict=Verdict.NONE, method=method)), ()
+            unread = replace(rules, lead_in=None, verdict=Verdict.NONE, method=method)
+            return (failed if method == "model" else unread), ()
         calls = (ModelCall("verdict", model_lead.ms),) if model_lead.ms > 0 else ()  # 0: no call was made
         if method == "model":
             return model_lead, calls
@@ -184,7 +185,8 @@ class YesNoReading:
         fence = new_fence_key()
         text = source_block(number, hit, fence)  # numbered as the answer quotes it
         if (client.count_tokens(text) or estimate_tokens(text)) > self.quote.yes_no_max_statement_tokens:
-            return YesNoLead(Verdict.NONE, None, 0.0, "model")  # read cut, a verdict could be wrong about the part not read
+            # read cut: a verdict could be wrong about the part not read
+            return YesNoLead(Verdict.NONE, None, 0.0, "model")
         prompt = load_prompt(self.quote.yes_no_prompt)
         claims = []
         for answer in ("yes", "no"):  # one claim at a time: asked for one verdict, the model said YES to all
