@@ -3,13 +3,15 @@ times, differently, and the written-answer check kept its own negations, object 
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
-import rag_app.answering.claims.statement_claims as claims_reader
 from rag_app.answering import statement_check
 from rag_app.answering.claims import claim_terms, lexicon
 
+# the module, not the function of the same name the package exports
+claims_reader = importlib.import_module("rag_app.answering.claims.statement_claims")
 ANSWERING = Path(statement_check.__file__).resolve().parent
 # a word list or pattern that opens with a setup word, a negation set, the equivalence phrases
 OWN_LISTS = re.compile(r"\(\?:let\||\(let\||\"let\", \"|'cannot'|\"cannot\"|if and only if\|iff")
