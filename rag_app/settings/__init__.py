@@ -95,10 +95,10 @@ class Settings(BaseSettings):
     arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     training: TrainingSettings = Field(default_factory=TrainingSettings)
-    # The old place of training.query_adapter: declared so that the environment source reads it; each
-    # source moves it into training.query_adapter (_old_training_keys_moved), so it is always None here.
+    # The old place of training.query_adapter: declared only so that the environment source reads it, and
+    # refused with its new name (_removed_keys_refused), so it is always None here.
     query_adapter_training: dict[str, Any] | None = Field(
-        None, exclude=True, description="old key of training.query_adapter"
+        None, exclude=True, description="removed (issue 93): training.query_adapter"
     )
     formula: FormulaSettings = Field(default_factory=FormulaSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
@@ -151,11 +151,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Precedence: explicit arguments, then the environment, then the TOML file.
-        # Each source's old keys are moved before the sources are merged, so that precedence holds
-        # between an old key in one source and the new key in another.
+        # Precedence: explicit arguments, then the environment, then the TOML file. A key removed in issue 93
+        # is refused in any of them, with its new name: read silently as an alias no more, never ignored.
         toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
-        return tuple(_OldKeysMoved(settings_cls, source) for source in (init_settings, env_settings, toml))
+        return tuple(_RemovedKeysRefused(settings_cls, source) for source in (init_settings, env_settings, toml))
 
     @classmethod
     def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
@@ -169,34 +168,36 @@ class Settings(BaseSettings):
             _explicit_config_file.reset(token)
 
 
-def _old_training_keys_moved(data: Any) -> Any:
-    """Training settings had four homes; they are all under ``training`` now. The old keys are read into
-    their new place: the embedding trainer's fields directly under ``training`` (now ``training.embed``),
-    ``query_adapter_training``, ``rerank.training`` and ``ranker.training``. Within one source the old key
-    wins over the new one."""
+class RemovedSettingError(SettingsOverrideError):
+    """A settings key that was an alias of another until issue 93: the message names the key to use."""
+
+
+def removed_keys(data: Any) -> list[str]:
+    """``data``'s keys that were read as aliases until issue 93, each with the key that replaced it."""
     if not isinstance(data, dict):
-        return data
-    moves: dict[str, Any] = {"query_adapter": data.get("query_adapter_training")}
+        return []
+    found = []
+    if data.get("query_adapter_training") is not None:
+        found.append("query_adapter_training: use training.query_adapter")
     for stage in ("rerank", "ranker"):
         section = data.get(stage)
         if isinstance(section, dict) and "training" in section:
-            data = data | {stage: {key: value for key, value in section.items() if key != "training"}}
-            moves[stage] = section["training"]
+            found.append(f"{stage}.training: use training.{stage}")
+    for stage in ("rerank", "second_embedding"):
+        section = data.get(stage)
+        section = section.model_dump() if isinstance(section, BaseModel) else section
+        for key in ("ask", "chat"):
+            if isinstance(section, dict) and key in section:
+                found.append(f"{stage}.{key}: use {stage}.answer (every answer) or {stage}.search (every search)")
     training = data.get("training")
-    training = training.model_dump() if isinstance(training, BaseModel) else dict(training or {})
-    moves["embed"] = {key: training.pop(key) for key in list(training) if key in EmbedTrainingSettings.model_fields}
-    moves = {key: value for key, value in moves.items() if value}
-    if not moves and "query_adapter_training" not in data:
-        return data
-    for key, value in moves.items():
-        new = training.get(key)
-        new = new.model_dump() if isinstance(new, BaseModel) else dict(new or {})
-        training[key] = new | (value.model_dump() if isinstance(value, BaseModel) else dict(value))
-    return {key: value for key, value in data.items() if key != "query_adapter_training"} | {"training": training}
+    if isinstance(training, dict):
+        embed_keys = EmbedTrainingSettings.model_fields
+        found += [f"training.{key}: use training.embed.{key}" for key in training if key in embed_keys]
+    return found
 
 
-class _OldKeysMoved(PydanticBaseSettingsSource):
-    """A settings source whose old keys are moved to their new place (``_old_training_keys_moved``)."""
+class _RemovedKeysRefused(PydanticBaseSettingsSource):
+    """A settings source that refuses the keys removed in issue 93 (``removed_keys``), naming their new place."""
 
     def __init__(self, settings_cls: type[BaseSettings], source: PydanticBaseSettingsSource) -> None:
         super().__init__(settings_cls)
@@ -206,7 +207,11 @@ class _OldKeysMoved(PydanticBaseSettingsSource):
         return self.source.get_field_value(field, field_name)
 
     def __call__(self) -> dict[str, Any]:
-        return _old_training_keys_moved(self.source())
+        data = self.source()
+        removed = removed_keys(data)
+        if removed:
+            raise RemovedSettingError(f"settings keys removed in issue 93 (CHANGELOG.md): {'; '.join(removed)}")
+        return data
 
 
 def _override_errors(error: ValidationError, applied: Mapping[str, object]) -> str:

@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 
 class PerTask(BaseModel):
     """A stage switched per task, the same from every front end (issue 86): ``search`` for every search (the
-    CLI's, ``/v1/search``, MCP's, the chat's Search page), ``answer`` for every answer's sources. The old keys
-    per front end are read as aliases: ``ask`` and ``chat`` set ``answer`` (``ask`` first where both are)."""
+    CLI's, ``/v1/search``, MCP's, the chat's Search page), ``answer`` for every answer's sources. Each stage
+    declares both with its own defaults (the keys per front end, ``ask`` and ``chat``, were removed in issue 93)."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _front_end_keys_as_tasks(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not ({"ask", "chat"} & data.keys()):
-            return data
-        data = dict(data)
-        ask, chat = data.pop("ask", None), data.pop("chat", None)
-        data.setdefault("answer", ask if ask is not None else chat)
-        return data
-
-    @property
-    def ask(self) -> bool:
-        """The old key: every answer now (``answer``)."""
-        return bool(self.answer)
-
-    @property
-    def chat(self) -> bool:
-        """The old key: the chat's answers are answers (``answer``), its Search page a search (``search``)."""
-        return bool(self.answer)
+    search: bool
+    answer: bool
 
 
 class EmbeddingSettings(BaseModel):
@@ -137,7 +120,7 @@ class SecondEmbeddingSettings(PerTask):
     )
     # Its query costs about 90 ms on 2 CPUs: over plain search's 100 ms budget, small beside an answer.
     search: bool = Field(False, description="every search uses it: `rag-app search`, the HTTP API, MCP, the chat")
-    answer: bool = Field(True, description="every answer's sources use it (old keys `ask`, `chat`)")
+    answer: bool = Field(True, description="every answer's sources use it")
 
     @property
     def enabled(self) -> bool:
@@ -193,7 +176,7 @@ class RerankSettings(PerTask):
     )
     search: bool = Field(False, description="every search reranks (also: search --rerank): CLI, HTTP, MCP, chat")
     # Off until a trained reranker that beats fusion ships in the package (docs/models-and-training.md).
-    answer: bool = Field(False, description="every answer reranks its sources (old keys `ask`, `chat`)")
+    answer: bool = Field(False, description="every answer reranks its sources")
 
 
 class RankerSettings(BaseModel):

@@ -1,9 +1,9 @@
 """Settings of the `train` commands, all under one key, ``training``: ``training.embed``,
 ``training.query_adapter``, ``training.rerank`` and ``training.ranker``.
 
-Older keys are read into their new place: the embedding trainer's fields directly under ``training``,
-``query_adapter_training``, ``rerank.training`` and ``ranker.training`` (``rag_app.settings`` moves them
-from each settings source before the sources are merged).
+The older keys (the embedding trainer's fields directly under ``training``, ``query_adapter_training``,
+``rerank.training``, ``ranker.training``) were read into their new place until issue 93; now a settings source
+that sets one is refused with the key to use (``rag_app.settings.removed_keys``).
 """
 
 from __future__ import annotations

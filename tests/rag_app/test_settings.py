@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -51,43 +52,46 @@ def test_the_auto_device_is_the_gpu_only_when_torch_sees_one(monkeypatch: pytest
     assert resolve_device("auto") == "cuda"
 
 
-def test_training_lives_under_one_key_and_the_old_keys_still_set_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("toml", "env", "named"),
+    [
+        ("[query_adapter_training]\nepochs = 7\n", {}, "query_adapter_training: use training.query_adapter"),
+        ("[rerank.training]\nmax_queries = 9\n", {}, "rerank.training: use training.rerank"),
+        ("[ranker.training]\ntrees = 5\n", {}, "ranker.training: use training.ranker"),
+        ("[training]\nepochs = 3\n", {}, "training.epochs: use training.embed.epochs"),
+        ("[rerank]\nask = true\n", {}, "rerank.ask: use rerank.answer"),
+        ("", {"RAG_APP_SECOND_EMBEDDING__CHAT": "false"}, "second_embedding.chat: use second_embedding.answer"),
+        ("", {"RAG_APP_QUERY_ADAPTER_TRAINING__EPOCHS": "11"}, "query_adapter_training: use training.query_adapter"),
+    ],
+)
+def test_a_removed_key_is_refused_with_its_new_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str, env: dict[str, str], named: str
 ) -> None:
+    """Issue 93: the keys read as aliases (issues 77 and 86) are removed; a file or environment that still sets
+    one fails with the key to use, rather than being read silently or ignored."""
+    from rag_app.settings import RemovedSettingError
+
     config = tmp_path / "rag_app.toml"
-    config.write_text(
-        "[training]\nepochs = 3\n\n[query_adapter_training]\nepochs = 7\n\n"
-        "[rerank]\ncandidates = 10\n[rerank.training]\nmax_queries = 9\n\n[ranker.training]\ntrees = 5\n\n"
-        "[training.embed]\nmax_pairs = 100\n",
-        encoding="utf-8",
-    )
-    old = Settings.load(config)
-    assert (old.training.embed.epochs, old.training.embed.max_pairs, old.training.query_adapter.epochs) == (3, 100, 7)
-    assert (old.rerank.candidates, old.training.rerank.max_queries, old.training.ranker.trees) == (10, 9, 5)
-    monkeypatch.setenv("RAG_APP_QUERY_ADAPTER_TRAINING__EPOCHS", "11")
-    monkeypatch.setenv("RAG_APP_RERANK__TRAINING__MAX_QUERIES", "12")
-    monkeypatch.setenv("RAG_APP_TRAINING__LEARNING_RATE", "0.001")
-    monkeypatch.setenv("RAG_APP_TRAINING__RANKER__TREES", "14")
-    env = Settings.load(config)
-    assert (env.training.query_adapter.epochs, env.training.rerank.max_queries) == (11, 12)
-    assert (env.training.embed.learning_rate, env.training.ranker.trees) == (0.001, 14)
+    config.write_text(toml, encoding="utf-8")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(RemovedSettingError, match=re.escape(named)):
+        Settings.load(config)
 
 
-def test_one_stack_per_task_and_the_front_end_keys_read_as_aliases(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_training_lives_under_one_key(tmp_path: Path) -> None:
+    config = tmp_path / "rag_app.toml"
+    config.write_text("[training.embed]\nmax_pairs = 100\n[training.ranker]\ntrees = 5\n", encoding="utf-8")
+    settings = Settings.load(config)
+    assert (settings.training.embed.max_pairs, settings.training.ranker.trees) == (100, 5)
+
+
+def test_one_stack_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 86: `rerank.chat` and `second_embedding.chat` made the chat's Search page rank as no other search."""
     defaults = Settings()
     assert (defaults.rerank.search, defaults.rerank.answer) == (False, False)
     assert (defaults.second_embedding.search, defaults.second_embedding.answer) == (False, True)
-    config = tmp_path / "rag_app.toml"
-    config.write_text("[rerank]\nask = true\nchat = false\n\n[second_embedding]\nchat = false\n", encoding="utf-8")
-    old = Settings.load(config)
-    assert old.rerank.answer is True and old.rerank.ask is True and old.rerank.chat is True  # `ask` first
-    assert old.second_embedding.answer is False and old.second_embedding.search is False
-    new = Settings(rerank={"answer": True, "ask": False})  # the new key wins over an old one
-    assert new.rerank.answer is True
-    monkeypatch.setenv("RAG_APP_RERANK__CHAT", "true")
+    monkeypatch.setenv("RAG_APP_RERANK__ANSWER", "true")
     assert Settings().rerank.answer is True
     assert "ask" not in Settings().rerank.model_dump() and "chat" not in Settings().rerank.model_dump()
 
