@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class PerTask(BaseModel):
@@ -67,11 +67,19 @@ class RetrievalSettings(BaseModel):
     citing_weight: float = Field(
         0.1, ge=0, description="the citing channel's weight against the learned ranker's order (0: off)"
     )
-    statement_rewrite: Literal["off", "ask", "always"] = Field(
+    statement_rewrite: Literal["off", "answers", "always"] = Field(
         "off",
         description="the LLM writes the statement a query looks for, searched beside the query and fused by rank: "
-        "`ask` for answers only, `always` for search too (seconds per new query on a CPU)",
+        "`answers` for answers only, `always` for search too (seconds per new query on a CPU)",
     )
+
+    @field_validator("statement_rewrite", mode="before")
+    @classmethod
+    def _answers_not_ask(cls, value: Any) -> Any:
+        # "ask" read as the command, not as "answers only" (issue 93 renamed it)
+        if value == "ask":
+            raise ValueError('"ask" was renamed "answers" in issue 93 (the rewrite for answers only)')
+        return value
     rewrite_weight: float = Field(
         0.5, gt=0, description="the rewrite's ranking's weight in the fusion (the query's: 1)"
     )

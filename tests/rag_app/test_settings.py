@@ -110,3 +110,13 @@ def test_overrides_are_validated_as_the_file_is(tmp_path: Path) -> None:
     changed = settings.with_overrides({"training.embed.learning_rate": 1e-4, "retrieval.top_k": None})
     assert changed.training.embed.learning_rate == 1e-4 and changed.retrieval.top_k == settings.retrieval.top_k
     assert settings.training.embed.learning_rate is None  # the original is untouched
+
+
+def test_the_statement_rewrite_for_answers_is_named_answers() -> None:
+    """Issue 93: ``statement_rewrite = "ask"`` read as the command; it means "for answers only"."""
+    from rag_app.settings import SettingsOverrideError
+
+    renamed = Settings().with_overrides({"retrieval.statement_rewrite": "answers"})
+    assert renamed.retrieval.statement_rewrite == "answers"
+    with pytest.raises(SettingsOverrideError, match='"ask" was renamed "answers"'):
+        Settings().with_overrides({"retrieval.statement_rewrite": "ask"})
