@@ -13,9 +13,6 @@ class SearchMode(StrEnum):
     MARF = "fusion"  # MaRF formula-fused vectors (instead of dense) + BM25 + the lexical formula channel
     MARF_MAXSIM = "fusion-maxsim"  # as MARF, the MaRF channel reranked by MaxSim over token vectors
     FORMULA = "formula"  # formulas only: the lexical formula channel (and the formula encoder when built)
-    # The members' first names, kept for code that uses them (the values are the CLI's, unchanged).
-    FUSION = "fusion"
-    FUSION_MAXSIM = "fusion-maxsim"
 
 
 # The modes that fuse text channels; dense, BM25 and formula-only searches ask for one channel by name.

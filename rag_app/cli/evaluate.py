@@ -20,7 +20,8 @@ from rag_app.cli.common import (
 )
 from rag_app.evaluation import EvalRequest, Protocol, QuerySetError, TrecFormatError, run_evaluation
 from rag_app.evaluation.dev_sets import write_dev_sets
-from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS, UnknownRetrieverError
+from rag_app.evaluation.retrievers import DEFAULT_RETRIEVERS
+from rag_app.search.search_stack import UnknownRunNameError
 
 
 @app.command("eval")
@@ -105,7 +106,7 @@ def eval_command(
     )
     try:
         report = run_evaluation(request, settings, index.expanduser() if index else None, show_progress=not as_json)
-    except (QuerySetError, TrecFormatError, UnknownRetrieverError, FileNotFoundError, ValueError) as error:
+    except (QuerySetError, TrecFormatError, UnknownRunNameError, FileNotFoundError, ValueError) as error:
         _err(f"error: {error}")
         raise typer.Exit(2) from error
     paths = report.write(out or settings.evaluation.out_dir)

@@ -65,9 +65,6 @@ FUSION_RETRIEVERS = frozenset({"fusion", "fusion-maxsim"})
 
 DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
 
-UnknownRetrieverError = UnknownRunNameError
-
-
 def build_retriever(spec: str, stack: SearchStack | None) -> Retriever:
     """A retriever from its name (``bm25``, ``hybrid``, ``hybrid-formula+dense2+rerank``, ...) or
     ``run:PATH``; the index's searchers come from ``stack``, the one place they are composed."""
@@ -75,6 +72,6 @@ def build_retriever(spec: str, stack: SearchStack | None) -> Retriever:
         return RunFileRetriever(spec.removeprefix("run:"))
     RunName.parse(spec)  # an unknown name is reported before a missing index
     if stack is None:
-        raise UnknownRetrieverError(f"retriever {spec!r} needs an index")
+        raise UnknownRunNameError(f"retriever {spec!r} needs an index")
     searcher, mode = stack.for_run_name(spec)
     return IndexRetriever(spec, searcher, mode)

@@ -41,21 +41,20 @@ from retriever.storage.sqlite_file import ReadConnections, connect, named_errors
 GRAPH_DB = "graph.sqlite"
 _SCHEMA_VERSION = 2  # 1: citations and the statements' arXiv ids; 2: each reference's citing sentence
 _TABLES = ("statement", "label", "section_label", "reference", "citation", "statement_arxiv")
-_UNIQUE = UNIQUE_FULL_LABEL  # a label another paper defines resolves where one statement carries it as PAPER-LABEL
 # Each (statement, statement it uses) of the statements in {marks}: resolved by its paper, or by another.
 # The unary + keeps SQLite off the target_id index for `target_id = ''` (most references: a scan of them all,
 # 47 ms a search on the development index); the ids asked for drive the join instead.
 _USES = (
     "SELECT id, target_id AS t FROM reference WHERE id IN ({marks}) AND target_id != '' "
     "UNION SELECT r.id, l.id FROM reference r JOIN label l ON l.full_label = r.label "
-    f"WHERE r.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND {_UNIQUE}"
+    f"WHERE r.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND {UNIQUE_FULL_LABEL}"
 )
 _USES_OF = "SELECT id, COUNT(DISTINCT t) FROM (" + _USES + ") WHERE t != id GROUP BY id"
 _USED_BY_OF = (
     "SELECT target, COUNT(DISTINCT source) FROM ("
     "SELECT target_id AS target, id AS source FROM reference WHERE target_id IN ({marks}) "
     "UNION SELECT l.id, r.id FROM label l JOIN reference r ON r.label = l.full_label "
-    f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND {_UNIQUE}"
+    f"WHERE l.id IN ({{marks}}) AND +r.target_id = '' AND +r.section = '' AND {UNIQUE_FULL_LABEL}"
     ") WHERE target != source GROUP BY target"
 )
 

@@ -46,7 +46,6 @@ _SCAFFOLDING_WORDS = """
     respect having either only again too
 """
 SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
-GENERIC_NOUNS = OBJECT_NOUNS  # the kind of object, not a hypothesis about it (the one lexicon)
 # Antonym pairs (stems): the second member is the negative of the first.
 _ANTONYMS = {
     "diverg": "converg",
@@ -307,4 +306,4 @@ def is_generic(stem: str) -> bool:
     return stem in _GENERIC_STEMS
 
 
-_GENERIC_STEMS = frozenset(stem_of(noun) for noun in GENERIC_NOUNS)
+_GENERIC_STEMS = frozenset(stem_of(noun) for noun in OBJECT_NOUNS)
