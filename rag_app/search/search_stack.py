@@ -149,6 +149,9 @@ class SearchStack:
         # The ranker is loaded by one thread: a second first search (a server's warm-up beside its first
         # request) waits for it, instead of finding it "looked up" and still missing (searched without it).
         self._ranker_lock = threading.Lock()
+        # The reranker's model and the ensemble are built by one thread too (issue 93: two first searches built
+        # two rerankers, each loading its model).
+        self._models_lock = threading.Lock()
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._learned: dict[bool, LearnedRankingSearcher] = {}
         self._citing: dict[bool, CitingFusingSearcher] = {}
@@ -339,10 +342,12 @@ class SearchStack:
         if self.companion is None:
             raise ValueError("the second embedding model is off (second_embedding.model = none)")
         if self._ensemble is None:  # kept: it warns once about unbuilt vectors, not at every search
-            settings = self.settings.second_embedding
-            self._ensemble = EnsembleRanker(
-                self.ranker, self.companion, settings.weight, settings.candidates, self.index.directory
-            )
+            with self._models_lock:
+                if self._ensemble is None:
+                    settings = self.settings.second_embedding
+                    self._ensemble = EnsembleRanker(
+                        self.ranker, self.companion, settings.weight, settings.candidates, self.index.directory
+                    )
         return self._ensemble
 
     def reranking(self, second_embedding: bool = False, learned: bool = False) -> RerankingSearcher:
@@ -360,11 +365,13 @@ class SearchStack:
     @property
     def reranker(self) -> CrossEncoderReranker:
         if self._reranker is None:  # one model in memory for every first stage
-            rerank = self.settings.rerank
-            device = resolve_device(rerank.device or self.settings.embedding.device)
-            self._reranker = CrossEncoderReranker(
-                rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
-            )
+            with self._models_lock:
+                if self._reranker is None:
+                    rerank = self.settings.rerank
+                    device = resolve_device(rerank.device or self.settings.embedding.device)
+                    self._reranker = CrossEncoderReranker(
+                        rerank.model, device, rerank.max_length, rerank.batch_size, quantize_cpu=rerank.int8_on_cpu
+                    )
         return self._reranker
 
     # ------------------------------------------------------------------ papers and run names

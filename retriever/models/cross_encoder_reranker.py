@@ -21,7 +21,6 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -119,18 +118,24 @@ class CrossEncoderReranker:
         self.batch_size = batch_size
         self.quantize_cpu = quantize_cpu
         self._lock = threading.Lock()  # the chat serves several sessions from one reranker
+        self._loading = threading.Lock()  # two first searches load the model once (issue 93: it loaded twice)
+        self._model: Any = None
 
     @property
     def identity(self) -> str:
         return self.model_info.identity
 
-    @cached_property
+    @property
     def model(self) -> Any:
-        """The sentence-transformers ``CrossEncoder``, its adapter merged in."""
-        model = load_reranker_model(self.model_info, self.device, self.max_length)
-        if self.quantize_cpu and self.device == "cpu":
-            model[0].model = quantize_for_cpu(model[0].model)
-        return model
+        """The sentence-transformers ``CrossEncoder``, its adapter merged in; loaded once, by the first caller."""
+        if self._model is None:
+            with self._loading:
+                if self._model is None:
+                    model = load_reranker_model(self.model_info, self.device, self.max_length)
+                    if self.quantize_cpu and self.device == "cpu":
+                        model[0].model = quantize_for_cpu(model[0].model)
+                    self._model = model
+        return self._model
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """One relevance logit per text (higher is more relevant)."""

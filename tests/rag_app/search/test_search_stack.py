@@ -199,3 +199,41 @@ def test_two_first_searches_at_once_both_use_the_learned_ranker(
     for thread in threads:
         thread.join()
     assert answers == [True, True]
+
+
+def _built_in_two_threads(build: object) -> list[object]:
+    """What ``build()`` returns to two threads that ask at once."""
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(build())) for _ in range(2)]  # type: ignore[operator]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_two_first_searches_build_one_reranker_and_one_ensemble(
+    rag: MathRAG, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 93: ``reranker`` and ``ensemble()`` were built without a lock: two first searches at once built two
+    rerankers (each loading its model) and two ensembles."""
+    import rag_app.search.search_stack as search_stack_module
+
+    built: list[str] = []
+
+    def slow(name: str) -> type:
+        class Slow:
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                built.append(name)
+                time.sleep(0.2)  # long enough for the second caller to arrive while the first builds
+
+        return Slow
+
+    monkeypatch.setattr(search_stack_module, "CrossEncoderReranker", slow("reranker"))
+    monkeypatch.setattr(search_stack_module, "EnsembleRanker", slow("ensemble"))
+    stack = rag.search_stack
+    rerankers = _built_in_two_threads(lambda: stack.reranker)
+    stack.companion = object()  # type: ignore[assignment]  # the ensemble needs one; never read by the fake
+    ensembles = _built_in_two_threads(stack.ensemble)
+    assert built == ["reranker", "ensemble"]
+    assert rerankers[0] is rerankers[1] and ensembles[0] is ensembles[1]

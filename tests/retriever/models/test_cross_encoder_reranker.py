@@ -104,3 +104,31 @@ def test_int8_on_cpu_keeps_the_trained_order(tiny_reranker_dir: Path) -> None:
     for query, gold in RERANK_FIXTURE_QUERIES.items():
         scores = quantized.score(query, RERANK_FIXTURE_DOCS)
         assert int(np.argmax(scores)) == gold == int(np.argmax(exact.score(query, RERANK_FIXTURE_DOCS))), query
+
+
+def test_two_first_scores_load_the_model_once(tiny_reranker_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 93: ``model`` was a ``cached_property`` read outside the lock: two first scores loaded it twice on
+    Python 3.12 and later (3.11's ``cached_property`` still held a lock of its own, removed in 3.12; this test
+    fails on the old code there)."""
+    import threading
+    import time
+
+    import retriever.models.cross_encoder_reranker as module
+
+    loads: list[int] = []
+    real = module.load_reranker_model
+
+    def slow_load(*args: object, **kwargs: object) -> object:
+        loads.append(1)
+        time.sleep(0.3)  # the second caller arrives while the first loads
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "load_reranker_model", slow_load)
+    reranker = CrossEncoderReranker(str(tiny_reranker_dir))
+    scores: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda: scores.append(reranker.score("q", ["a text"]))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loads) == 1 and len(scores) == 2
