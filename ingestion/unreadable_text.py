@@ -61,14 +61,23 @@ def joined_pairs(text: str) -> str:
     return _PAIR.sub(lambda m: m.group(0).encode("utf-16-le", "surrogatepass").decode("utf-16-le"), text)
 
 
-def check_readable(text: str, field: str) -> str:
+class ReadableText(str):
+    """A text :func:`check_readable` has read: checked once where it came in (the HTTP request), it is not read
+    again by the layers below (issue 93: the API's check, then the pipeline's)."""
+
+    __slots__ = ()
+
+
+def check_readable(text: str, field: str) -> ReadableText:
     """``text`` with its surrogate pairs joined (:func:`joined_pairs`), or :class:`UnreadableTextError` naming
     ``field`` where a character no encoder can read is left."""
+    if isinstance(text, ReadableText):
+        return text
     text = joined_pairs(text)
     position = unreadable_at(text)
     if position is not None:
         raise UnreadableTextError(field, text[position], position)
-    return text
+    return ReadableText(text)
 
 
 def readable(text: str) -> str:

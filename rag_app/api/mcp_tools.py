@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -112,9 +113,13 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
         k: Annotated[int, Field(description="how many results (1-100)")] = 10,
         kind: Annotated[list[str] | None, Field(description="only these kinds: theorem, lemma, ...")] = None,
         source: Annotated[list[str] | None, Field(description="only these sources: arxiv, mse, local")] = None,
+        category: Annotated[list[str] | None, Field(description="only arXiv papers in these categories")] = None,
+        date_from: Annotated[date | None, Field(description="only papers from this date on (YYYY-MM-DD)")] = None,
+        date_to: Annotated[date | None, Field(description="only papers up to this date (YYYY-MM-DD)")] = None,
     ) -> dict[str, Any]:
         with reported_to_the_model(current().rag.settings):
-            hits = await current().search(SearchRequest(query=query, k=k, kind=kind or [], source=source or []))
+            filters = _filters(kind, source, category, date_from, date_to)
+            hits = await current().search(SearchRequest(query=query, k=k, **filters))
             return {"results": [compact_hit(hit) for hit in hits]}
 
     @server.tool(
@@ -136,9 +141,15 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
     async def search_formula(
         formula: Annotated[str, Field(description="one formula in LaTeX")],
         k: Annotated[int, Field(description="how many results (1-100)")] = 10,
+        kind: Annotated[list[str] | None, Field(description="only these kinds: theorem, lemma, ...")] = None,
+        source: Annotated[list[str] | None, Field(description="only these sources: arxiv, mse, local")] = None,
+        category: Annotated[list[str] | None, Field(description="only arXiv papers in these categories")] = None,
+        date_from: Annotated[date | None, Field(description="only papers from this date on (YYYY-MM-DD)")] = None,
+        date_to: Annotated[date | None, Field(description="only papers up to this date (YYYY-MM-DD)")] = None,
     ) -> dict[str, Any]:
         with reported_to_the_model(current().rag.settings):
-            hits = await current().formula(FormulaRequest(formula=formula, k=k))
+            filters = _filters(kind, source, category, date_from, date_to)
+            hits = await current().formula(FormulaRequest(formula=formula, k=k, **filters))
             return {"results": [compact_hit(hit) for hit in hits]}
 
     @server.tool(
@@ -181,3 +192,15 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
             return record
 
     return server
+
+
+def _filters(
+    kind: list[str] | None,
+    source: list[str] | None,
+    category: list[str] | None,
+    date_from: date | None,
+    date_to: date | None,
+) -> dict[str, Any]:
+    """A search tool's filters as the request takes them: the same for statements and formulas (issue 93)."""
+    return {"kind": kind or [], "source": source or [], "category": category or [], "date_from": date_from,
+            "date_to": date_to}  # fmt: skip

@@ -13,28 +13,24 @@ from rag_app.settings import ApiSettings
 from retriever import SearchFilter, SearchMode
 
 
-class SearchRequest(BaseModel):
-    """``GET /v1/search?query=...`` or the same fields as a JSON body to ``POST /v1/search``."""
+class FilteredRequest(BaseModel):
+    """The filters every search takes, as the CLI's ``--source``, ``--kind``, ``--category``, ``--from``, ``--to``
+    (issue 93: ``/v1/formula`` and MCP's formula search took only the first two, and dropped the rest)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(description="the question, keywords or formula (LaTeX welcome)")
-    k: int | None = Field(None, description="results wanted (default: retrieval.top_k; at most api.max_k)")
-    mode: SearchMode | None = Field(None, description="retriever (default: retrieval.mode)")
-    formula: bool = Field(False, description="the query is one formula: statements holding it or a similar one")
     source: list[str] = Field(default_factory=list, description="only these sources: arxiv, mse, local")
     kind: list[str] = Field(default_factory=list, description="only these kinds: theorem, lemma, definition, ...")
     category: list[str] = Field(default_factory=list, description="only arXiv papers in these categories (math.AG)")
     date_from: date | None = Field(None, description="only papers from this date on (YYYY-MM-DD)")
     date_to: date | None = Field(None, description="only papers up to this date (YYYY-MM-DD)")
 
-    def checked(self, limits: ApiSettings) -> SearchRequest:
-        check_text(self.query, "query", limits)
-        check_k(self.k, limits)
-        for name, values in (("source", self.source), ("kind", self.kind), ("category", self.category)):
-            for i, value in enumerate(values):
-                check_readable(value, f"{name}[{i}]")
-        return self
+    def _filters_checked(self) -> dict[str, list[str]]:
+        """The filter values as checked: surrogate pairs joined, a character no encoder reads refused."""
+        return {
+            name: [check_readable(value, f"{name}[{i}]") for i, value in enumerate(values)]
+            for name, values in (("source", self.source), ("kind", self.kind), ("category", self.category))
+        }
 
     def where(self) -> SearchFilter:
         return SearchFilter(
@@ -46,23 +42,32 @@ class SearchRequest(BaseModel):
         )
 
 
-class FormulaRequest(BaseModel):
-    """``GET /v1/formula?formula=...`` or ``POST /v1/formula``."""
+class SearchRequest(FilteredRequest):
+    """``GET /v1/search?query=...`` or the same fields as a JSON body to ``POST /v1/search``."""
 
-    model_config = ConfigDict(extra="forbid")
+    query: str = Field(description="the question, keywords or formula (LaTeX welcome)")
+    k: int | None = Field(None, description="results wanted (default: retrieval.top_k; at most api.max_k)")
+    mode: SearchMode | None = Field(None, description="retriever (default: retrieval.mode)")
+    formula: bool = Field(False, description="the query is one formula: statements holding it or a similar one")
+
+    def checked(self, limits: ApiSettings) -> SearchRequest:
+        """This request as it is searched: its texts checked and read once (issue 93: the joined text was
+        thrown away and the unjoined one searched)."""
+        check_k(self.k, limits)
+        return self.model_copy(update={"query": check_text(self.query, "query", limits), **self._filters_checked()})
+
+
+class FormulaRequest(FilteredRequest):
+    """``GET /v1/formula?formula=...`` or ``POST /v1/formula``."""
 
     formula: str = Field(description=r"one formula, delimiters optional (\int \frac{dx}{(x^2+1)^n})")
     k: int | None = Field(None, description="results wanted (at most api.max_k)")
-    source: list[str] = Field(default_factory=list)
-    kind: list[str] = Field(default_factory=list)
 
     def checked(self, limits: ApiSettings) -> FormulaRequest:
-        check_text(self.formula, "formula", limits)
         check_k(self.k, limits)
-        return self
-
-    def where(self) -> SearchFilter:
-        return SearchFilter(sources=frozenset(self.source), kinds=frozenset(self.kind))
+        return self.model_copy(
+            update={"formula": check_text(self.formula, "formula", limits), **self._filters_checked()}
+        )
 
 
 class AskRequest(BaseModel):
@@ -74,19 +79,21 @@ class AskRequest(BaseModel):
     k: int | None = Field(None, description="sources retrieved (default: retrieval.top_k; at most api.max_k)")
 
     def checked(self, limits: ApiSettings) -> AskRequest:
-        check_text(self.question, "question", limits)
         check_k(self.k, limits)
-        return self
+        return self.model_copy(update={"question": check_text(self.question, "question", limits)})
 
 
-def check_text(text: str, name: str, limits: ApiSettings) -> None:
-    check_readable(text, name)  # a lone surrogate or NUL: 400 naming the field (UnreadableTextError)
+def check_text(text: str, name: str, limits: ApiSettings) -> str:
+    """``text`` as it is read from here on (surrogate pairs joined), or a 400 naming the field: a lone surrogate
+    or NUL (UnreadableTextError), an empty text, one over ``api.max_query_chars``."""
+    text = check_readable(text, name)
     if not text.strip():
         raise BadRequestError(f"{name} is empty")
     if len(text) > limits.max_query_chars:
         raise BadRequestError(
             f"{name} is {len(text):,} characters, over the limit of {limits.max_query_chars:,} (api.max_query_chars)"
         )
+    return text
 
 
 def check_id(id_or_label: str, limits: ApiSettings) -> None:

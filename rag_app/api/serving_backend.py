@@ -152,7 +152,7 @@ class ServingBackend:
         written), the release of the turn (call it once the stream ends or is abandoned: it runs once) and the
         request's deadline. :class:`QueueFullError` when the queue is full, :class:`DeadlineError` past it.
         ``options``: the rest of ``MathRAG.ask_stream``'s (the chat's mode, history, filter ...)."""
-        check_text(question, "question", self.limits)
+        question = check_text(question, "question", self.limits)  # read once: the pipeline takes it as it is
         check_k(k, self.limits)
         deadline = self.deadline(self.limits.ask_timeout_s)
         loop = asyncio.get_running_loop()

@@ -346,3 +346,33 @@ def test_a_missing_reranker_is_a_503_that_names_the_command(demo_index_dir: Path
         response = client.get("/v1/search", params={"query": "Sylow subgroups", "k": 3})
     assert response.status_code == 503, response.text
     assert "rag-app train rerank" in response.json()["error"]["reason"]
+
+
+def test_the_formula_search_takes_every_filter_the_cli_applies(demo_api: tuple[MathRAG, str]) -> None:
+    """Issue 93: ``/v1/formula`` took ``source`` and ``kind`` only; a category or a date was refused as an
+    unknown field, and the CLI's and the chat's filters could not be asked of it. The demo corpus is local
+    LaTeX with no arXiv category: a category filter leaves nothing, and a date range that holds every paper
+    leaves the same results as none."""
+    _, url = demo_api
+    formula = {"formula": r"\sum_{n} a_n z^n", "k": 3}
+    with httpx.Client(base_url=url, timeout=60) as client:
+        plain = client.post("/v1/formula", json=formula)
+        assert plain.status_code == 200 and plain.json()
+        by_category = client.post("/v1/formula", json=formula | {"category": ["math.NT"]})
+        assert by_category.status_code == 200, by_category.text
+        assert by_category.json() == []
+        dated = client.get("/v1/formula", params=formula | {"date_to": "1900-01-01"})
+        assert dated.status_code == 200, dated.text
+
+
+def test_a_request_searches_the_text_its_check_read(demo_api: tuple[MathRAG, str]) -> None:
+    """Issue 93: the check joined a surrogate pair (an emoji sent as CESU-8) and the request threw the joined text
+    away: the unjoined one was counted and searched."""
+    from rag_app.api.requests import FormulaRequest, SearchRequest
+
+    rag, _ = demo_api
+    pair = "\ud83d\ude00"  # one emoji, as two UTF-16 surrogates
+    checked = SearchRequest(query=f"{pair} group", kind=[f"lemma{pair}"]).checked(rag.settings.api)
+    assert checked.query == "\U0001f600 group" and checked.kind == ["lemma\U0001f600"]
+    formula = FormulaRequest(formula=f"x^2 {pair}").checked(rag.settings.api)
+    assert formula.formula == "x^2 \U0001f600"

@@ -113,3 +113,23 @@ def test_a_missing_reranker_is_reported_to_the_model_in_words(demo_index_dir: Pa
             assert result.is_error and "rag-app train rerank" in result.content[0].text
 
     anyio.run(session)
+
+
+def test_the_search_tools_take_the_filters_the_cli_applies(demo_index_dir: Path, tmp_path: Path) -> None:
+    """Issue 93: MCP's formula search took no filter, and its statement search no category or date."""
+    rag = MathRAG(make_settings(tmp_path, index_dir=demo_index_dir))
+
+    async def session() -> None:
+        async with Client(build_mcp_server(rag)) as client:
+            formula = {"formula": r"\sum_n a_n z^n", "k": 2}
+            plain = await client.call_tool("search_formula", formula)
+            assert not plain.is_error and plain.structured_content["results"]
+            # the demo corpus is local LaTeX, in no arXiv category: a category leaves nothing
+            filtered = await client.call_tool("search_formula", formula | {"category": ["math.NT"], "kind": ["lemma"]})
+            assert not filtered.is_error, filtered.content
+            assert filtered.structured_content["results"] == []
+            query = {"query": "bounded entire function", "k": 2, "category": ["math.NT"], "date_from": "2020-01-01"}
+            statements = await client.call_tool("search_statements", query)
+            assert not statements.is_error and statements.structured_content["results"] == []
+
+    anyio.run(session)

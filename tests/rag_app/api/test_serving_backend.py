@@ -247,8 +247,8 @@ def test_two_first_callers_open_one_index(tmp_path: Path, monkeypatch: pytest.Mo
         time.sleep(0.3)
         return object()
 
-    monkeypatch.setattr("rag_app.pipeline.StatementIndex", slow_open)
-    monkeypatch.setattr("rag_app.pipeline.make_embedder", lambda settings: None)
+    monkeypatch.setattr("rag_app.search.opened_index.StatementIndex", slow_open)
+    monkeypatch.setattr("rag_app.search.opened_index.make_embedder", lambda settings: None)
     threads = [threading.Thread(target=lambda: rag.index) for _ in range(4)]
     for thread in threads:
         thread.start()
