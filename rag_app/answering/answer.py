@@ -248,6 +248,10 @@ class AnswerUpdate:
         return {"text": self.appended, "replace": self.text, "changed": self.changed, "notice": self.notice}
 
 
+class AnswerClosedError(RuntimeError):
+    """:meth:`AnswerStream.result` of a stream closed before its answer ended: there is no answer to give."""
+
+
 class AnswerStream:
     """An answer being generated: iterate for text chunks, then call :meth:`result`.
 
@@ -281,6 +285,7 @@ class AnswerStream:
         self._shown = False  # a chunk went to a reader (iterated), not only read inside :meth:`result`
         self._generation: Generation | None = None
         self._answer: Answer | None = None
+        self._closed = False  # closed before its end (a reader left, a deadline passed)
 
     def __iter__(self) -> Iterator[str]:
         for event in self.events():
@@ -297,7 +302,7 @@ class AnswerStream:
             try:
                 deadline.check("the next chunk of the answer")
             except DeadlinePassedError:
-                self._chunks.close()  # the LLM's stream is closed: it stops writing for a caller who left
+                self.close()  # the LLM's stream is closed: it stops writing for a caller who left
                 raise
             try:
                 chunk = next(self._chunks)
@@ -317,12 +322,18 @@ class AnswerStream:
     def close(self) -> None:
         """Close the LLM's stream (a reader that stops early: the model stops writing, its slot is free)."""
         if self._generation is None:
+            self._closed = True
             self._chunks.close()
 
     def result(self) -> Answer:
+        """The answer, its checks run; generation is finished here if the caller stopped reading early (or never
+        read). :class:`AnswerClosedError` where the stream was closed before its end (issue 93: an
+        ``AssertionError``, or with ``python -O`` a record built from nothing)."""
         if self._answer is None:
-            for _ in self._events():  # finish generation if the caller stopped early (or never read)
-                pass
-            assert self._generation is not None  # set when the chunks ended
+            if not self._closed:
+                for _ in self._events():
+                    pass
+            if self._generation is None:
+                raise AnswerClosedError("the answer's stream was closed before the answer ended: no answer to give")
             self._answer = self._finish(self._text, self._generation, self)
         return self._answer

@@ -46,3 +46,21 @@ def test_the_answer_and_its_stages_are_immutable(tmp_path: Path) -> None:
     assert result.relevance == result.relevance_check.score and result.search_query == result.retrieval.search.query
     # read on the class: the descriptor, for documentation tools; its reader is a function the type checker sees
     assert Answer.text.read(result) == result.checks.text
+
+
+def test_the_result_of_a_closed_stream_is_a_named_error_not_an_assertion() -> None:
+    """Issue 93: ``result()`` after ``close()`` failed an ``assert`` (and under ``python -O`` built an answer from
+    nothing); it says what happened."""
+    from rag_app.answering.answer import AnswerClosedError, AnswerStream
+
+    def chunks():  # type: ignore[no-untyped-def]
+        yield "The first words"
+        yield " and more"
+
+    finished: list[object] = []
+    stream = AnswerStream([], chunks(), lambda text, generation, s: finished.append(text))  # type: ignore[arg-type]
+    assert next(iter(stream)) == "The first words"
+    stream.close()
+    with pytest.raises(AnswerClosedError, match="closed before the answer ended"):
+        stream.result()
+    assert finished == []
