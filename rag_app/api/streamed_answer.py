@@ -5,14 +5,16 @@ thread. Each read runs :func:`~retriever.deadline.run_within` the request's dead
 does, so the answer itself sees the deadline: past it, :class:`~rag_app.answering.answer.AnswerStream`
 closes the LLM's stream at its next chunk and stops (issue 77: the reads ran without it, and the model
 wrote on). :meth:`StreamedAnswer.close` waits for the read in progress to end, closes the stream, and only
-then gives the turn at the LLM back: a turn given back is a server that is free.
+then gives the turn at the LLM back: a turn given back is a server that is free. A read that outlasts the wait
+keeps the turn until it ends (issue 93: the turn was given back while the read still ran, and closing its
+generator failed with "generator already executing", which was suppressed).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from retriever import SearchHit
 
 _END = object()
+
+logger = logging.getLogger(__name__)
 
 
 class StreamedAnswer:
@@ -47,6 +51,8 @@ class StreamedAnswer:
         self._chunks: Iterator[str | AnswerUpdate] = stream.events()
         self._reading: asyncio.Future[object] | None = None
         self._closed = False
+        self._released = False
+        self._late_close: asyncio.Task[None] | None = None  # the close that waits for a read outlasting the wait
         # set when the reading is closed early (its client left): the model's stream stops at its next chunk,
         # where the choice of a quote reads it whole inside one read (issue 85: the model wrote on, 15 s)
         self._left = threading.Event()
@@ -80,11 +86,37 @@ class StreamedAnswer:
             return
         self._closed = True
         self._left.set()
+        loop = asyncio.get_running_loop()
+        reading = self._reading
+        if reading is not None and not reading.done():
+            try:
+                await asyncio.wait({reading}, timeout=self._close_wait_s)
+            except asyncio.CancelledError:  # the close itself cancelled: the turn still comes back, after the read
+                self._late_close = loop.create_task(self._close_and_release(reading))
+                raise
+            if not reading.done():
+                # The read still runs (a client stuck past its own timeout): its generator cannot be closed from
+                # here, and the server is not free. Both happen when the read ends, not before.
+                logger.warning("an answer's read outlasted %.0f s after its client left; its turn waits for it",
+                               self._close_wait_s)  # fmt: skip
+                self._late_close = loop.create_task(self._close_and_release(reading))
+                return
+        await self._close_and_release(None)
+
+    @property
+    def released(self) -> bool:
+        """Whether the turn at the LLM was given back (tests and the server's counts ask)."""
+        return self._released
+
+    async def _close_and_release(self, reading: asyncio.Future[object] | None) -> None:
+        """Once ``reading`` ended: close the streams (in a thread: the HTTP stream's close may block), then give
+        the turn back here, in the event loop, where the queue of turns lives."""
         try:
-            if self._reading is not None and not self._reading.done():
-                await asyncio.wait({self._reading}, timeout=self._close_wait_s)
+            if reading is not None:
+                await asyncio.wait({reading})
             await asyncio.get_running_loop().run_in_executor(None, self._close_streams)
         finally:
+            self._released = True
             self._release()
 
     async def _in_thread(self, work: Callable[[], object], doing: str) -> object:
@@ -96,8 +128,9 @@ class StreamedAnswer:
             raise self._late(doing) from None
 
     def _close_streams(self) -> None:
-        with contextlib.suppress(ValueError):  # a generator still running: cannot happen once the read ended
-            close = getattr(self._chunks, "close", None)
-            if close is not None:
-                close()
-            self.stream.close()  # the LLM's own stream, under the chunks
+        """Close the chunks and the LLM's stream under them; called only once no read runs (a running generator
+        cannot be closed)."""
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+        self.stream.close()  # the LLM's own stream, under the chunks
