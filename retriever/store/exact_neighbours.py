@@ -103,6 +103,8 @@ def _read_all(collection: Collection) -> tuple[list[str], np.ndarray]:
             if statement_id in by_id:  # deleted between the two reads
                 kept.append(statement_id)
                 rows.append(np.asarray(by_id[statement_id], dtype=np.float32))
+    if not rows:  # every listed id was deleted between the two reads (issue 93: np.vstack([]) raised)
+        return [], np.zeros((0, 0), dtype=np.float32)
     matrix = np.vstack(rows)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix /= np.where(norms == 0, 1.0, norms)

@@ -91,3 +91,23 @@ def test_two_fresh_processes_rank_every_research_question_the_same(demo_index_di
     assert len(first) == len(questions) == 103
     differ = [questions[i] for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
     assert not differ, f"{len(differ)} of {len(questions)} questions ranked differently: {differ[:3]}"
+
+
+def test_every_listed_id_deleted_before_its_vector_is_read_leaves_an_empty_search() -> None:
+    """Issue 93: a writer deleted every statement between the read of the ids and the read of their vectors, and
+    ``np.vstack([])`` raised ValueError in the middle of a search."""
+    from retriever.store.exact_neighbours import ExactNeighbours
+
+    class DeletedMeanwhile:
+        """A collection whose ids are listed, then gone when their vectors are asked for."""
+
+        def count(self) -> int:
+            return 2
+
+        def get(self, ids: list[str] | None = None, include: list[str] | None = None) -> dict[str, list]:
+            if ids is None:
+                return {"ids": ["a", "b"]}
+            return {"ids": [], "embeddings": []}
+
+    found = ExactNeighbours(max_vectors=10).nearest(DeletedMeanwhile(), np.ones((1, 4), dtype=np.float32), k=3)
+    assert found == [[]]
