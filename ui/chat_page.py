@@ -18,6 +18,7 @@ from ui.components import (
     render_sources,
     sidebar_controls,
 )
+from ui.failures import show_failure
 from ui.graph_buttons import render_opened_statement
 from ui.latex_display import to_streamlit_markdown
 from ui.resources import open_backend, open_rag, open_rag_or_say_why
@@ -34,7 +35,7 @@ def render_formula_search(controls: SearchControls) -> None:
         try:
             hits = open_backend().formula(formula, controls.top_k, controls.where)
         except Exception as error:  # a message, never a traceback
-            st.error(f"Formula search failed: {error}")
+            show_failure("Formula search failed", error)
             return
         if hits:
             render_sources(hits, [], anchor=None)
@@ -53,7 +54,7 @@ def render_paper_search(controls: SearchControls) -> None:
         try:
             papers = open_backend().papers(query, controls.top_k, controls.where, controls.mode)
         except Exception as error:  # a message, never a traceback
-            st.error(f"Paper search failed: {error}")
+            show_failure("Paper search failed", error)
             return
         if not papers:
             st.info("No paper matches (check the filters in the sidebar).")
@@ -90,7 +91,7 @@ def answer_question(question: str, history: list[Answer], controls: SearchContro
         )
         return None
     except Exception as error:  # never a traceback in the chat
-        st.error(f"Something went wrong while answering: {error}")
+        show_failure("Something went wrong while answering", error)
         return None
     render_answer(answer, len(history))
     seconds = answer.timings_ms.get("total", 0) / 1000

@@ -14,6 +14,7 @@ from rag_app.answering.attribution import split_sentences
 from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
+from ui.failures import show_failure
 from ui.graph_buttons import render_definitions, render_statement_links
 from ui.latex_display import link_citations, to_streamlit_markdown
 from ui.library import LibraryStats, library_stats
@@ -234,7 +235,7 @@ def offer_demo_corpus(rag: MathRAG) -> None:
             with st.spinner("Ingesting the demo corpus ...", show_time=True):
                 report = open_backend().ingest(rag.ingest_demo)
         except Exception as error:  # a message, never a traceback
-            st.error(f"The demo corpus could not be ingested: {error}")
+            show_failure("The demo corpus could not be ingested", error)
             return
         # Shown by the chat page after the rerun that swaps this offer for the chat.
         st.session_state["ingest_message"] = report.summary()

@@ -12,6 +12,7 @@ from rag_app.pipeline import MathRAG
 from rag_app.settings import Settings
 from retriever.models.cross_encoder_reranker import RerankerModel, RerankerModelError
 from ui.components import SOURCE_LABELS, current_library_stats, offer_demo_corpus
+from ui.failures import show_failure
 from ui.resources import open_backend, open_rag
 from ui.uploads import UPLOAD_SUFFIXES, UploadError, save_upload
 
@@ -118,7 +119,7 @@ def render_upload() -> None:
             st.error(str(error))
             continue
         except Exception as error:  # a message, never a traceback
-            st.error(f"{uploaded.name}: ingestion failed: {error}")
+            show_failure(f"{uploaded.name}: ingestion failed", error)
             continue
         if report.errors:
             st.error(f"{uploaded.name}: {report.summary()}")
@@ -137,7 +138,7 @@ def main() -> None:
         render_contents()
         render_upload()
     except Exception as error:  # a message, never a traceback
-        st.error(f"The library could not be read: {error}")
+        show_failure("The library could not be read", error)
 
 
 main()

@@ -8,6 +8,7 @@ import streamlit as st
 from rag_app import MathRAG, Settings
 from rag_app.api.blocking_backend import BlockingBackend
 from rag_app.api.warm_up import start_warm_up
+from ui.failures import show_failure
 
 __all__ = ["open_backend", "open_rag", "open_rag_or_say_why"]
 
@@ -23,7 +24,7 @@ def open_rag_or_say_why() -> tuple[MathRAG, int] | None:
         rag = open_rag()
         return rag, rag.index.count()
     except Exception as error:  # shown to the user as a message, never as a traceback
-        st.error(f"The index could not be opened: {error}")
+        show_failure("The index could not be opened", error)
         return None
 
 

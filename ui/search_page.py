@@ -21,6 +21,7 @@ from ui.components import (
     render_paper,
     sidebar_controls,
 )
+from ui.failures import show_failure
 from ui.graph_buttons import render_opened_statement
 from ui.resources import open_backend, open_rag_or_say_why
 from ui.result_lines import TO_CHAT, render_result_list
@@ -77,7 +78,7 @@ def main() -> None:
     try:
         results = run_search(query, controls, count, papers, formula)
     except Exception as error:  # a message, never a traceback
-        st.error(f"The search failed: {error}")
+        show_failure("The search failed", error)
         return
     found_ms = (time.perf_counter() - started) * 1000
     if not results:
