@@ -18,7 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import sympy
+from lark.exceptions import LarkError
 from sympy.parsing.latex import parse_latex
+from sympy.parsing.latex.errors import LaTeXParsingError
 from tqdm import tqdm
 
 from retriever.text.formula_normalizer import normalize_formula
@@ -50,6 +52,25 @@ class _TimeoutError(Exception):
     pass
 
 
+# What sympy may raise on a formula it cannot read, rewrite or evaluate: such a formula is skipped. Anything else
+# (a bug, memory running out) is raised (issue 93: every exception was swallowed, a bug along with the rest).
+_SYMPY_FAILURES = (
+    _TimeoutError,
+    ArithmeticError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    NotImplementedError,
+    RecursionError,
+    TypeError,
+    ValueError,
+    sympy.SympifyError,
+    sympy.PolynomialError,
+    LaTeXParsingError,
+    LarkError,
+)
+
+
 @contextmanager
 def _time_limit(seconds: float) -> Iterator[None]:
     def _raise(signum: int, frame: object) -> None:
@@ -68,7 +89,7 @@ def _limited(function: Callable[[], sympy.Expr | None], seconds: float = 0.5) ->
     try:
         with _time_limit(seconds):
             return function()
-    except Exception:
+    except _SYMPY_FAILURES:
         return None
 
 
@@ -124,7 +145,7 @@ def near_miss(expression: sympy.Expr, rng: random.Random) -> sympy.Expr | None:
     """A small structural change that makes a different function (checked at random points)."""
     for _ in range(4):
         changed = _perturb(expression, rng)
-        if changed is not None and not _numerically_equal(expression, changed, rng):
+        if changed is not None and _numerically_different(expression, changed, rng):
             return changed
     return None
 
@@ -252,15 +273,30 @@ def _perturb(expression: sympy.Expr, rng: random.Random) -> sympy.Expr | None:
 
 
 def _numerically_equal(first: sympy.Expr, second: sympy.Expr, rng: random.Random) -> bool:
+    """The two agree at three random points, at least one of which could be evaluated (issue 93: a pair no point
+    could evaluate was called equal)."""
+    return _compared_at_points(first, second, rng) is True
+
+
+def _numerically_different(first: sympy.Expr, second: sympy.Expr, rng: random.Random) -> bool:
+    """The two disagree at a random point: a pair no point could evaluate is neither equal nor different."""
+    return _compared_at_points(first, second, rng) is False
+
+
+def _compared_at_points(first: sympy.Expr, second: sympy.Expr, rng: random.Random) -> bool | None:
+    """True where the two agree at three random points, False where they disagree at one, None where no point
+    could be evaluated."""
     symbols = sorted(first.free_symbols | second.free_symbols, key=str)
+    evaluated = 0
     for _ in range(3):
         point = {symbol: sympy.Float(rng.uniform(0.3, 2.5)) for symbol in symbols}
         try:
             with _time_limit(0.5):
                 a = complex(first.evalf(subs=point))
                 b = complex(second.evalf(subs=point))
-                if abs(a - b) > 1e-6 * max(1.0, abs(a)):
-                    return False
-        except Exception:
+        except _SYMPY_FAILURES:
             continue
-    return True
+        evaluated += 1
+        if abs(a - b) > 1e-6 * max(1.0, abs(a)):
+            return False
+    return True if evaluated else None

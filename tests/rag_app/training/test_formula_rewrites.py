@@ -91,3 +91,28 @@ def test_a_briefly_trained_encoder_beats_bm25_on_held_out_rewrites(pairs: tuple[
     assert check_equivalence(held, {"encoder": loaded})["encoder"]["Hit@1"] == pytest.approx(
         results["encoder"]["Hit@1"], abs=0.02
     )
+
+
+def test_a_pair_no_point_can_evaluate_is_neither_equal_nor_a_near_miss() -> None:
+    """Issue 93: ``_numerically_equal`` said equal when every evaluation failed (an undefined function of the
+    symbols cannot be evaluated to a number at any point)."""
+    from rag_app.training.formula_rewrites import _numerically_different
+
+    x = sympy.Symbol("x")
+    unknown = sympy.Function("f")(x)
+    assert not _numerically_equal(unknown, unknown + 1, random.Random(0))
+    assert not _numerically_different(unknown, unknown + 1, random.Random(0))
+    assert _numerically_equal(sympy.sin(x) ** 2 + sympy.cos(x) ** 2, sympy.Integer(1) + 0 * x, random.Random(0))
+
+
+def test_a_formula_sympy_cannot_read_is_skipped_and_a_bug_is_raised() -> None:
+    """Issue 93: every exception was swallowed, a bug in a rewrite along with a formula sympy cannot read."""
+    from rag_app.training.formula_rewrites import _limited
+
+    assert parse_formula(r"\frac{x}{") is None  # sympy cannot read it: skipped
+
+    def buggy() -> sympy.Expr:
+        raise NameError("name 'expresion' is not defined")
+
+    with pytest.raises(NameError):
+        _limited(buggy)
