@@ -24,19 +24,6 @@ def save_png(figure: Any, path: Path, dpi: int = 110) -> None:
     _write_palette_png(buffer, Path(path))
 
 
-def shrink_png(path: Path) -> int:
-    """Rewrite the PNG at ``path`` with a palette (charts, screenshots); returns the bytes saved."""
-    path = Path(path)
-    before = path.stat().st_size
-    data = io.BytesIO(path.read_bytes())
-    _write_palette_png(data, path)
-    after = path.stat().st_size
-    if after > before:  # already a palette image, or a photograph: keep the original bytes
-        path.write_bytes(data.getvalue())
-        return 0
-    return before - after
-
-
 def _write_palette_png(source: io.BytesIO, path: Path) -> None:
     from PIL import Image
 

@@ -37,6 +37,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from retriever.storage import sqlite_file
 from retriever.storage.bm25_scoring import BM25Parameters, LiveSegment, top_rows
 from retriever.storage.bm25_segment import REPAIR, BM25Segment, BM25SegmentError
 from retriever.text.math_tokenizer import tokenize
@@ -120,8 +121,7 @@ class BM25Index:
         else:
             self.directory.mkdir(parents=True, exist_ok=True)
             # the chat app searches from Streamlit's script threads; the lock serializes them
-            db = sqlite3.connect(self.directory / DATABASE, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+            db = sqlite_file.connect(self.directory / DATABASE, shared_by_threads=True)
         db.executescript(_SCHEMA)
         return db
 

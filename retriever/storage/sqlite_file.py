@@ -30,13 +30,19 @@ class StoreFileBusyError(sqlite3.DatabaseError):
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in WAL mode (readers never block the writer), waiting up to a minute for a lock."""
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+def connect(path: Path, *, shared_by_threads: bool = False, durable: bool = False) -> sqlite3.Connection:
+    """A connection in WAL mode (readers never block the writer), waiting up to a minute for a lock: the one
+    set-up of every SQLite file of the index (issue 93: it was written again beside this, three times).
+
+    ``shared_by_threads``: one connection that several threads use under their own lock (the BM25 catalogue);
+    ``durable``: every commit synced to disk before it returns (the paper manifest, which says what is done)."""
+    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=not shared_by_threads)
     # WAL mode is kept in the file; asking for it again cost half a millisecond on each of a search's
     # three connections, so it is asked only of a file not (yet) in it.
     if not in_wal_mode(path):
         db.execute("PRAGMA journal_mode=WAL")
+    if durable:
+        db.execute("PRAGMA synchronous=FULL")
     return db
 
 

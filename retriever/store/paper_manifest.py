@@ -6,11 +6,12 @@ so after a crash at any point a rerun redoes exactly the papers whose entry is m
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+
+from retriever.storage.sqlite_file import connect
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -55,9 +56,7 @@ class PaperManifest:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db = connect(path, durable=True)
         self._db.execute(SCHEMA)
         self._db.commit()
 

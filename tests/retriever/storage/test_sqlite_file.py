@@ -74,3 +74,31 @@ def test_an_error_drops_the_kept_connection(tmp_path: Path) -> None:
     with reads.reading() as again:
         assert again is not db
         assert again.execute("SELECT COUNT(*) FROM item").fetchone() == (1,)
+
+
+def test_every_sqlite_file_of_the_index_is_opened_by_one_setup(tmp_path: Path) -> None:
+    """Issue 93: the set-up (WAL, the busy wait) was written again in the BM25 catalogue and the paper manifest;
+    ``connect`` is the one place, with what those two need (one connection shared by threads, durable commits)."""
+    import ast
+    import threading
+
+    retriever_dir = Path(sqlite_file.__file__).resolve().parents[1]
+    opened_elsewhere = [
+        f"{file.relative_to(retriever_dir)}:{node.lineno}"
+        for file in retriever_dir.rglob("*.py")
+        if file.name != "sqlite_file.py"
+        for node in ast.walk(ast.parse(file.read_text()))
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "sqlite3.connect"
+        and not (node.args and ast.unparse(node.args[0]) == "':memory:'")
+    ]
+    assert opened_elsewhere == []
+    durable = sqlite_file.connect(tmp_path / "durable.sqlite", durable=True)
+    assert durable.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert durable.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    shared = sqlite_file.connect(tmp_path / "shared.sqlite", shared_by_threads=True)
+    answers: list[int] = []
+    thread = threading.Thread(target=lambda: answers.append(shared.execute("SELECT 1").fetchone()[0]))
+    thread.start()
+    thread.join()
+    assert answers == [1]
