@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+from rag_app.answering.claims.lexicon import WORD
+
 INLINE_MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
 MIN_LENGTH = 3  # "of", "is", "R": too short to say what a text is about
 

@@ -35,6 +35,7 @@ import numpy as np
 from ingestion.records import StatementRecord
 from rag_app.answering.claims import ClaimComparison, Verdict, compare, is_yes_no_question
 from rag_app.answering.claims.claim_terms import SCAFFOLDING, formula_key, question_latex, split_math, stem_of
+from rag_app.answering.claims.lexicon import WORD
 from rag_app.answering.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
 
@@ -76,7 +77,6 @@ FEATURE_NAMES = (
 _STATED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact"})
 _ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|does)|define|definition of|meaning of)\b", re.IGNORECASE)
 _LABEL_WORDS = re.compile(r"[A-Za-z]+")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 _INLINE_MATH = re.compile(r"\$[^$]*\$")
 
 # (statement id) -> the names of the definitions in its scope (the statement graph), nearest first
@@ -210,7 +210,7 @@ def read_claim(question: str, record: StatementRecord) -> ClaimComparison:
 
 def _phrases(text: str) -> set[str]:
     """Adjacent pairs of word families ("finitely presented", "main theorem"): technical terms are phrases."""
-    words = [word.lower().strip("'-") for word in _WORD.findall(_INLINE_MATH.sub(" ", text))]
+    words = [word.lower().strip("'-") for word in WORD.findall(_INLINE_MATH.sub(" ", text))]
     stems = [stem_of(word) for word in words if len(word) >= 3 and word not in SCAFFOLDING]
     return {f"{a} {b}" for a, b in pairwise(stems)}
 
