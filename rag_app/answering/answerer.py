@@ -149,7 +149,7 @@ class Answerer:
         in_scope = (lambda statement_id: scope(statement_id, SCOPE_DEFINITIONS)) if scope is not None else None
         similarities = relevance.similarities[: len(candidates)]
         return SourceFeatures.of(
-            question, candidates, similarities, learned, in_scope, self.citing, self.yes_no.reading
+            self.yes_no.asked(question), candidates, similarities, learned, in_scope, self.citing, self.yes_no.reading
         )  # the claim reading's statements read once for the features, the refutation scan and the lead-in
 
     def _hit_vectors(self, retrieval: Retrieval) -> Mapping[str, np.ndarray]:

@@ -33,8 +33,9 @@ from itertools import pairwise
 import numpy as np
 
 from ingestion.records import StatementRecord
-from rag_app.answering.claims import ClaimComparison, Verdict, compare, is_yes_no_question
-from rag_app.answering.claims.claim_terms import SCAFFOLDING, formula_key, question_latex, split_math, stem_of
+from rag_app.answering.claims import ClaimComparison, Verdict, compare
+from rag_app.answering.claims.asked_question import AskedQuestion
+from rag_app.answering.claims.claim_terms import SCAFFOLDING, formula_key, split_math, stem_of
 from rag_app.answering.claims.lexicon import WORD
 from rag_app.answering.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
@@ -101,7 +102,7 @@ class SourceFeatures:
     @classmethod
     def of(
         cls,
-        question: str,
+        question: str | AskedQuestion,
         hits: Sequence[SearchHit],
         similarities: Sequence[float],
         learned_scores: bool,
@@ -117,11 +118,12 @@ class SourceFeatures:
             return cls(np.zeros((0, len(FEATURE_NAMES)), np.float32), ())
         scores = np.array([hit.score if learned_scores else 1.0 / (n + 1) for n, hit in enumerate(hits)], np.float64)
         cosines = np.asarray(similarities, np.float64)[:count]
-        asked = topic_words(question)
-        asked_phrases = _phrases(question)
-        asked_formulas = _formulas(question_latex(question))
-        yes_no = is_yes_no_question(question)
-        asks_definition = bool(_ASKS_DEFINITION.match(question))
+        question = AskedQuestion.read(question)  # the answer's own, read once
+        asked = set(question.topic)
+        asked_phrases = _phrases(question.text)
+        asked_formulas = _formulas(question.latex)
+        yes_no = question.yes_no
+        asks_definition = bool(_ASKS_DEFINITION.match(question.text))
         cited = citing([hit.record.id for hit in hits]) if citing is not None else {}
         rows = []
         words_of = []
@@ -202,7 +204,7 @@ def _scope_words(record: StatementRecord, definitions: DefinitionsInScope | None
     return words
 
 
-def read_claim(question: str, record: StatementRecord) -> ClaimComparison:
+def read_claim(question: str | AskedQuestion, record: StatementRecord) -> ClaimComparison:
     """The claim reading of ``record`` on the yes/no ``question``, the statement read as the index knows it: a
     question word its name, section or label holds is a word it speaks of."""
     return compare(question, record.text, record.kind.value, frozenset(named_words(record)))

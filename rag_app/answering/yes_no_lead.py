@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 
 from ingestion.records import StatementRecord
 from prompts import load_prompt
-from rag_app.answering.claims import ClaimComparison, Verdict, is_yes_no_question, negates, topic_overlap
+from rag_app.answering.claims import ClaimComparison, Verdict
+from rag_app.answering.claims.asked_question import AskedQuestion
 from rag_app.answering.claims.claim_comparison import (
     CONVERSE,
     EXPRESSION,
@@ -35,6 +36,7 @@ from rag_app.answering.claims.claim_comparison import (
     OTHER_SUBJECT,
     PART_OF_PHRASE,
 )
+from rag_app.answering.claims.yes_no_questions import topic_words
 from rag_app.answering.context import estimate_tokens, new_fence_key, source_block
 from rag_app.answering.source_chooser import SourceChoice
 from rag_app.answering.source_features import read_claim
@@ -77,12 +79,22 @@ class YesNoReading:
         # (question, statement id) -> the claim reading: the chooser's features, the refutation scan and the lead-in
         # read the same statements; each is read once (an answerer serves one question, so this stays small)
         self._readings: dict[tuple[str, str], ClaimComparison] = {}
+        self._asked: dict[str, AskedQuestion] = {}  # the question itself, read once for every reader (issue 93)
 
-    def reading(self, question: str, record: StatementRecord) -> ClaimComparison:
+    def asked(self, question: str | AskedQuestion) -> AskedQuestion:
+        """``question`` read once: whether it asks yes or no, its LaTeX, its claim's terms, its topic."""
+        if isinstance(question, AskedQuestion):
+            return question
+        if question not in self._asked:
+            self._asked[question] = AskedQuestion.read(question)
+        return self._asked[question]
+
+    def reading(self, question: str | AskedQuestion, record: StatementRecord) -> ClaimComparison:
         """The claim reading of ``record`` on ``question`` (:func:`read_claim`), read once per answer."""
-        key = (question, record.id)
+        asked = self.asked(question)
+        key = (asked.text, record.id)
         if key not in self._readings:
-            self._readings[key] = read_claim(question, record)
+            self._readings[key] = read_claim(asked, record)
         return self._readings[key]
 
     def lead(
@@ -99,7 +111,7 @@ class YesNoReading:
         ``model_allowed``: False where the quote is shown before the model's part, so no "Yes" stands that the
         model has not seen (method "model" or "rules+model"). ``doubted``: the learned chooser's reading of the
         quote (None: no chooser); a "Check against the question" is shown only above a quote it doubts."""
-        if not self.quote.yes_no_lead or not is_yes_no_question(question):
+        if not self.quote.yes_no_lead or not self.asked(question).yes_no:
             return None
         method = self.quote.yes_no_method
         rules = self.by_rules(question, hit, number, self.reading(question, hit.record))
@@ -155,7 +167,7 @@ class YesNoReading:
         """The first of ``hits`` (in their order) that refutes the yes/no ``question``'s claim as asked (a
         counterexample, a warning, the claim's negation: :mod:`rag_app.answering.claims.refutation`); None where
         none does, the lead-in is off, or the question does not ask yes or no."""
-        if not self.quote.yes_no_lead or not is_yes_no_question(question):
+        if not self.quote.yes_no_lead or not self.asked(question).yes_no:
             return None
         seen: set[str] = set()
         for hit in hits:
@@ -193,7 +205,8 @@ class YesNoReading:
             messages = prompt.messages(sources=text, question=question, fence=fence, answer=answer)
             claims.append(parse_claim(client.chat(messages, max_tokens=3, temperature=0.0)))
         verdict = verdict_of_claims(*claims)
-        lead_in = checkable_lead_in(question, hit.record.text, verdict, number, self.quote.yes_no_min_overlap)
+        asked, min_overlap = self.asked(question), self.quote.yes_no_min_overlap
+        lead_in = checkable_lead_in(asked, hit.record.text, verdict, number, min_overlap)
         return YesNoLead(verdict, lead_in, (time.perf_counter() - started) * 1000, "model")
 
 
@@ -239,9 +252,14 @@ def verdict_of_claims(yes_claim: bool | None, no_claim: bool | None) -> Verdict:
     return Verdict.NONE
 
 
-def checkable_lead_in(question: str, statement: str, verdict: Verdict, number: int, min_overlap: float) -> str | None:
+def checkable_lead_in(
+    question: str | AskedQuestion, statement: str, verdict: Verdict, number: int, min_overlap: float
+) -> str | None:
     """The lead-in, where the verdict is YES, the question does not negate and the statement is about the
     question's topic; never for NO (see the module's note)."""
-    if verdict is not Verdict.YES or negates(question) or topic_overlap(question, statement) < min_overlap:
+    asked = AskedQuestion.read(question)
+    if verdict is not Verdict.YES or asked.negated:
+        return None
+    if asked.topic and len(asked.topic & topic_words(statement)) / len(asked.topic) < min_overlap:
         return None
     return f"Yes, as [{number}] states:"

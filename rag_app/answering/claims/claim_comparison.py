@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, terms_of
+from rag_app.answering.claims.asked_question import AskedQuestion
+from rag_app.answering.claims.claim_terms import Terms, Word, is_generic
 from rag_app.answering.claims.implied_conditions import StatedConditions
-from rag_app.answering.claims.lexicon import EQUIVALENCE
 from rag_app.answering.claims.refutation import refutes
 from rag_app.answering.claims.statement_claims import StatementClaim, statement_claims
 from rag_app.answering.claims.term_matching import unmatched_terms, written_otherwise
@@ -98,7 +98,7 @@ class ClaimComparison:
 
 
 def compare(
-    question: str, statement_latex: str, kind: str = "theorem", named: frozenset[str] = frozenset()
+    question: str | AskedQuestion, statement_latex: str, kind: str = "theorem", named: frozenset[str] = frozenset()
 ) -> ClaimComparison:
     """The verdict of ``statement_latex``, a statement of ``kind`` (a ``StatementKind`` value), on the yes/no
     ``question`` (see the module's note). ``named``: the word families the index knows the statement by besides
@@ -106,7 +106,8 @@ def compare(
     among them is a word the statement speaks of (issue 92). Only what a paper proves or defines is read for a
     verdict: a conjecture, a question or an exercise settles nothing (the reader is told), and an answer post, a remark
     or an example argues in prose whose hypotheses the rules cannot read."""
-    if not is_yes_no_question(question):
+    question = AskedQuestion.read(question)  # read once: an answer passes the one it read
+    if not question.yes_no:
         return ClaimComparison(Verdict.NONE, "not a yes/no question")
     if kind in UNPROVED_KINDS:
         return ClaimComparison(Verdict.NONE, UNPROVED.format(kind=kind))
@@ -120,8 +121,7 @@ def compare(
         # An answer post ("Yes. By the structure theorem ...") answers its own thread's question, not
         # necessarily this one; its first word is no verdict on a claim it does not state.
         return ClaimComparison(Verdict.NONE, "an answer to another question")
-    asked_text, asked_formulas = split_math(question_latex(EQUIVALENCE.sub(",", question)))
-    asked = terms_of(asked_text, asked_formulas)
+    asked = question.claim
     claims = statement_claims(statement_latex, definition)
     if not asked.words or not claims:
         return ClaimComparison(Verdict.NONE, "nothing to compare")
@@ -134,8 +134,7 @@ def compare(
     refutation = refutes(question, statement_latex, kind)
     if refutation is not None:  # "There exists ... which is not ...": never a "Yes", whatever a clause says
         return ClaimComparison(Verdict.NO, REFUTED.format(form=refutation.form), refutation.denied)
-    stated = StatedConditions.of(question, " ".join(asked.formulas))
-    results = [_compare_claim(asked, claim, stated) for claim in claims]
+    results = [_compare_claim(asked, claim, question.stated) for claim in claims]
     found = {result.verdict for result in results if result is not None}
     if Verdict.YES in found and Verdict.OPPOSITE not in found:
         if _EXISTENCE_DENIED.search(" ".join(statement_latex.split())):

@@ -22,11 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, question_latex, split_math, stem_of, terms_of
-from rag_app.answering.claims.lexicon import EQUIVALENCE, SETUP_SENTENCE
+from rag_app.answering.claims.asked_question import AskedQuestion
+from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, split_math, stem_of, terms_of
+from rag_app.answering.claims.lexicon import SETUP_SENTENCE
 from rag_app.answering.claims.statement_claims import StatementClaim, statement_claims
 from rag_app.answering.claims.term_matching import unmatched_terms
-from rag_app.answering.claims.yes_no_questions import is_yes_no_question, negates
 
 _EXISTENCE = re.compile(r"\bthere (?:exists?|is|are)\b|\bthere exist\b", re.IGNORECASE)
 _GENERALITY_DENIED = re.compile(
@@ -61,12 +61,12 @@ class Refutation:
     denied: tuple[str, ...]
 
 
-def refutes(question: str, statement_latex: str, kind: str) -> Refutation | None:
+def refutes(question: str | AskedQuestion, statement_latex: str, kind: str) -> Refutation | None:
     """The refutation of the yes/no ``question``'s claim by a statement of ``kind``, or None (see the module)."""
-    if not is_yes_no_question(question) or negates(question) or kind not in _READ_KINDS:
+    question = AskedQuestion.read(question)
+    if not question.yes_no or question.negated or kind not in _READ_KINDS:
         return None
-    asked_text, asked_formulas = split_math(question_latex(EQUIVALENCE.sub(",", question)))
-    asked = terms_of(asked_text, asked_formulas)
+    asked = question.claim
     if not asked.words:
         return None
     converse_fails = bool(_CONVERSE_FAILS.search(" ".join(statement_latex.split())))

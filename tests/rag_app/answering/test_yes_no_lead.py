@@ -12,17 +12,10 @@ import pytest
 
 from rag_app.answering.answer import Answer
 from rag_app.answering.answerer import Answerer
+from rag_app.answering.claims import is_yes_no_question, negates, topic_overlap
 from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
 from rag_app.answering.stages import Retrieval
-from rag_app.answering.yes_no_lead import (
-    Verdict,
-    checkable_lead_in,
-    is_yes_no_question,
-    negates,
-    parse_claim,
-    topic_overlap,
-    verdict_of_claims,
-)
+from rag_app.answering.yes_no_lead import Verdict, checkable_lead_in, parse_claim, verdict_of_claims
 from rag_app.serving.llm_server import LLMServerError
 from retriever.types import Query, ScoredBy, SearchResult
 from tests.conftest import make_settings
@@ -261,3 +254,27 @@ def test_no_verdict_has_one_value() -> None:
     """Issue 93: "no verdict" was ``NONE``, ``UNCLEAR`` and ``None``; it is ``Verdict.NONE`` alone."""
     assert [verdict.value for verdict in Verdict] == ["yes", "no", "opposite", "only-if", "none"]
     assert verdict_of_claims(None, None) is Verdict.NONE
+
+
+def test_an_answer_reads_its_question_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 93: the chooser's features, the refutation scan, the comparison and the lead-in each asked again
+    whether the question asks yes or no (about three times per statement read) and parsed its claim again; one
+    :class:`AskedQuestion` now serves them all."""
+    import sys
+
+    from rag_app.answering.claims import yes_no_questions
+
+    asked: list[str] = []
+    real = yes_no_questions.is_yes_no_question
+
+    def counted(question: str) -> bool:
+        asked.append(question)
+        return real(question)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("rag_app.answering") and getattr(module, "is_yes_no_question", None) is real:
+            monkeypatch.setattr(module, "is_yes_no_question", counted)
+    question = "Is every principal ideal domain a unique factorization domain?"
+    answered, _ = answer(tmp_path, question, "[2]", "YES")
+    assert answered.text and answered.yes_no_verdict is not None
+    assert asked == [question]

@@ -1,0 +1,44 @@
+"""A question read once per answer into the one value every reader of it takes (issue 93).
+
+The claims' comparison, the refutation scan, the chooser's features and the lead-in each parsed the question
+again: whether it asks yes or no (about three times per statement read), its LaTeX with typed notation read, its
+claim's terms (once per statement the refutation scan read). An :class:`AskedQuestion` holds what they read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_app.answering.claims.claim_terms import Terms, question_latex, split_math, terms_of
+from rag_app.answering.claims.implied_conditions import StatedConditions
+from rag_app.answering.claims.lexicon import EQUIVALENCE
+from rag_app.answering.claims.yes_no_questions import is_yes_no_question, negates, topic_words
+
+
+@dataclass(frozen=True, slots=True)
+class AskedQuestion:
+    """The question as asked, and what its readers take from it."""
+
+    text: str
+    yes_no: bool  # it asks yes or no (is_yes_no_question)
+    negated: bool  # it carries a negation ("not", "non-", "fails", ...)
+    latex: str  # its LaTeX: abbreviations written out, typed notation and typed relations as formulas
+    claim: Terms  # the claim's terms, compared with a statement's (an "iff" read as a comma)
+    stated: StatedConditions  # the conditions it states in words or formulas ("n > 2", "positive")
+    topic: frozenset[str]  # the stems of the words that carry its topic
+
+    @classmethod
+    def read(cls, question: str | AskedQuestion) -> AskedQuestion:
+        """``question`` read (a question already read is returned as it is)."""
+        if isinstance(question, AskedQuestion):
+            return question
+        claim = terms_of(*split_math(question_latex(EQUIVALENCE.sub(",", question))))
+        return cls(
+            text=question,
+            yes_no=is_yes_no_question(question),
+            negated=negates(question),
+            latex=question_latex(question),
+            claim=claim,
+            stated=StatedConditions.of(question, " ".join(claim.formulas)),
+            topic=frozenset(topic_words(question)),
+        )
