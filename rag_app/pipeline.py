@@ -304,7 +304,8 @@ class MathRAG:
         )
         more = min(self.settings.retrieval.next_results, max(depth - k, 0))
         # one pass: the hits, their vectors and the question's embedding come back together
-        result = run_search(searcher, Query(search.query), k + more, mode, where)
+        notation_read = self.settings.retrieval.typed_notation  # read above: the search does not read it again
+        result = run_search(searcher, Query(search.query, notation_read), k + more, mode, where)
         hits = self.indexes.counted(result.hits)  # each result shows what it uses and what uses it
         result, next_hits = result.with_hits(hits[:k]), tuple(hits[k:])
         filter_ = where.describe() if where is not None else "everything"

@@ -35,10 +35,12 @@ class Query(str):
     """
 
     _vectors: dict[str, np.ndarray]
+    notation_read: bool  # its typed notation was read as LaTeX already (``ask`` reads it to show it): not again
 
-    def __new__(cls, text: str) -> Query:
+    def __new__(cls, text: str, notation_read: bool = False) -> Query:
         query = super().__new__(cls, text)
         query._vectors = {}
+        query.notation_read = notation_read
         return query
 
     @classmethod

@@ -94,6 +94,10 @@ def test_one_stack_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_APP_RERANK__ANSWER", "true")
     assert Settings().rerank.answer is True
     assert "ask" not in Settings().rerank.model_dump() and "chat" not in Settings().rerank.model_dump()
+    # issue 93: PerTask read ``answer`` without declaring it; every stage switched per task declares both
+    from rag_app.settings.retrieval import PerTask
+
+    assert {"search", "answer"} <= set(PerTask.model_fields)
 
 
 def test_overrides_are_validated_as_the_file_is(tmp_path: Path) -> None:

@@ -237,3 +237,20 @@ def test_two_first_searches_build_one_reranker_and_one_ensemble(
     ensembles = _built_in_two_threads(stack.ensemble)
     assert built == ["reranker", "ensemble"]
     assert rerankers[0] is rerankers[1] and ensembles[0] is ensembles[1]
+
+
+def test_ask_reads_typed_notation_once(rag: MathRAG, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 93: ``ask`` read the question's typed notation to show what it searched, then the search read it
+    again (the same text, the same work)."""
+    import retriever.search.typed_notation_searcher as searcher_module
+
+    read: list[str] = []
+    real = searcher_module.read_typed_notation
+    monkeypatch.setattr(searcher_module, "read_typed_notation", lambda text: read.append(text) or real(text))
+    rag.settings.llm.base_url = "http://127.0.0.1:9/v1"  # no LLM: the answer keeps its sources
+    rag.settings.llm.retries = 0
+    typed = rag.ask("Is F_q^* cyclic?", k=3)
+    assert typed.search_query == "Is $\\mathbb{F}_q^*$ cyclic?" and typed.sources
+    assert read == []  # the search took the query as read
+    rag.search("F_q^* cyclic", k=3)
+    assert read == ["F_q^* cyclic"]  # a search reads it itself

@@ -13,8 +13,8 @@ from rag_app.answering.claims import claim_terms, lexicon
 # the module, not the function of the same name the package exports
 claims_reader = importlib.import_module("rag_app.answering.claims.statement_claims")
 ANSWERING = Path(statement_check.__file__).resolve().parent
-# a word list or pattern that opens with a setup word, a negation set, the equivalence phrases
-OWN_LISTS = re.compile(r"\(\?:let\||\(let\||\"let\", \"|'cannot'|\"cannot\"|if and only if\|iff")
+# a word list or pattern that opens with a setup word, a negation set, the equivalence phrases, number words
+OWN_LISTS = re.compile(r"\(\?:let\||\(let\||\"let\", \"|'cannot'|\"cannot\"|if and only if\|iff|\"zero\": ")
 
 
 def test_no_reader_keeps_its_own_list_of_the_lexicons_words() -> None:
