@@ -121,7 +121,7 @@ def _object_stems() -> frozenset[str]:
 
 @cache
 def _symbol_stems() -> dict[str, tuple[str, ...]]:
-    return {english_stemmer().stemWord(word): symbols for word, symbols in SYMBOL_WORDS.items()}
+    return {english_stemmer().stemWord(word): signs.latex for word, signs in SYMBOL_WORDS.items() if signs.latex}
 
 
 def _said_by_symbol(term: str, source: str) -> bool:

@@ -6,6 +6,7 @@ the regular expressions built from them live here too."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # Words that deny what follows ("is not solvable", "has no zeros", "a ring without zero divisors").
 NEGATIONS = frozenset(
@@ -32,30 +33,57 @@ OBJECT_NOUNS = frozenset(
     complex complexes""".split()  # noqa: SIM905 (one word list, read as prose)
 )
 
-# Words a statement often writes as a symbol instead: said when its formulas hold the symbol.
-SYMBOL_WORDS: dict[str, tuple[str, ...]] = {
-    "equal": ("=", "\\ge", "\\le", "\\geq", "\\leq"),
-    "between": ("<", "\\le"),
-    "greater": (">", "\\ge", "\\geq"),
-    "less": ("<", "\\le", "\\leq"),
-    "dimension": ("\\dim",),
-    "degree": ("\\deg", "["),
-    "product": ("\\prod", "\\times", "\\otimes", "\\cdot"),
-    "tensor": ("\\otimes",),
-    "sum": ("\\sum", "+", "\\oplus"),
-    "union": ("\\cup", "\\bigcup"),
-    "intersection": ("\\cap", "\\bigcap"),
-    "subset": ("\\subset", "\\subseteq"),
-    "integral": ("\\int",),
-    "infinite": ("\\infty",),
-    "spectrum": ("\\mathrm{Spec}", "Spec"),
-    "inequality": ("\\le", "\\ge", "<", ">"),
-    "bound": ("\\le", "\\ge", "\\ll", "\\lesssim"),
-    "kernel": ("\\ker", "{ker}"),
-    "image": ("\\im", "\\operatorname{im}"),
-    "composition": ("\\circ",),
-    "isomorphic": ("\\cong", "\\simeq"),
-    "limit": ("\\lim", "\\to"),
+# Words a statement often writes as a sign instead: said when its formulas hold the sign. Each reader takes the
+# signs of the notation it reads: the written-answer check reads a statement's LaTeX, the claims its formulas
+# rendered as Unicode (so "equal" is "=" in both, "isomorphic" is \cong for one and ≅ for the other).
+@dataclass(frozen=True, slots=True)
+class Signs:
+    latex: tuple[str, ...] = ()
+    unicode: str = ""
+
+
+SYMBOL_WORDS: dict[str, Signs] = {
+    "equal": Signs(("=", "\\ge", "\\le", "\\geq", "\\leq"), "="),
+    "between": Signs(("<", "\\le")),
+    "greater": Signs((">", "\\ge", "\\geq"), ">"),
+    "less": Signs(("<", "\\le", "\\leq"), "<"),
+    "most": Signs((), "≤"),
+    "least": Signs((), "≥"),
+    "dimension": Signs(("\\dim",)),
+    "degree": Signs(("\\deg", "[")),
+    "product": Signs(("\\prod", "\\times", "\\otimes", "\\cdot"), "∏"),
+    "tensor": Signs(("\\otimes",)),
+    "sum": Signs(("\\sum", "+", "\\oplus"), "∑"),
+    "union": Signs(("\\cup", "\\bigcup"), "∪"),
+    "intersection": Signs(("\\cap", "\\bigcap"), "∩"),
+    "cap": Signs((), "∩"),
+    "subset": Signs(("\\subset", "\\subseteq")),
+    "contains": Signs((), "⊆⊂"),
+    "inside": Signs((), "⊆⊂"),
+    "integral": Signs(("\\int",), "∫∮"),
+    "infinite": Signs(("\\infty",)),
+    "infinity": Signs((), "∞"),
+    "spectrum": Signs(("\\mathrm{Spec}", "Spec")),
+    "inequality": Signs(("\\le", "\\ge", "<", ">")),
+    "bound": Signs(("\\le", "\\ge", "\\ll", "\\lesssim")),
+    "kernel": Signs(("\\ker", "{ker}")),
+    "image": Signs(("\\im", "\\operatorname{im}")),
+    "composition": Signs(("\\circ",)),
+    "isomorphic": Signs(("\\cong", "\\simeq"), "≅"),
+    "congruent": Signs((), "≡"),
+    "asymptotic": Signs((), "∼"),
+    "limit": Signs(("\\lim", "\\to")),
+    "converges": Signs((), "→"),
+    "tends": Signs((), "→"),
+    "complex": Signs((), "ℂ"),
+    "plane": Signs((), "ℂ"),
+    "real": Signs((), "ℝ"),
+    "integer": Signs((), "ℤ"),
+    "rational": Signs((), "ℚ"),
+    "natural": Signs((), "ℕ"),
+    "divides": Signs((), "|∣"),
+    "divisor": Signs((), "|∣"),
+    "zero": Signs((), "0"),
 }
 
 # Numbers written as words ("dimension one", "greater than two").

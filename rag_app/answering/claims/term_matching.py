@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, stem_of
+from rag_app.answering.claims.lexicon import SYMBOL_WORDS
 
 _GREEK_LETTERS = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "zeta": "ζ", "theta": "θ",
@@ -19,37 +20,8 @@ _PLAIN_LETTERS = {"ℝ": "R", "ℂ": "C", "ℤ": "Z", "ℚ": "Q", "ℕ": "N"}
 _FILLER = frozenset(stem_of(word) for word in ("set", "number", "element", "value", "collection", "itself"))
 
 
-# Words a statement may write as a sign in its formulas.
-_WORD_SIGNS = {
-    "isomorph": "≅",
-    "congruent": "≡",
-    "asymptot": "∼",
-    "equal": "=",
-    "integr": "∫∮",
-    "complex": "ℂ",
-    "plane": "ℂ",
-    "real": "ℝ",
-    "integ": "ℤ",
-    "ration": "ℚ",
-    "natur": "ℕ",
-    "divid": "|∣",
-    "sum": "∑",
-    "product": "∏",
-    "converg": "→",
-    "tend": "→",
-    "contain": "⊆⊂",
-    "insid": "⊆⊂",
-    "zero": "0",
-    "greater": ">",
-    "less": "<",
-    "most": "≤",
-    "least": "≥",
-    "infin": "∞",
-    "union": "∪",
-    "intersect": "∩",
-    "cap": "∩",
-    "divisor": "|∣",
-}
+# Words a statement may write as a sign in its formulas (rendered as Unicode): the lexicon's, by stem.
+_WORD_SIGNS = {stem_of(word): signs.unicode for word, signs in SYMBOL_WORDS.items() if signs.unicode}
 
 
 def unmatched_terms(asked: Terms, stems: frozenset[str], formulas: str) -> tuple[str, ...]:

@@ -14,7 +14,9 @@ from rag_app.answering.claims import claim_terms, lexicon
 claims_reader = importlib.import_module("rag_app.answering.claims.statement_claims")
 ANSWERING = Path(statement_check.__file__).resolve().parent
 # a word list or pattern that opens with a setup word, a negation set, the equivalence phrases, number words
-OWN_LISTS = re.compile(r"\(\?:let\||\(let\||\"let\", \"|'cannot'|\"cannot\"|if and only if\|iff|\"zero\": ")
+OWN_LISTS = re.compile(
+    r"\(\?:let\||\(let\||\"let\", \"|'cannot'|\"cannot\"|if and only if\|iff|\"zero\": |\"isomorph\w*\": "
+)
 
 
 def test_no_reader_keeps_its_own_list_of_the_lexicons_words() -> None:
@@ -36,3 +38,8 @@ def test_the_claims_and_the_written_check_read_the_same_setup_and_negations() ->
     assert any(word.negative for word in terms.words)
     assert claim_terms.OBJECT_NOUNS is lexicon.OBJECT_NOUNS
     assert claims_reader.SETUP_SENTENCE is lexicon.SETUP_SENTENCE
+    # one word-to-sign map: "isomorphic" is \cong in the LaTeX the check reads, ≅ in the claims' Unicode
+    from rag_app.answering.claims import term_matching
+
+    assert term_matching._WORD_SIGNS["isomorph"] == lexicon.SYMBOL_WORDS["isomorphic"].unicode
+    assert statement_check._symbol_stems()["isomorph"] == lexicon.SYMBOL_WORDS["isomorphic"].latex
