@@ -29,7 +29,14 @@ from functools import cache
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from rag_app.answering.citations import CITATION_PATTERN
-from rag_app.answering.claims.lexicon import EQUIVALENCE, NEGATIONS, OBJECT_NOUNS, SETUP_SENTENCE, SYMBOL_WORDS
+from rag_app.answering.claims.lexicon import (
+    EQUIVALENCE,
+    NEGATIONS,
+    OBJECT_NOUNS,
+    SETUP_SENTENCE,
+    SETUP_WORDS,
+    SYMBOL_WORDS,
+)
 from retriever.text.formula_normalizer import normalize_formula
 from retriever.text.math_tokenizer import english_stemmer
 
@@ -50,7 +57,7 @@ _FUNCTION_WORDS = frozenset(
     consequence provided provides mention mentions mentioned show shows shown confirm confirms guaranteed
     guarantees express expressed expresses respectively well-known important crucial key basic e but yet
     lemmas theorems propositions corollaries definitions remarks specified property properties""".split()  # noqa: SIM905 (one word list, read as prose)
-)
+) | frozenset(SETUP_WORDS)  # the words that open a setup ("Consider ...") claim nothing
 _REASONING_LINKS = (
     "this implies", "which implies", "it follows", "this means", "therefore", "hence", "consequently",
     "this shows", "as a consequence", "is a consequence of", "directly implies", "thus",

@@ -18,7 +18,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from rag_app.answering.claims.lexicon import NEGATIONS, NUMBER_WORDS, OBJECT_NOUNS
+from rag_app.answering.claims.lexicon import GENERIC_NOUNS, NEGATIONS, NUMBER_WORDS
 from retriever.text.math_tokenizer import english_stemmer
 from retriever.text.query_notation import read_typed_notation, to_latex
 from retriever.text.unicode_math_text import UnicodeMathText
@@ -306,4 +306,4 @@ def is_generic(stem: str) -> bool:
     return stem in _GENERIC_STEMS
 
 
-_GENERIC_STEMS = frozenset(stem_of(noun) for noun in OBJECT_NOUNS)
+_GENERIC_STEMS = frozenset(stem_of(noun) for noun in GENERIC_NOUNS)

@@ -22,7 +22,7 @@ EQUIVALENCE_PHRASES = ("if and only if", "iff", "exactly when", "precisely when"
 EQUIVALENCE = re.compile(r"\b(?:" + "|".join(EQUIVALENCE_PHRASES) + r")\b", re.IGNORECASE)
 
 # Nouns that name the kind of object, not a hypothesis about it: "Let R be a ring" binds a name, and a sentence
-# or question that leaves out "ring" has dropped nothing. Its qualifiers ("Noetherian", "finite") are hypotheses.
+# that leaves out "ring" has dropped nothing. Its qualifiers ("Noetherian", "finite") are hypotheses.
 OBJECT_NOUNS = frozenset(
     """set sets subset subsets space spaces function functions map maps mapping element elements point points
     number numbers integer integers ring rings module modules group groups field fields matrix matrices sequence
@@ -32,6 +32,15 @@ OBJECT_NOUNS = frozenset(
     topological category categories type types sheaf sheaves algebra algebras variety varieties site sites
     complex complexes""".split()  # noqa: SIM905 (one word list, read as prose)
 )
+# Of those, the kinds a question asks as its predicate ("Is O a sheaf for the h topology?", "Is X a variety?"):
+# there the noun is the claim, and a claim's reader must not pass over it (issue 93: reading "sheaf" as a mere
+# kind of object lost the refutation of that question). The written-answer check reads them as objects.
+PREDICATE_NOUNS = frozenset(
+    "type types sheaf sheaves algebra algebras variety varieties site sites complex complexes".split()  # noqa: SIM905
+)
+# The kinds of object a claim's reader passes over: a question that leaves one out has dropped nothing.
+GENERIC_NOUNS = OBJECT_NOUNS - PREDICATE_NOUNS
+
 
 # Words a statement often writes as a sign instead: said when its formulas hold the sign. Each reader takes the
 # signs of the notation it reads: the written-answer check reads a statement's LaTeX, the claims its formulas
