@@ -7,7 +7,14 @@ stayed open. :class:`LimitedH11Protocol` is uvicorn's h11 protocol with those li
 
 - the request line and headers must arrive within ``api.header_timeout_s`` of the connection's start (or of
   the previous response's end): past it the client gets 408 and the connection is closed;
-- at most ``api.max_connections`` connections are open at once: one more gets 503 and is closed at once.
+- a connection that sends no byte within ``api.first_byte_timeout_s`` of opening is closed (issue 94: sockets
+  that sent nothing held their place in the table for the whole header timeout, and 64 of them held the API);
+- at most ``api.max_connections`` connections are open at once. A new one past the cap takes the place of an idle
+  one (no byte of a request in): the oldest idle connection of the client address that holds the most goes first.
+  Only when none is idle does the newcomer get 503, at its request;
+- a request line with another version than HTTP/1.0 or HTTP/1.1 gets 505;
+- a response sent before the request's body was all in (a 404, a 405) closes the connection: the rest of that body
+  can never be read as the next request (issue 94: such a connection waited out the keep-alive and header timeouts).
 
 The body's own timeout is ASGI middleware (:class:`BodyReadTimeout`): a body that stops arriving for
 ``api.body_timeout_s`` gets 408. Every status here is the API's JSON error. What h11 cannot parse (a 1 MB
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from typing import Any
 
 import h11
@@ -45,22 +53,64 @@ class LimitedH11Protocol(H11Protocol):
     The limits come from :func:`limited_protocol`, which binds them to a subclass."""
 
     header_timeout_s = 10.0
+    first_byte_timeout_s = 2.0
     max_connections = 64
     max_header_bytes = 32_768
 
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any], **rest: Any) -> None:
         super().__init__(config, server_state, app_state, **rest)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._first_byte_timer: asyncio.TimerHandle | None = None
         self._over_cap = False
+        self._opened_at = 0.0
+        self._idle = True  # no byte of a request in since the connection opened or its last response ended
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        # One past the cap is answered 503 when its request comes (closing it before it has sent anything
-        # would reset the connection under the client's request: no answer at all), or closed at its timeout.
-        self._over_cap = len(self.connections) > self.max_connections
+        self._opened_at = self.loop.time()
+        if len(self.connections) > self.max_connections:
+            # One past the cap takes an idle one's place; with none idle it is answered 503 when its request
+            # comes (closing it before it has sent anything would reset the connection under the client's
+            # request: no answer at all), or closed at its first-byte timeout.
+            victim = self._idle_to_evict()
+            if victim is not None:
+                victim.transport.close()  # it sent nothing: closed without a word, as at its own timeout
+            else:
+                self._over_cap = True
         self._arm_header_timer()
+        self._first_byte_timer = self.loop.call_later(self.first_byte_timeout_s, self._no_first_byte)
+
+    def _idle_to_evict(self) -> LimitedH11Protocol | None:
+        """The idle connection that gives way to a new one: of the client address holding the most connections,
+        its oldest (a client that opens many and sends nothing loses its own first)."""
+        idle = [
+            other
+            for other in self.connections
+            if isinstance(other, LimitedH11Protocol) and other is not self and other._idle
+            and not other.transport.is_closing()
+        ]  # fmt: skip
+        if not idle:
+            return None
+        held = Counter(other.client[0] if other.client else "" for other in self.connections
+                       if isinstance(other, LimitedH11Protocol))  # fmt: skip
+        return min(idle, key=lambda other: (-held[other.client[0] if other.client else ""], other._opened_at))
+
+    def _no_first_byte(self) -> None:
+        self._first_byte_timer = None
+        if self._idle and not self.transport.is_closing():
+            self.transport.close()  # nothing was asked: nothing to answer
 
     def data_received(self, data: bytes) -> None:
+        if data:
+            self._idle = False
+            if self._first_byte_timer is not None:
+                self._first_byte_timer.cancel()
+                self._first_byte_timer = None
+        if self.conn.their_state is h11.IDLE and self._unknown_version(data):
+            reason = "this server speaks HTTP/1.0 and HTTP/1.1 only"
+            self.transport.write(raw_json_error(505, "HTTP Version Not Supported", reason))
+            self.transport.close()
+            return
         if self._over_cap:
             reason = f"{self.max_connections} connections are open already (api.max_connections): try again later"
             self.transport.write(raw_json_error(503, "Service Unavailable", reason))
@@ -75,6 +125,16 @@ class LimitedH11Protocol(H11Protocol):
         if self.cycle is not None and self.conn.their_state is not h11.IDLE:
             self._disarm_header_timer()  # the request line and headers are in: the request is the app's now
 
+    def _unknown_version(self, data: bytes) -> bool:
+        """Whether the request line, once it is in, names another version than HTTP/1.0 or HTTP/1.1 (h11 read
+        ``HTTP/9.9`` as 1.1 and the API answered 200)."""
+        buffered = self.conn.trailing_data[0] + data
+        end = buffered.find(b"\r\n")
+        if end < 0:
+            return False
+        version = buffered[:end].rsplit(b" ", 1)[-1]
+        return version.startswith(b"HTTP/") and version not in (b"HTTP/1.0", b"HTTP/1.1")
+
     def _headers_too_large(self, data: bytes) -> bool:
         """Whether the request line and headers, as far as they came, pass the limit (h11's own limit holds
         only for headers that arrive in pieces: 100 KB sent at once passed it)."""
@@ -83,12 +143,20 @@ class LimitedH11Protocol(H11Protocol):
         return (end if end >= 0 else len(buffered)) > self.max_header_bytes
 
     def on_response_complete(self) -> None:
+        unread_body = self.conn.their_state is h11.SEND_BODY  # answered before the client's body was all in
         super().on_response_complete()
+        if unread_body and not self.transport.is_closing():
+            self.transport.close()  # the rest of that body would be read as the next request: none can follow
+            return
         if not self.transport.is_closing():
+            self._idle = True  # waiting for the next request: idle again, and so the first to give way
             self._arm_header_timer()  # the next request on this connection has the same time for its headers
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        if self._first_byte_timer is not None:
+            self._first_byte_timer.cancel()
+            self._first_byte_timer = None
         super().connection_lost(exc)
 
     def _arm_header_timer(self) -> None:
@@ -121,6 +189,7 @@ def limited_protocol(limits: ApiSettings) -> type[LimitedH11Protocol]:
         (LimitedH11Protocol,),
         {
             "header_timeout_s": limits.header_timeout_s,
+            "first_byte_timeout_s": limits.first_byte_timeout_s,
             "max_connections": limits.max_connections,
             "max_header_bytes": limits.max_header_bytes,
         },

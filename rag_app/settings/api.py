@@ -41,4 +41,9 @@ class ApiSettings(BaseModel):
         32_768, ge=4096, description="largest request line and headers accepted (h11's limit: 400 past it)"
     )
     keep_alive_s: float = Field(5.0, gt=0, description="how long an idle keep-alive connection stays open")
-    max_connections: int = Field(64, ge=2, description="connections open at once; one more is answered 503 and closed")
+    first_byte_timeout_s: float = Field(
+        2.0, gt=0, description="a new connection that sends no byte within this is closed (it holds no place)"
+    )
+    max_connections: int = Field(
+        64, ge=2, description="connections open at once; one more takes an idle one's place, else 503 and closed"
+    )

@@ -22,7 +22,10 @@ from tests.conftest import make_settings
 from tests.llm_servers import ScriptedLLMServer
 from tests.rag_app.api.test_http_api import serving
 
-LIMITS = {"header_timeout_s": 1.0, "body_timeout_s": 1.0, "keep_alive_s": 1.0, "max_connections": 6}
+LIMITS = {
+    "header_timeout_s": 1.0, "body_timeout_s": 1.0, "keep_alive_s": 1.0, "max_connections": 6,
+    "first_byte_timeout_s": 0.5,
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -154,19 +157,60 @@ def test_a_client_that_never_finishes_gets_a_status_and_a_closed_socket(hostile_
     assert status == 431 and "api.max_header_bytes" in json.loads(body)["error"]["reason"]
 
 
-def test_connections_past_the_cap_are_answered_503_and_closed(hostile_api: tuple[MathRAG, str]) -> None:
+def test_idle_sockets_past_the_cap_cannot_shut_out_a_search(hostile_api: tuple[MathRAG, str]) -> None:
+    """Issue 94: 300 sockets opened and left idle held the whole table (503 "64 connections are open already")
+    for the header timeout, and for good when reopened. An idle one gives way to a new connection, and a socket
+    that sends nothing is closed at its first-byte timeout."""
     _, url = hostile_api
     host, port = url.removeprefix("http://").split(":")
-    idle = [socket.create_connection((host, int(port))) for _ in range(LIMITS["max_connections"])]
+    idle = [socket.create_connection((host, int(port))) for _ in range(300)]  # 50 times the cap
     try:
-        time.sleep(0.2)
-        status, _, body = raw(url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert status == 503 and "api.max_connections" in json.loads(body)["error"]["reason"]
+        statuses = []
+        for query in ("ring", "group", "field", "module", "prime"):
+            request = f"GET /v1/search?query={query}&k=2 HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n"
+            statuses.append(raw(url, request.encode())[0])
+        assert statuses == [200] * 5
+        time.sleep(LIMITS["first_byte_timeout_s"] + 0.5)
+        for conn in idle:  # each was closed by the server: evicted, or at its first-byte timeout
+            conn.settimeout(2)
+            assert conn.recv(1) == b""
     finally:
         for conn in idle:
             conn.close()
+
+
+def test_connections_past_the_cap_none_idle_are_answered_503_and_closed(hostile_api: tuple[MathRAG, str]) -> None:
+    """Only where every open connection is at work on a request does one more get 503."""
+    _, url = hostile_api
+    host, port = url.removeprefix("http://").split(":")
+    busy = [socket.create_connection((host, int(port))) for _ in range(LIMITS["max_connections"])]
+    try:
+        for conn in busy:
+            conn.sendall(b"GET /v1/search?query=ri")  # a request begun: not idle (408 at the header timeout)
+        time.sleep(0.1)
+        status, _, body = raw(url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert status == 503 and "api.max_connections" in json.loads(body)["error"]["reason"]
+    finally:
+        for conn in busy:
+            conn.close()
     time.sleep(0.5)
     assert raw(url, f"GET /healthz HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())[0] == 200
+
+
+def test_an_unknown_http_version_is_505_and_an_unread_body_closes_the_connection(
+    hostile_api: tuple[MathRAG, str],
+) -> None:
+    """Issue 94: ``HTTP/9.9`` was answered as HTTP/1.1 with 200; a 404 sent before a body lying high was all in
+    left the connection waiting out the keep-alive and header timeouts (15 s by default)."""
+    _, url = hostile_api
+    local = url.removeprefix("http://")
+    for version in ("HTTP/9.9", "HTTP/2.0", "HTTP/0.9"):
+        status, headers, _ = raw(url, f"GET /healthz {version}\r\nHost: {local}\r\n\r\n".encode())
+        assert status == 505 and headers["content-type"] == "application/json", version
+    started = time.monotonic()
+    short = f"POST /nowhere HTTP/1.1\r\nHost: {local}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    status, _, _ = raw(url, short.encode() + b'{"query": "ri')
+    assert status == 404 and time.monotonic() - started < LIMITS["keep_alive_s"]  # answered, then closed at once
 
 
 def test_no_answer_shows_a_path_of_the_machine(hostile_api: tuple[MathRAG, str]) -> None:
