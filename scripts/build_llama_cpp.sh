@@ -12,9 +12,14 @@
 #   - a second libggml-cpu.so without any extension (the "x64" variant) is built beside it: the app
 #     retries with it when the server dies of SIGILL anyway (a venv moved to another machine).
 # Environment: PYTHON (the interpreter for the probe), RAG_APP_BUILD_CACHE (default ~/.cache/rag-app/builds),
-# RAG_APP_LLAMA_PROFILE (force "haswell" or "x64").
+# RAG_APP_LLAMA_PROFILE (force "haswell" or "x64"), RAG_APP_BUILD_VERBOSE=1 (the compiler's progress in the
+# output: the background build's log, which the chat's sidebar reads).
+# --if-cached: install a build already in the cache and exit 3 without building when there is none (the first
+# command then starts the build in the background: rag_app/serving/llama_build.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+only_cached=0
+[ "${1:-}" = "--if-cached" ] && only_cached=1
 
 PYTHON="${PYTHON:-python3}"
 VENV_PY=.venv/bin/python
@@ -29,7 +34,18 @@ key="$(printf '%s\n' "llama-cpp-python==$version" "$cmake_args" "$safe_args" "$(
 cache="${RAG_APP_BUILD_CACHE:-$HOME/.cache/rag-app/builds}/llama-cpp-python-$version-$profile-$key"
 installed=.venv/share/rag-app/llama-cpp
 [ "$(cat "$installed/key" 2>/dev/null)" = "$key" ] && exit 0
+if [ "$only_cached" = 1 ] && ! ls "$cache"/*.whl >/dev/null 2>&1; then
+    exit 3
+fi
 
+# One build at a time per cache: a background build and the test command's setup wait for each other, and the
+# second finds the first one's wheel.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$(dirname "$cache")/.build.lock"
+flock 9
+
+quiet=--quiet
+[ "${RAG_APP_BUILD_VERBOSE:-0}" = 1 ] && quiet=--verbose
 if ! ls "$cache"/*.whl >/dev/null 2>&1; then
     echo "Building llama.cpp for this CPU (profile $profile; several minutes, once) ..."
     work="$(mktemp -d "${TMPDIR:-/tmp}/rag-app-llama-build.XXXXXX")"
@@ -37,7 +53,7 @@ if ! ls "$cache"/*.whl >/dev/null 2>&1; then
     # Every step has a deadline (timeout): a stuck download or compiler ends the setup with an error.
     timeout 1200 "$VENV_PY" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work/src"
     sdist="$(ls "$work"/src/llama_cpp_python-*.tar.gz)"
-    CMAKE_ARGS="$cmake_args" timeout 5400 "$VENV_PY" -m pip wheel --quiet --no-deps --no-cache-dir "$sdist" -w "$work/wheel"
+    CMAKE_ARGS="$cmake_args" timeout 5400 "$VENV_PY" -m pip wheel "$quiet" --no-deps --no-cache-dir "$sdist" -w "$work/wheel"
     mkdir -p "$work/wheel/safe"
     if [ "$safe_args" != "$cmake_args" ] && [ "$(uname -m)" = "x86_64" ]; then
         # Only ggml's CPU library holds instruction-set-specific code (ggml adds its -m flags to that

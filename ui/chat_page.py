@@ -124,6 +124,11 @@ def main() -> None:
             f"The language model is not available ({health.description}). "
             "Questions still get the retrieved statements, without a written answer."
         )
+    elif health.state == "building":
+        st.info(
+            "The local model is still being built for this CPU: answers quote the statement the search ranks first, "
+            "and take the model's reading as soon as it is in (no restart)."
+        )
     render_opened_statement(rag)
     render_paper_search(controls)
     render_formula_search(controls)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,8 +104,12 @@ def render_llm_health(rag: MathRAG, slot: DeltaGenerator) -> LLMHealth:
     """The LLM's state in ``slot`` (a placeholder in the sidebar): drawn before a question and again after
     it, so that a server that died under the question is shown down at once, with why."""
     health = LLMHealth(**open_backend().llm_health())  # type: ignore[arg-type]
-    icon = {"up": "🟢", "down": "🔴", "restarting": "🟠"}.get(health.state, "⚪")
-    slot.caption(f"{icon} LLM: {health.description}")
+    icon = {"up": "🟢", "down": "🔴", "restarting": "🟠", "building": "🛠️"}.get(health.state, "⚪")
+    box = slot.container()  # the placeholder holds one element: the line and, while building, its progress
+    box.caption(f"{icon} LLM: {health.description}")
+    if health.state == "building":  # llama.cpp is built in the background (issue 94): its progress, redrawn per run
+        done = re.search(r"(\d+)% done", health.description)
+        box.progress(int(done.group(1)) / 100 if done else 0.0)
     return health
 
 

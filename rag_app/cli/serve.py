@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from tqdm import tqdm
 
 from rag_app.cli.common import (
     ConfigOption,
@@ -29,16 +30,21 @@ from rag_app.cli.common import (
 from rag_app.cli.index import catch_up_second_embedding, reembed_if_the_default_changed
 from rag_app.pipeline import MathRAG
 from rag_app.serving import cpu_features
+from rag_app.serving.llama_build import BuildState, LlamaBuild
 from rag_app.serving.llm_server import (
+    STATE_FILE,
     LLMServerError,
+    free_port,
     installed_llama_build,
     llama_cpp_library_dir,
     running_server_url,
     safe_cpu_library,
     server_from_settings,
+    vllm_executable,
 )
 from rag_app.serving.packaged_models import PACKAGED_GGUFS, PackagedModelError
-from rag_app.serving.server_watch import WatchedServer
+from rag_app.serving.server_watch import WatchedServer, publish_building
+from rag_app.settings import Settings
 
 
 @app.command()
@@ -64,7 +70,14 @@ def ui(
     if config is not None:
         env["RAG_APP_CONFIG"] = str(config)
     watched = None
-    if not settings.llm.base_url and not running_server_url(settings.data_dir):
+    waiting: BuildWait | None = None
+    if not settings.llm.base_url and not running_server_url(settings.data_dir) and _llama_not_built(settings):
+        # The chat opens now and searches; the server starts once llama.cpp's build is in (issue 94).
+        waiting = BuildWait(settings)
+        env["RAG_APP_LLM__BASE_URL"] = waiting.base_url
+        typer.echo(f"The local model's server starts once llama.cpp is built: {waiting.build.state().describe()}")
+        typer.echo(f"  (its log: {waiting.build.log}); meanwhile answers quote the statement the search ranks first")
+    elif not settings.llm.base_url and not running_server_url(settings.data_dir):
         typer.echo(f"Starting the local LLM server ({settings.llm.local_model}) ...")
         try:
             # Watched from here: a server that dies is restarted once on its port, and the state file says
@@ -92,6 +105,10 @@ def ui(
     reported = watched.failure if watched is not None else None
     try:
         while chat.poll() is None:
+            if waiting is not None:
+                watched = waiting.poll()
+                if watched is not None or waiting.done:
+                    waiting = None
             if watched is not None:
                 reported = _keep_running(watched, reported)
             time.sleep(1)
@@ -105,8 +122,68 @@ def ui(
                 chat.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 chat.kill()
+        if waiting is not None:
+            waiting.stop()
         if watched is not None:
             watched.stop()  # and its state file
+
+
+def _llama_not_built(settings: Settings) -> bool:
+    """The local server would be llama.cpp, and llama.cpp is not installed yet (its build runs, or failed)."""
+    local_llama = settings.llm.server == "llama.cpp" or not (settings.llm.vllm.model and vllm_executable(
+        settings.llm.vllm.executable))  # fmt: skip
+    return local_llama and not LlamaBuild.installed()
+
+
+class BuildWait:
+    """`rag-app ui` while llama.cpp is built in the background: the chat has the server's address from the start;
+    the state file says the build's progress (the sidebar shows it, answers quote without the model); once the build
+    is in, the server is started and watched as if it had been there from the start."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.build = LlamaBuild(settings.data_dir)
+        if self.build.state().state == "none":
+            self.build.start_in_background()  # `ui` run without the quick start's setup: built from here
+        self.port = settings.llm.port or free_port(settings.llm.host)
+        self.base_url = f"http://{settings.llm.host}:{self.port}/v1"
+        self.done = False
+        self._said = ""
+        self._publish()
+
+    def poll(self) -> WatchedServer | None:
+        """The watched server, started, once the build is in; None while it runs (or after it failed: said once)."""
+        state = self.build.state()
+        if state.state == "installed":
+            self.done = True
+            typer.echo("llama.cpp is built: starting the local LLM server ...")
+            try:
+                server = server_from_settings(self.settings, port=self.port)
+                watched = WatchedServer(server, self.settings.llm.restart_cooldown_s, state_dir=self.settings.data_dir)
+                watched.start()
+            except (PackagedModelError, LLMServerError) as error:
+                _err(f"LLM unavailable, the chat keeps quoting without it: {error}")
+                reason = f"the local server did not start: {error}"
+                publish_building(self.settings.data_dir, self.base_url, reason, state="not built")
+                return None
+            typer.echo(f"LLM server up: {watched.health().description}")
+            return watched
+        if state.state != "building":
+            self.done = True
+            _err(f"LLM unavailable, the chat keeps quoting without it: {state.describe()}")
+            publish_building(self.settings.data_dir, self.base_url, state.describe(), state="not built")
+            return None
+        self._publish(state)
+        return None
+
+    def stop(self) -> None:
+        (self.settings.data_dir / STATE_FILE).unlink(missing_ok=True)
+
+    def _publish(self, state: BuildState | None = None) -> None:
+        description = (state or self.build.state()).describe()
+        if description != self._said:
+            self._said = description
+            publish_building(self.settings.data_dir, self.base_url, description)
 
 
 def _keep_running(watched: WatchedServer, reported: str | None) -> str | None:
@@ -172,6 +249,36 @@ def llm_serve(
         raise typer.Exit(1) from error
     finally:
         watched.stop()  # and its state file
+
+
+@llm_app.command("build")
+def llm_build(
+    background: Annotated[
+        bool, typer.Option("--background", help="start the build (if needed) and return at once")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the build's state as JSON")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Build llama.cpp for this CPU (the local model's server), niced, its log in the data dir: started if it is
+    neither installed nor running, then followed to its end (``--background``: not followed). The chat, search,
+    `serve` and `mcp` work meanwhile; answers quote without the model until it is in."""
+    build = LlamaBuild(_settings(config).data_dir)
+    state = build.start_in_background()
+    if not background and state.state == "building":
+        with tqdm(total=100, desc="building llama.cpp", unit="%", disable=as_json) as bar:
+            while state.state == "building":
+                bar.n = state.progress or 0
+                bar.refresh()
+                time.sleep(2)
+                state = build.state()
+            bar.n = 100 if state.state == "installed" else bar.n
+            bar.refresh()
+    if as_json:
+        typer.echo(json.dumps(state.to_dict()))
+    else:
+        typer.echo(f"{state.describe()}" + (f"; log: {build.log}" if state.state == "building" else ""))
+    if state.state == "failed":
+        raise typer.Exit(1)
 
 
 @llm_app.command("models")

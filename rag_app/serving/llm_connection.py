@@ -10,9 +10,11 @@ import threading
 import time
 
 from prompts import load_prompt
+from rag_app.serving.llama_build import LlamaBuild
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import (
     LlamaCppServer,
+    LLMNotBuiltError,
     LLMServerError,
     LLMServerProcess,
     is_healthy,
@@ -21,7 +23,8 @@ from rag_app.serving.llm_server import (
     server_from_settings,
 )
 from rag_app.serving.packaged_models import PackagedModelError
-from rag_app.serving.server_watch import LLMHealth, WatchedServer, process_alive
+from rag_app.serving.server_process import process_alive
+from rag_app.serving.server_watch import LLMHealth, WatchedServer
 from rag_app.settings import LLMSettings, Settings
 
 # What asking the LLM can fail with, short of a bug: no server, a server that died or hung, a packaged model
@@ -65,6 +68,7 @@ class LLMConnection:
             if self.watched is not None:
                 self.watched.ensure_running()
             elif self.settings.llm.base_url:
+                self._refuse_while_building()
                 self._wait_while_restarting()
             if self._client is None:
                 llm = self.settings.llm
@@ -90,6 +94,14 @@ class LLMConnection:
                 if isinstance(self.server, LlamaCppServer) and llm.llama_cpp.warm_up:
                     self._warm_up(self._client)
             return self._client
+
+    def _refuse_while_building(self) -> None:
+        """The server at ``llm.base_url`` is the chat's, which `rag-app ui` starts once llama.cpp is built: while
+        the build runs, the state file says so, and the question is answered without the model at once (a
+        connection refused, retried, would only say less, later)."""
+        state = published_state(self.settings.data_dir)
+        if state.get("base_url") == self.settings.llm.base_url and state.get("state") in ("building", "not built"):
+            raise LLMNotBuiltError(str(state.get("failure") or "the local model's server is still being built"))
 
     def _wait_while_restarting(self) -> None:
         """The server at ``llm.base_url`` belongs to `rag-app ui` (the chat's), which says in the state file
@@ -141,6 +153,9 @@ class LLMConnection:
             # The chat's server belongs to `rag-app ui`, which publishes why it died or restarted.
             failure = shared.get("failure") if shared.get("base_url") == llm.base_url else None
             failure = str(failure) if failure else None
+            if not up and shared.get("base_url") == llm.base_url and shared.get("state") in ("building", "not built"):
+                state = "building" if shared.get("state") == "building" else "down"
+                return LLMHealth(state, str(failure or "the local model's server is still being built"), failure)
             if not up and shared.get("base_url") == llm.base_url and shared.get("state") == "restarting":
                 return LLMHealth("restarting", f"{llm.base_url} (restarting after: {failure})", failure)
             if up:
@@ -153,6 +168,10 @@ class LLMConnection:
         if llm.server != "llama.cpp" and llm.vllm.model:
             description = f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
             return LLMHealth("not started", description)
+        if not LlamaBuild.installed():  # its build runs in the background, failed, or never ran (issue 94)
+            build = LlamaBuild(self.settings.data_dir).state()
+            state = "building" if build.state == "building" else "down"
+            return LLMHealth(state, build.describe(), build.detail or None)
         return LLMHealth("not started", f"local llama.cpp server, started on first question ({llm.local_model})")
 
     def _start_local_server(self) -> str:

@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import httpx
 
+from rag_app.serving.llama_build import LlamaBuild
 from rag_app.serving.packaged_models import PACKAGED_GGUFS, resolve_gguf
 from rag_app.serving.server_process import ServerDiedError, ServerProcess
 from rag_app.settings import LlamaCppSettings, Settings
@@ -29,6 +30,11 @@ VLLM_INSTALL_HINT = "install vLLM on a GPU machine with: pip install -e '.[vllm]
 
 class LLMServerError(RuntimeError):
     """A server could not be started."""
+
+
+class LLMNotBuiltError(LLMServerError):
+    """llama.cpp is not installed in this environment yet: its build runs in the background, failed, or never ran
+    (the message says which: :class:`rag_app.serving.llama_build.BuildState`)."""
 
 
 class LLMServerDiedError(ServerDiedError, LLMServerError):
@@ -337,7 +343,10 @@ def vllm_server_from_settings(
 def llama_cpp_server_from_settings(
     settings: Settings, model: str | None = None, port: int | None = None
 ) -> LlamaCppServer:
-    """A (not yet started) llama.cpp server for ``model`` (default: the settings' packaged model)."""
+    """A (not yet started) llama.cpp server for ``model`` (default: the settings' packaged model);
+    :class:`LLMNotBuiltError` while llama.cpp is not installed (its build may be running beside the chat)."""
+    if not LlamaBuild.installed():
+        raise LLMNotBuiltError(LlamaBuild(settings.data_dir).state().describe())
     llm = settings.llm
     model_name = model or llm.local_model
     settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -174,3 +174,18 @@ class ServerProcess(ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead and not yet reaped by its parent, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's: it exists
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True  # no /proc: os.kill said it exists

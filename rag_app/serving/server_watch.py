@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import threading
 import time
@@ -31,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LLMHealth:
-    state: str  # "up", "down", "restarting" or "not started"
+    state: str  # "up", "down", "restarting", "not started" or "building" (llama.cpp, in the background)
     description: str
     failure: str | None = None  # the last death, hang or failed start, in words (also after a restart)
 
@@ -158,16 +157,13 @@ def without_log(message: str) -> str:
     return message.split("; log ")[0]
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, dead and not yet reaped by its parent, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's: it exists
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return True  # no /proc: os.kill said it exists
+def publish_building(state_dir: Path, base_url: str, description: str, state: str = "building") -> None:
+    """Say in the state file that the server at ``base_url`` waits for llama.cpp's build (``description``: how far
+    it is), or, with ``state`` "not built", that it will not come (the build failed: why): the chat's connection
+    answers without the model meanwhile, and its sidebar says which."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    record = {"base_url": base_url, "state": state, "failure": description, "pid": None}
+    path = state_dir / STATE_FILE
+    staging = path.with_name(path.name + ".partial")
+    staging.write_text(json.dumps(record))
+    staging.replace(path)

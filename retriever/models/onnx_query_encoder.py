@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 # Agreement asked of the export on the probes (float32 rounding gives about 1 - 3e-7)
 MIN_COSINE = 0.9999
+OPSET = 17  # the ONNX opset the export is written in (part of its file's name: export_path)
 PROBES = ("Nakayama's lemma for finitely generated modules", "when is $\\int_0^1 f(x)\\,dx = 0$?", "x")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Sessions that passed the check, shared by the process's embedders of the same model: building one
@@ -61,7 +62,7 @@ class OnnxQueryEncoder:
             import onnxruntime
         except ImportError:
             return None
-        path = directory / f"{identity}.onnx"
+        path = export_path(directory, identity)
         with _checked_lock:
             session = _checked_sessions.get(_key(path, identity, threads))
         if session is not None:
@@ -99,6 +100,14 @@ class OnnxQueryEncoder:
             )
         got = np.stack([self.embed(text) for text in PROBES])
         return bool(np.min(np.sum(expected * got, axis=1)) >= MIN_COSINE)
+
+
+def export_path(directory: Path, identity: str) -> Path:
+    """Where ``identity``'s export lives, keyed by what it depends on (issue 94): the model, and the torch that
+    traced it at opset ``OPSET``. Another torch writes another file; the old one is never read as this one's."""
+    import torch
+
+    return directory / f"{identity}.torch-{torch.__version__.split('+')[0]}.opset{OPSET}.onnx"
 
 
 def _key(path: Path, identity: str, threads: int) -> tuple[str, int, int, str, int]:
@@ -152,7 +161,7 @@ def _export(model: Any, path: Path) -> None:
                 input_names=list(inputs),
                 output_names=["embedding"],
                 dynamic_axes={name: {0: "batch", 1: "tokens"} for name in inputs},
-                opset_version=17,
+                opset_version=OPSET,
                 dynamo=False,
             )
         os.replace(partial, path)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retriever import Embedder
-from retriever.models.onnx_query_encoder import OnnxQueryEncoder
+from retriever.models.onnx_query_encoder import OnnxQueryEncoder, export_path
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
 QUERIES = ["Nakayama's lemma", "when is $\\sum_{n\\ge1} a_n$ convergent for $a_n \\to 0$?", "flat base change", "Ω"]
@@ -31,14 +31,16 @@ def test_a_query_through_onnx_gets_the_models_own_vector(torch_embedder: Embedde
         got, expected = embedder.embed_query(query), torch_embedder.embed_query(query)
         assert got.dtype == np.float32 and got.shape == expected.shape
         assert float(got @ expected) > 0.9999, query
-    assert [path.name for path in onnx_dir.iterdir()] == ["packaged-all-MiniLM-L6-v2.onnx"]
+    # keyed by what it depends on (issue 94): the model, the torch that traced it, the opset
+    assert [path.name for path in onnx_dir.iterdir()] == [export_path(onnx_dir, "packaged-all-MiniLM-L6-v2").name]
+    assert export_path(onnx_dir, "packaged-all-MiniLM-L6-v2").name.startswith("packaged-all-MiniLM-L6-v2.torch-2.")
 
 
 def test_a_second_embedder_loads_the_export_and_a_damaged_one_is_made_again(
     torch_embedder: Embedder, onnx_dir: Path
 ) -> None:
     Embedder(PACKAGED, onnx_dir=onnx_dir).query_encoder()
-    exported = onnx_dir / "packaged-all-MiniLM-L6-v2.onnx"
+    exported = export_path(onnx_dir, "packaged-all-MiniLM-L6-v2")
     stamp = exported.stat().st_mtime_ns
     assert Embedder(PACKAGED, onnx_dir=onnx_dir).query_encoder() is not None
     assert exported.stat().st_mtime_ns == stamp  # loaded, not exported again
