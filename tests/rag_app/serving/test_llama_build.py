@@ -104,3 +104,40 @@ def test_the_chats_server_address_waits_for_the_build_and_refuses_at_once(tmp_pa
     publish_building(settings.data_dir, "http://127.0.0.1:9/v1", "the build failed: exit code 2", state="not built")
     assert connection.health().state == "down" and "exit code 2" in connection.health().description
     assert published_state(settings.data_dir)["state"] == "not built"
+
+
+def test_the_chat_starts_its_server_once_the_build_is_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rag-app ui`'s wait: the state file says "building" while the build runs; once llama.cpp is installed the
+    server is started on the address the chat was given, and the chat's connection reaches it (no restart)."""
+    import rag_app.cli.serve as serve
+    from tests.llm_servers import ScriptedLLMServer
+
+    settings = make_settings(tmp_path)
+    installed = {"now": False}
+    monkeypatch.setattr(LlamaBuild, "installed", staticmethod(lambda: installed["now"]))
+    build = fake_build(tmp_path, sleep=30, code=0)
+    monkeypatch.setattr(serve, "LlamaBuild", lambda data_dir: LlamaBuild(data_dir, script=build.script))
+    started: list[int] = []
+
+    def scripted(settings: object, port: int | None = None, **rest: object) -> ScriptedLLMServer:
+        started.append(port or 0)
+        return ScriptedLLMServer(model_alias="scripted", port=port or 0, log_path=tmp_path / "llm.log")
+
+    monkeypatch.setattr(serve, "server_from_settings", scripted)
+    waiting = serve.BuildWait(settings)
+    watched = None
+    try:
+        assert waiting.poll() is None and published_state(settings.data_dir)["state"] == "building"
+        chat = LLMConnection(settings.with_overrides({"llm.base_url": waiting.base_url, "llm.retries": 0}))
+        with pytest.raises(LLMNotBuiltError):
+            chat.client()
+        installed["now"] = True
+        watched = waiting.poll()
+        assert watched is not None and started == [waiting.port] and waiting.done
+        assert published_state(settings.data_dir)["state"] == "up"
+        assert chat.client().chat([{"role": "user", "content": "hello"}], max_tokens=3)
+    finally:
+        if watched is not None:
+            watched.stop()
+        run = json.loads((LlamaBuild(settings.data_dir).directory / "run.json").read_text())
+        os.killpg(run["pid"], signal.SIGTERM)
