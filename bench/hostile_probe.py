@@ -180,6 +180,13 @@ def probe(port: int, pid: int, index: str) -> dict[str, Any]:
         conn.close()
     time.sleep(2)
     files_end, rss_end = server_stats(pid)
+    # Issue 94: 300 sockets opened and left idle beside real searches (they held the table: 503 for all)
+    local = f"127.0.0.1:{port}"
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(300)]
+    searched = [exchange(port, request("GET", f"/v1/search?query=ring+{n}&k=3", local))[0] for n in range(20)]
+    for conn in idle:
+        conn.close()
+    version_status = exchange(port, b"GET /healthz HTTP/9.9\r\nHost: " + local.encode() + b"\r\n\r\n")[0]
     home = str(Path.home())
     statuses = Counter(status for _, status, _, _ in answers)
     return {
@@ -197,6 +204,9 @@ def probe(port: int, pid: int, index: str) -> dict[str, Any]:
         "held_past_limit": past_limit,
         "open_files": [files_start, files_warm, files_held, files_end],
         "rss_mb": [round(rss_start, 1), round(rss_warm, 1), round(rss_held, 1), round(rss_end, 1)],
+        "searches_beside_300_idle": {"ok": sum(status == 200 for status in searched), "of": len(searched),
+                                     "statuses": dict(Counter(map(str, searched)))},  # fmt: skip
+        "unknown_http_version_status": version_status,
     }
 
 
@@ -217,6 +227,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         f"| slow clients still connected {LIMIT_S + 2:g} s later | {result['held_past_limit']} |",
         f"| open files: start, models loaded, slow clients in, gone | {' / '.join(map(str, result['open_files']))} |",
         f"| memory (RSS, MB): the same four moments | {' / '.join(map(str, result['rss_mb']))} |",
+        f"| searches answered 200 beside 300 idle sockets (issue 94) | {result['searches_beside_300_idle']['ok']} of "
+        f"{result['searches_beside_300_idle']['of']} |",
+        f"| a request line with HTTP/9.9 answered (issue 94: 505) | {result['unknown_http_version_status']} |",
         "",
         f"Statuses: {result['statuses']}. 5xx: {result['5xx'][:10]}.",
         f"Foreign accepted: {result['foreign_accepted'][:10]}.",
