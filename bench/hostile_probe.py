@@ -204,8 +204,11 @@ def probe(port: int, pid: int, index: str) -> dict[str, Any]:
         "held_past_limit": past_limit,
         "open_files": [files_start, files_warm, files_held, files_end],
         "rss_mb": [round(rss_start, 1), round(rss_warm, 1), round(rss_held, 1), round(rss_end, 1)],
-        "searches_beside_300_idle": {"ok": sum(status == 200 for status in searched), "of": len(searched),
-                                     "statuses": dict(Counter(map(str, searched)))},  # fmt: skip
+        "searches_beside_300_idle": {
+            "ok": sum(status == 200 for status in searched),
+            "of": len(searched),
+            "statuses": dict(Counter(map(str, searched))),
+        },
         "unknown_http_version_status": version_status,
     }
 
