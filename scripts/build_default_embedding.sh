@@ -6,7 +6,7 @@
 # ship it; then point EmbeddingSettings.model at packaged:math-minilm-l6) -- do that only when it
 # beats the base on the development sets.
 # About 45 minutes on 2 CPU cores (of which ~12 embedding the corpus the first time); minutes on a GPU
-# (RAG_APP_TRAINING__DEVICE=cuda RAG_APP_EMBEDDING__DEVICE=cuda).
+# (RAG_APP_TRAINING__EMBED__DEVICE=cuda RAG_APP_EMBEDDING__DEVICE=cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RAG=.venv/bin/rag-app

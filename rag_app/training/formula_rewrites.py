@@ -294,9 +294,10 @@ def _compared_at_points(first: sympy.Expr, second: sympy.Expr, rng: random.Rando
             with _time_limit(0.5):
                 a = complex(first.evalf(subs=point))
                 b = complex(second.evalf(subs=point))
+                differ = abs(a - b) > 1e-6 * max(1.0, abs(a))  # (abs of a huge complex overflows)
         except _SYMPY_FAILURES:
             continue
         evaluated += 1
-        if abs(a - b) > 1e-6 * max(1.0, abs(a)):
+        if differ:
             return False
     return True if evaluated else None

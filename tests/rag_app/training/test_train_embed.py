@@ -24,12 +24,12 @@ runner = CliRunner()
 
 # Small and fast: a few steps of 8 examples at 64 tokens; a checkpoint after every step.
 TINY_TRAINING = {
-    "RAG_APP_TRAINING__BATCH_SIZE": "8",
-    "RAG_APP_TRAINING__MINI_BATCH_SIZE": "4",
-    "RAG_APP_TRAINING__MAX_SEQ_LENGTH": "64",
-    "RAG_APP_TRAINING__CHECKPOINT_STEPS": "1",
-    "RAG_APP_TRAINING__UNSEEN_FRACTION": "0.2",
-    "RAG_APP_TRAINING__NAME": "demo-math",
+    "RAG_APP_TRAINING__EMBED__BATCH_SIZE": "8",
+    "RAG_APP_TRAINING__EMBED__MINI_BATCH_SIZE": "4",
+    "RAG_APP_TRAINING__EMBED__MAX_SEQ_LENGTH": "64",
+    "RAG_APP_TRAINING__EMBED__CHECKPOINT_STEPS": "1",
+    "RAG_APP_TRAINING__EMBED__UNSEEN_FRACTION": "0.2",
+    "RAG_APP_TRAINING__EMBED__NAME": "demo-math",
 }
 
 

@@ -87,7 +87,7 @@ def test_an_adapter_is_trained_for_the_second_models_vectors(demo_index_dir: Pat
     index_dir = tmp_path / "index"
     shutil.copytree(demo_index_dir, index_dir)  # the second model's vectors are written into the index
     monkeypatch.setenv("RAG_APP_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("RAG_APP_QUERY_ADAPTER_TRAINING__EPOCHS", "30")
+    monkeypatch.setenv("RAG_APP_TRAINING__QUERY_ADAPTER__EPOCHS", "30")
     runner = CliRunner()
     train = ["train", "query-adapter", "--second-embedding", "--index", str(index_dir), "--json"]
 
