@@ -149,6 +149,7 @@ class BuildWait:
         self.base_url = f"http://{settings.llm.host}:{self.port}/v1"
         self.done = False
         self._said = ""
+        self._echoed_tenth = -1  # the progress said on the command line, in tenths
         self._publish()
 
     def poll(self) -> WatchedServer | None:
@@ -180,10 +181,15 @@ class BuildWait:
         (self.settings.data_dir / STATE_FILE).unlink(missing_ok=True)
 
     def _publish(self, state: BuildState | None = None) -> None:
-        description = (state or self.build.state()).describe()
+        state = state or self.build.state()
+        description = state.describe()
         if description != self._said:
             self._said = description
             publish_building(self.settings.data_dir, self.base_url, description)
+        tenth = (state.progress or 0) // 10
+        if tenth > self._echoed_tenth:  # the command line says the progress too, every tenth
+            self._echoed_tenth = tenth
+            typer.echo(f"llama.cpp build: {state.progress or 0}% (the chat searches and quotes meanwhile)")
 
 
 def _keep_running(watched: WatchedServer, reported: str | None) -> str | None:
