@@ -99,7 +99,7 @@ def ui(
         # An unexpected error shows its type and message; the traceback goes to this console only.
         "--client.showErrorDetails", "type",
     ]  # fmt: skip
-    typer.echo(f"Chat running at http://{host}:{port}  (Ctrl-C to stop)")
+    typer.echo(f"Chat running at http://{host}:{port}  (Ctrl-C to stop){_since_first_command()}")
     _stop_on_signals()
     chat = subprocess.Popen(command, env=env)
     reported = watched.failure if watched is not None else None
@@ -126,6 +126,15 @@ def ui(
             waiting.stop()
         if watched is not None:
             watched.stop()  # and its state file
+
+
+def _since_first_command() -> str:
+    """ "; ready 2.9 min after the first command" when the quick start says when it began (RAG_APP_STARTED_AT)."""
+    try:
+        started = float(os.environ["RAG_APP_STARTED_AT"])
+    except (KeyError, ValueError):
+        return ""
+    return f"; ready {(time.time() - started) / 60:.1f} min after the first command"
 
 
 def _llama_not_built(settings: Settings) -> bool:
