@@ -24,10 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import rag_app
 from rag_app.serving.server_process import process_alive
 
-BUILD_SCRIPT = Path(rag_app.__file__).resolve().parents[1] / "scripts" / "build_llama_cpp.sh"
+# the checkout's build script (rag_app/serving/llama_build.py -> the repository root)
+BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build_llama_cpp.sh"
 # cmake's progress lines ("[ 45%] Building C object ...") in the verbose build's output
 _PROGRESS = re.compile(rb"\[\s*(\d{1,3})%\]")
 
