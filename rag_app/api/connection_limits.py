@@ -219,6 +219,8 @@ class BodyReadTimeout:
             await self.app(scope, receive, send)
             return
         body_done = too_slow = started = False
+        headers = dict(scope.get("headers") or [])
+        has_body = headers.get(b"content-length", b"0") not in (b"0", b"") or b"transfer-encoding" in headers
 
         async def timed_receive() -> Message:
             nonlocal body_done, too_slow
@@ -242,6 +244,10 @@ class BodyReadTimeout:
                     started = True
                     await self._refuse(send)
                 return
+            if message["type"] == "http.response.start" and has_body and not body_done:
+                # answered before its body was all in (a 404, a 405): the connection closes after this response
+                # (the rest of the body cannot be read as a next request), and the client is told so up front
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             started = started or message["type"] == "http.response.start"
             await send(message)
 
