@@ -101,6 +101,10 @@ def run(work: Path, timeout_s: float) -> dict[str, object]:
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("RAG_APP_", "XDG_", "VIRTUAL_ENV"))}
     env |= {"HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    # pip's configuration (where the package registries are) is the machine's, not a cache: kept
+    pip_config = Path.home() / ".config/pip/pip.conf"
+    if pip_config.is_file() and "PIP_CONFIG_FILE" not in env:
+        env["PIP_CONFIG_FILE"] = str(pip_config)
     timings: dict[str, object] = {}
     port = free_port()
     first = FirstCommand(clone, env, port, work / "first-command.log")
