@@ -28,8 +28,9 @@ from rag_app.serving.server_process import process_alive
 
 # the checkout's build script (rag_app/serving/llama_build.py -> the repository root)
 BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build_llama_cpp.sh"
-# cmake's progress lines ("[ 45%] Building C object ...") in the verbose build's output
-_PROGRESS = re.compile(rb"\[\s*(\d{1,3})%\]")
+# the compiler's progress in the verbose build's output: ninja's "[89/193] /usr/bin/g++ ..." (pip's build of
+# llama-cpp-python), or make's "[ 45%] Building C object ..."
+_PROGRESS = re.compile(rb"\[\s*(\d{1,5})/(\d{1,5})\]|\[\s*(\d{1,3})%\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +135,17 @@ class LlamaBuild:
             return None
 
     def _progress(self) -> int | None:
-        """cmake's last percentage in the log (the main build, then the safe CPU library: each from 0 to 100)."""
+        """The compiler's last progress in the log, in percent (the main build; the safe CPU library after it)."""
         try:
             with self.log.open("rb") as log:
                 log.seek(max(0, self.log.stat().st_size - 65536))
                 found = _PROGRESS.findall(log.read())
         except OSError:
             return None
-        return min(100, int(found[-1])) if found else None
+        if not found:
+            return None
+        done, total, percent = found[-1]
+        return min(100, int(percent) if percent else 100 * int(done) // max(1, int(total)))
 
     def _last_line(self) -> str:
         try:
