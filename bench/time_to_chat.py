@@ -145,11 +145,14 @@ def _model_answered(command: FirstCommand) -> bool:
     llm = (health or {}).get("llm") or {}
     if not (isinstance(llm, dict) and llm.get("state") == "up"):
         return False
-    command.env["RAG_APP_ANSWERS__QUOTE__CHOOSER"] = "none"
+    # the model asked for this one question: no learned chooser, and the ranker never sure enough to go without it
+    asked = {"RAG_APP_ANSWERS__QUOTE__CHOOSER": "none", "RAG_APP_ANSWERS__QUOTE__RANKER_SURE_MARGIN": "1000"}
+    command.env.update(asked)
     try:
         answer = command.rag_app("ask", QUESTION, "--json")
     finally:
-        del command.env["RAG_APP_ANSWERS__QUOTE__CHOOSER"]
+        for name in asked:
+            del command.env[name]
     return bool(answer) and answer.get("chosen_by") == "model" and not answer.get("llm_error")
 
 
