@@ -114,6 +114,7 @@ def run(work: Path, timeout_s: float) -> dict[str, object]:
         timings["chat_up"] = first.wait_for("the chat up", lambda: chat_up(port), 120)
         answer = first.rag_app("ask", QUESTION, "--json")
         timings["quoting_answer"] = first.elapsed()
+        print(f"a quoting answer: {timings['quoting_answer']} s", file=sys.stderr)
         timings["quoting_answer_chosen_by"] = answer.get("chosen_by") if answer else None
         timings["quoting_answer_sources"] = len(answer.get("sources", [])) if answer else 0
 
@@ -125,7 +126,7 @@ def run(work: Path, timeout_s: float) -> dict[str, object]:
 
         timings["model_built"] = first.wait_for("llama.cpp built", built, timeout_s, poll_s=10)
         timings["model_answer"] = first.wait_for(
-            "an answer the model took part in", lambda: _model_answered(first), 600, poll_s=5
+            "an answer the model took part in", lambda: _model_answered(first), 900, poll_s=5
         )
     finally:
         first.stop()
