@@ -140,3 +140,27 @@ def remove_damaged(path: Path) -> None:
     damaged: a busy file is another process's, and is never removed)."""
     for suffix in ("", "-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+class SqliteStore:
+    """A derived store kept in one SQLite file, set up in one place (issue 93: the statement graph, the duplicate
+    groups and the ranking profiles each wrote this again): its tables made on opening, its reads on a connection
+    kept per thread, and a damaged file replaced by an empty store that a repair fills again. A subclass gives
+    ``_create`` (its tables; run on opening and after a recreate)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._reads = ReadConnections(path)  # the reads a search makes, on a connection kept per thread
+        # A damaged or busy file: opening the index still works; `rag-app status` names it, reads raise
+        # StoreFileDamagedError / StoreFileBusyError, and `repair` rebuilds a damaged one.
+        with contextlib.suppress(sqlite3.DatabaseError):
+            self._create()
+
+    def recreate(self) -> None:
+        """An empty store in place of a damaged file or one of another version (a repair fills it again)."""
+        self._reads.drop()
+        remove_damaged(self.path)
+        self._create()
+
+    def _create(self) -> None:
+        raise NotImplementedError

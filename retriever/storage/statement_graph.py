@@ -20,7 +20,6 @@ counts as soon as that paper is in, with nothing rewritten. Every lookup is an i
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -36,7 +35,7 @@ from ingestion.records import StatementRecord
 from retriever.storage import citing_text
 from retriever.storage.atomic_files import file_stamp
 from retriever.storage.citing_text import UNIQUE_FULL_LABEL, CitingTexts, terms_of
-from retriever.storage.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.storage.sqlite_file import SqliteStore, connect, named_errors
 
 GRAPH_DB = "graph.sqlite"
 _SCHEMA_VERSION = 2  # 1: citations and the statements' arXiv ids; 2: each reference's citing sentence
@@ -74,22 +73,12 @@ class Edge:
         return bool(self.target_id or self.section)
 
 
-class StatementGraph:
+class StatementGraph(SqliteStore):
     """Which statements reference which, kept in ``DIRECTORY/graph.sqlite``."""
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / GRAPH_DB
-        self._reads = ReadConnections(self.path)  # the reads a search makes, on a connection kept per thread
+        super().__init__(directory / GRAPH_DB)
         self.citing_text = CitingTexts(self.path, self._reads)  # how others cite each statement
-        # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
-        with contextlib.suppress(sqlite3.DatabaseError):
-            self._create()
-
-    def recreate(self) -> None:
-        """An empty graph in place of a damaged file (a repair fills it again from Chroma)."""
-        self._reads.drop()
-        remove_damaged(self.path)
-        self._create()
 
     def _create(self) -> None:
         with closing(self._connect()) as db, db:

@@ -18,7 +18,6 @@ near-duplicate check is one batched vector query per batch of new statements.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 import sqlite3
@@ -31,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
-from retriever.storage.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.storage.sqlite_file import SqliteStore, connect, named_errors
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -70,27 +69,16 @@ class VectorNeighbours(Protocol):
     def query_many(self, embeddings: np.ndarray, k: int) -> list[list[ScoredId]]: ...
 
 
-class DuplicateGroups:
+class DuplicateGroups(SqliteStore):
     """Which stored statements say the same thing, kept in ``DIRECTORY/duplicates.sqlite``."""
 
     def __init__(
         self, directory: Path, threshold: float = 0.97, max_word_difference: int = 1, neighbours: int = 5
     ) -> None:
-        self.path = directory / DUPLICATES_DB
-        self._reads = ReadConnections(self.path)  # the reads a search makes, on a connection kept per thread
         self.threshold = threshold
         self.max_word_difference = max_word_difference
         self.neighbours = neighbours
-        # A damaged or busy file: opening the index still works; `rag-app status` names it, reads raise
-        # StoreFileDamagedError / StoreFileBusyError, and `repair` rebuilds a damaged one.
-        with contextlib.suppress(sqlite3.DatabaseError):
-            self._create()
-
-    def recreate(self) -> None:
-        """Empty groups in place of a damaged file (a repair joins them again from the stored vectors)."""
-        self._reads.drop()
-        remove_damaged(self.path)
-        self._create()
+        super().__init__(directory / DUPLICATES_DB)
 
     def _create(self) -> None:
         with closing(self._connect()) as db, db:

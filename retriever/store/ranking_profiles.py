@@ -15,7 +15,6 @@ emptied and made again from the statements.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import sys
@@ -24,7 +23,7 @@ from contextlib import closing
 from pathlib import Path
 
 from ingestion.records import StatementRecord
-from retriever.storage.sqlite_file import ReadConnections, connect, named_errors, remove_damaged
+from retriever.storage.sqlite_file import SqliteStore, connect, named_errors
 from retriever.text.statement_profile import PROFILE_RULES_VERSION, StatementProfile
 
 PROFILES_DB = "ranking_profiles.sqlite"
@@ -32,21 +31,11 @@ PROFILES_DB = "ranking_profiles.sqlite"
 PROFILE_VERSION = 100 * PROFILE_RULES_VERSION + 1
 
 
-class RankingProfiles:
+class RankingProfiles(SqliteStore):
     """The statements' ranking profiles, kept in ``DIRECTORY/ranking_profiles.sqlite``."""
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / PROFILES_DB
-        self._reads = ReadConnections(self.path)
-        # a damaged file: reading it raises, `rag-app status` names it and `repair` rebuilds it
-        with contextlib.suppress(sqlite3.DatabaseError):
-            self._create()
-
-    def recreate(self) -> None:
-        """An empty store in place of a damaged file or one of another version (a repair fills it again)."""
-        self._reads.drop()
-        remove_damaged(self.path)
-        self._create()
+        super().__init__(directory / PROFILES_DB)
 
     def _create(self) -> None:
         with closing(connect(self.path)) as db, db:

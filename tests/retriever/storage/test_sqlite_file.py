@@ -102,3 +102,24 @@ def test_every_sqlite_file_of_the_index_is_opened_by_one_setup(tmp_path: Path) -
     thread.start()
     thread.join()
     assert answers == [1]
+
+
+def test_the_derived_sqlite_stores_share_one_setup() -> None:
+    """Issue 93: open, read per thread and recreate-when-damaged were written out in three stores."""
+    import ast
+
+    from retriever.storage.statement_graph import StatementGraph
+    from retriever.store.duplicate_groups import DuplicateGroups
+    from retriever.store.ranking_profiles import RankingProfiles
+
+    stores = (StatementGraph, DuplicateGroups, RankingProfiles)
+    assert all(issubclass(store, sqlite_file.SqliteStore) for store in stores)
+    retriever_dir = Path(sqlite_file.__file__).resolve().parents[1]
+    written_again = [
+        f"{file.relative_to(retriever_dir)}:{node.lineno}"
+        for file in retriever_dir.rglob("*.py")
+        if file.name != "sqlite_file.py"
+        for node in ast.walk(ast.parse(file.read_text()))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "ReadConnections"
+    ]
+    assert written_again == [], "a store opens its own reads: make it a SqliteStore"
