@@ -11,6 +11,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -146,7 +147,10 @@ class SqliteStore:
     """A derived store kept in one SQLite file, set up in one place (issue 93: the statement graph, the duplicate
     groups and the ranking profiles each wrote this again): its tables made on opening, its reads on a connection
     kept per thread, and a damaged file replaced by an empty store that a repair fills again. A subclass gives
-    ``_create`` (its tables; run on opening and after a recreate)."""
+    ``_create`` (its tables; run on opening and after a recreate) and ``TABLE``, the table of one row per statement
+    that ``ids`` and ``count`` read (what `rag-app status` compares with Chroma)."""
+
+    TABLE = "statement"
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -164,3 +168,17 @@ class SqliteStore:
 
     def _create(self) -> None:
         raise NotImplementedError
+
+    def _connect(self) -> sqlite3.Connection:
+        return connect(self.path)
+
+    @named_errors
+    def ids(self) -> set[str]:
+        """Every statement the store holds a row for."""
+        with closing(self._connect()) as db:
+            return {row[0] for row in db.execute(f"SELECT id FROM {self.TABLE}")}
+
+    @named_errors
+    def count(self) -> int:
+        with closing(self._connect()) as db:
+            return int(db.execute(f"SELECT COUNT(*) FROM {self.TABLE}").fetchone()[0])

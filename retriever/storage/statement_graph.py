@@ -140,8 +140,6 @@ class StatementGraph(SqliteStore):
             if version < _SCHEMA_VERSION:
                 db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path)
 
     # ----------------------------------------------------------------- writing
     @named_errors
@@ -228,16 +226,6 @@ class StatementGraph(SqliteStore):
         return touched
 
     # ----------------------------------------------------------------- reading
-    @named_errors
-    def ids(self) -> set[str]:
-        with closing(self._connect()) as db:
-            return {row[0] for row in db.execute("SELECT id FROM statement")}
-
-    @named_errors
-    def count(self) -> int:
-        with closing(self._connect()) as db:
-            return int(db.execute("SELECT COUNT(*) FROM statement").fetchone()[0])
-
     @named_errors
     def uses(self, statement_id: str, include_self: bool = False) -> list[Edge]:
         """What ``statement_id`` references, in order: each label resolved by its own paper at ingest,

@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from ingestion.records import StatementRecord, paper_key
-from retriever.storage.sqlite_file import SqliteStore, connect, named_errors
+from retriever.storage.sqlite_file import SqliteStore, named_errors
 from retriever.types import DuplicatePlace, ScoredId
 
 DUPLICATES_DB = "duplicates.sqlite"
@@ -94,8 +94,6 @@ class DuplicateGroups(SqliteStore):
                 """
             )
 
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path)
 
     # ----------------------------------------------------------------- writing
     @named_errors
@@ -179,17 +177,6 @@ class DuplicateGroups(SqliteStore):
             db.execute("DELETE FROM statement")
 
     # ----------------------------------------------------------------- reading
-    @named_errors
-    def ids(self) -> set[str]:
-        """Every statement the groups know (each statement is in one group, alone or not)."""
-        with closing(self._connect()) as db:
-            return {row[0] for row in db.execute("SELECT id FROM statement")}
-
-    @named_errors
-    def count(self) -> int:
-        with closing(self._connect()) as db:
-            return int(db.execute("SELECT COUNT(*) FROM statement").fetchone()[0])
-
     @named_errors
     def places(self, ids: Sequence[str]) -> dict[str, list[DuplicatePlace]]:
         """For each of ``ids`` in a group, every other member of its group (its own paper's left out)."""

@@ -34,6 +34,8 @@ PROFILE_VERSION = 100 * PROFILE_RULES_VERSION + 1
 class RankingProfiles(SqliteStore):
     """The statements' ranking profiles, kept in ``DIRECTORY/ranking_profiles.sqlite``."""
 
+    TABLE = "profile"
+
     def __init__(self, directory: Path) -> None:
         super().__init__(directory / PROFILES_DB)
 
@@ -64,16 +66,6 @@ class RankingProfiles(SqliteStore):
                 db.execute(f"DELETE FROM profile WHERE id IN ({','.join('?' * len(batch))})", batch)
 
     # ----------------------------------------------------------------- reading
-    @named_errors
-    def ids(self) -> set[str]:
-        with closing(connect(self.path)) as db:
-            return {row[0] for row in db.execute("SELECT id FROM profile")}
-
-    @named_errors
-    def count(self) -> int:
-        with closing(connect(self.path)) as db:
-            return int(db.execute("SELECT COUNT(*) FROM profile").fetchone()[0])
-
     def read(self, ids: Sequence[str]) -> dict[str, StatementProfile]:
         """The kept profiles of ``ids`` (those it lacks are left out). Never raises: a search makes what it
         cannot read (a missing or damaged file is for ``rag-app status`` to name, not for a search to fail on)."""
