@@ -42,7 +42,8 @@ fi
 # second finds the first one's wheel.
 mkdir -p "$(dirname "$cache")"
 exec 9>"$(dirname "$cache")/.build.lock"
-flock 9
+# every step of a build has its own deadline below; the wait for another one is bounded as well
+flock -w 7200 9 || { echo "another llama.cpp build held the build cache for 2 hours; giving up" >&2; exit 1; }
 
 quiet=--quiet
 [ "${RAG_APP_BUILD_VERBOSE:-0}" = 1 ] && quiet=--verbose

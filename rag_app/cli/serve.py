@@ -280,8 +280,9 @@ def llm_build(
     build = LlamaBuild(_settings(config).data_dir)
     state = build.start_in_background()
     if not background and state.state == "building":
+        ends = time.monotonic() + 7200  # the build's own steps have deadlines; this wait has one too
         with tqdm(total=100, desc="building llama.cpp", unit="%", disable=as_json) as bar:
-            while state.state == "building":
+            while state.state == "building" and time.monotonic() < ends:
                 bar.n = state.progress or 0
                 bar.refresh()
                 time.sleep(2)
