@@ -14,8 +14,9 @@ from chromadb.errors import InternalError
 
 from ingestion.records import Citation, LabelReference, Source, StatementKind, StatementRecord
 from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection, chroma_client_settings
+from retriever.storage.commit_log import CommittedState
 from retriever.storage.hnsw_files import VectorFilesStamp, check_vector_files, vector_files_stamp
-from retriever.store.exact_neighbours import ExactNeighbours
+from retriever.store.exact_neighbours import ExactNeighbours, collection_matrix
 from retriever.store.record_cache import DEFAULT_MAX_STATEMENTS, RecordCache
 from retriever.types import ScoredId
 
@@ -46,6 +47,9 @@ class ChromaStatementStore:
         self.connection = connection
         self._vector_files_checked: VectorFilesStamp | None = None
         self.exact = ExactNeighbours(connection.hnsw.exact_limit())  # the same ranking in every process
+        # The generation this process reads at (``StatementIndex`` pins it); None: an index that has no commit
+        # log yet (made by an older version, until its first write or search catches one up): the graph answers.
+        self.committed: CommittedState | None = None
         self._client = connection.client(path)
         self._opened = connection.open_collection(self._client, collection)
 
@@ -179,7 +183,13 @@ class ChromaStatementStore:
     def query(self, embedding: np.ndarray, k: int) -> list[ScoredId]:
         if k <= 0:
             return []
-        exact = self.exact.nearest(self._collection, np.asarray(embedding, dtype=np.float32).reshape(1, -1), k)
+        query = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
+        committed = self.committed
+        if committed is not None:  # exact, from the vectors of the pinned generation (never half a write)
+            exact = self.exact.nearest(committed.key, committed.count, committed.vectors, query, k)
+        else:  # a store with no commit log (outside an index, or an index made before it): its own vectors
+            collection = self._collection
+            exact = self.exact.nearest("collection", collection.count, lambda: collection_matrix(collection), query, k)
         if exact is not None:
             return exact[0]
         # No count() first: it scans the collection (72 ms at 1M statements), and Chroma returns fewer

@@ -40,7 +40,7 @@ from retriever.models.query_adapter import QueryAdapter, query_vector
 from retriever.storage.atomic_files import write_text_atomically
 from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.store.chroma_store import collection_nearest, collection_vectors
-from retriever.store.exact_neighbours import ExactNeighbours
+from retriever.store.exact_neighbours import ExactNeighbours, collection_matrix
 from retriever.types import ScoredId, VectorUpdate
 
 COMPANION_DIR = "dense2"
@@ -76,7 +76,6 @@ class CompanionIndex:
         self._client = connection.client(index_directory / "chroma")
         self._collection: Collection | None = None
         self.exact = ExactNeighbours(connection.hnsw.exact_limit("cosine"))  # the same ranking in every process
-        self._exact_manifest = -1  # the manifest's count when the exact search was last cleared
 
     # ------------------------------------------------------------------ state
     def manifest(self) -> dict[str, object]:
@@ -188,11 +187,12 @@ class CompanionIndex:
         statements = self.statements()
         if k <= 0 or statements == 0:
             return []
-        if statements != self._exact_manifest:  # `build-dense2` in another process added vectors
-            self.exact.clear()
-            self._exact_manifest = statements
         vector = query_vector(self.embedder, query, self.query_adapter)
-        exact = self.exact.nearest(self._vectors(), vector.reshape(1, -1), k)
+        # Kept under the manifest's count: `build-dense2` in another process changes it when it adds vectors.
+        exact = self.exact.nearest(
+            ("second model", statements), lambda: statements, lambda: collection_matrix(self._vectors()),
+            vector.reshape(1, -1), k,
+        )  # fmt: skip
         return exact[0] if exact is not None else collection_nearest(self._vectors(), vector, k)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

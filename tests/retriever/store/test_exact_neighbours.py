@@ -69,7 +69,8 @@ def test_a_write_is_searched_at_once_and_a_large_collection_uses_the_graph(tmp_p
     assert new.id not in {hit.id for hit in store.query(vectors[0] * -1, 50)}
 
     graph, graph_ids = store_of(tmp_path / "graph", vectors, exact_max=10)  # over the limit: HNSW answers
-    assert graph.exact.nearest(graph._collection, vectors[:1], 5) is None
+    collection = graph._collection
+    assert graph.exact.nearest("collection", collection.count, lambda: ([], vectors), vectors[:1], 5) is None
     assert graph.query(vectors[4], 1)[0].id == graph_ids[4]
 
 
@@ -96,7 +97,7 @@ def test_two_fresh_processes_rank_every_research_question_the_same(demo_index_di
 def test_every_listed_id_deleted_before_its_vector_is_read_leaves_an_empty_search() -> None:
     """Issue 93: a writer deleted every statement between the read of the ids and the read of their vectors, and
     ``np.vstack([])`` raised ValueError in the middle of a search."""
-    from retriever.store.exact_neighbours import ExactNeighbours
+    from retriever.store.exact_neighbours import ExactNeighbours, collection_matrix
 
     class DeletedMeanwhile:
         """A collection whose ids are listed, then gone when their vectors are asked for."""
@@ -109,5 +110,27 @@ def test_every_listed_id_deleted_before_its_vector_is_read_leaves_an_empty_searc
                 return {"ids": ["a", "b"]}
             return {"ids": [], "embeddings": []}
 
-    found = ExactNeighbours(max_vectors=10).nearest(DeletedMeanwhile(), np.ones((1, 4), dtype=np.float32), k=3)
+    collection = DeletedMeanwhile()
+    found = ExactNeighbours(max_vectors=10).nearest(
+        "collection", collection.count, lambda: collection_matrix(collection), np.ones((1, 4), dtype=np.float32), k=3
+    )
     assert found == [[]]
+
+
+def test_a_batch_chroma_cannot_read_yet_is_read_id_by_id_and_the_unreadable_ids_left_out() -> None:
+    """The second model's collection beside a writer in another process: Chroma fails a batch with "Error finding
+    id" when its records hold an id this process's vector index has not got yet."""
+    from chromadb.errors import InternalError
+
+    from retriever.store.exact_neighbours import collection_matrix
+
+    class HalfWritten:
+        def get(self, ids: list[str] | None = None, include: list[str] | None = None) -> dict[str, list]:
+            if ids is None:
+                return {"ids": ["a", "b", "c"]}
+            if "b" in ids:
+                raise InternalError("Error executing plan: Internal error: Error finding id")
+            return {"ids": ids, "embeddings": [[1.0, 0.0]] * len(ids)}
+
+    ids, matrix = collection_matrix(HalfWritten())  # type: ignore[arg-type]
+    assert ids == ["a", "c"] and matrix.shape == (2, 2)
