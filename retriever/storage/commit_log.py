@@ -61,9 +61,7 @@ class CommitLog(SqliteStore):
 
     # ----------------------------------------------------------------- writing (the writer lock held)
     @named_errors
-    def commit(
-        self, added_ids: Sequence[str], vectors: np.ndarray | None, removed_ids: Iterable[str] = ()
-    ) -> int:
+    def commit(self, added_ids: Sequence[str], vectors: np.ndarray | None, removed_ids: Iterable[str] = ()) -> int:
         """One complete write: ``removed_ids`` leave and ``added_ids`` (with their ``vectors``, or none) enter,
         a statement added again replacing its row; returns the new generation."""
         with closing(connect(self.path)) as db, db:

@@ -38,9 +38,12 @@ def connect(path: Path, *, shared_by_threads: bool = False, durable: bool = Fals
     ``shared_by_threads``: one connection that several threads use under their own lock (the BM25 catalogue);
     ``durable``: every commit synced to disk before it returns (the paper manifest, which says what is done)."""
     db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=not shared_by_threads)
-    # WAL mode is kept in the file; asking for it again cost half a millisecond on each of a search's
-    # three connections, so it is asked only of a file not (yet) in it.
-    if not in_wal_mode(path):
+    # WAL mode is kept in the file; setting it again cost half a millisecond on each of a search's three
+    # connections, so it is set only on a file not (yet) in it. The mode is read through SQLite, never by
+    # opening the file: closing any descriptor of a file drops every POSIX lock the process holds on it, the
+    # locks of this process's other connections included, and a reader that lost its lock read pages a
+    # checkpoint was overwriting ("database disk image is malformed", beside an ingest: issue 99).
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         db.execute("PRAGMA journal_mode=WAL")
     if durable:
         db.execute("PRAGMA synchronous=FULL")
@@ -92,16 +95,6 @@ def _file_identity(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (status.st_dev, status.st_ino, status.st_ctime_ns)
-
-
-def in_wal_mode(path: Path) -> bool:
-    """Whether the database file's header says WAL (its read and write format versions are both 2)."""
-    try:
-        with open(path, "rb") as file:
-            header = file.read(20)
-    except OSError:
-        return False
-    return len(header) == 20 and header.startswith(b"SQLite format 3\x00") and header[18] == header[19] == 2
 
 
 def is_busy(error: BaseException) -> bool:

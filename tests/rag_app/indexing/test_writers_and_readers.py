@@ -3,6 +3,7 @@ ingests at once, and an ingest that gives up waiting for another (exit 6)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,10 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from rag_app import MathRAG
 from rag_app.pipeline import demo_corpus_path
+from rag_app.serving.llm_server import free_port
+from retriever.storage.commit_log import CommitLog
 from tests.conftest import make_settings
 from tests.retriever.storage.test_index_lock import held_by_another_process
 
@@ -106,3 +110,87 @@ def test_searches_in_a_loop_beside_a_real_ingest_never_fail(tmp_path: Path) -> N
         time.sleep(0.2)
     hits = reader.search("Sylow subgroup", k=3, mode="bm25")
     assert hits and hits[0].record.paper_id != "complex-analysis"  # the other process's papers are found
+
+
+def _visible_at_the_end(index: Path, ids: list[str]) -> set[str]:
+    """Those of ``ids`` committed now (read just after the search that found them returned)."""
+    log = CommitLog(index)
+    return log.visible(ids, log.generation())
+
+
+@pytest.mark.slow
+def test_cli_searches_and_a_server_beside_an_ingest_see_only_committed_batches(tmp_path: Path) -> None:
+    """Issue 99: an ingest of the demo corpus in batches of 2 (about a minute), and beside it new `rag-app search`
+    processes (each opens the index mid-write, as a CLI user would) and one `rag-app serve` searched over HTTP.
+    Every search ends well, and returns only statements of batches committed when it returned; then the stores
+    equal a clean ingest of the same papers."""
+    index, clean = tmp_path / "index", tmp_path / "clean"
+    env = _environment(tmp_path, RAG_APP_INGESTION__BATCH_STATEMENTS="2")
+    papers = sorted(demo_corpus_path().iterdir())
+    seed, rest = papers[0], papers[1:]
+    subprocess.run(_ingest_command(index, seed), env=env, check=True, capture_output=True, timeout=600)
+    queries = tmp_path / "queries.txt"
+    asked = ["bounded entire function", "Sylow subgroup order $p^k$", "spanning tree", "$\\sum 1/p$ diverges",
+             "compact Hausdorff space", "eigenvalues of a symmetric matrix", "Noetherian ring ideal", "martingale"]
+    queries.write_text("\n".join(asked) + "\n")
+    port = free_port()
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "rag_app.cli", "serve", "--port", str(port), "--index", str(index), "--no-mcp"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    failures: list[str] = []
+    searches = 0
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            assert serve.poll() is None, serve.communicate()[0]
+            time.sleep(0.5)
+        ingest = subprocess.Popen(_ingest_command(index, *rest), env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)  # fmt: skip
+        search = [sys.executable, "-m", "rag_app.cli", "search", "--queries", str(queries), "--json", "--k", "10",
+                  "--index", str(index)]  # fmt: skip
+        cli: subprocess.Popen[str] | None = None
+        until = time.monotonic() + 900
+        while ingest.poll() is None and time.monotonic() < until:
+            if cli is None:  # one CLI process at a time, each a fresh reader of the index
+                cli = subprocess.Popen(search, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            elif cli.poll() is not None:
+                out, err = cli.communicate()
+                lines = out.splitlines()
+                if cli.returncode != 0 or "Traceback" in err or len(lines) != len(asked):
+                    failures.append(f"cli exit {cli.returncode}: {err[-800:]}")
+                for line in lines:
+                    found = [hit["id"] for hit in json.loads(line)["results"]]
+                    if uncommitted := set(found) - _visible_at_the_end(index, found):
+                        failures.append(f"cli returned uncommitted {sorted(uncommitted)}")
+                searches += len(lines)
+                cli = None
+            query = asked[searches % len(asked)]
+            for mode in ("hybrid", "dense", "bm25"):
+                answer = httpx.get(f"{url}/v1/search", params={"query": query, "k": 10, "mode": mode}, timeout=120)
+                searches += 1
+                if answer.status_code != 200:
+                    failures.append(f"serve {mode}: {answer.status_code} {answer.text[:300]}")
+                    continue
+                found = [hit["id"] for hit in answer.json()]
+                if set(found) - _visible_at_the_end(index, found):
+                    failures.append(f"serve {mode} returned uncommitted statements")
+        _, ingest_errors = ingest.communicate(timeout=900)
+        if cli is not None:
+            cli.communicate(timeout=300)
+    finally:
+        serve.terminate()
+        serve_log = serve.communicate(timeout=60)[0].decode(errors="replace")
+    assert ingest.returncode == 0, ingest_errors.decode()
+    assert failures == [] and searches >= 200, (searches, failures[:5])
+    assert "Traceback" not in serve_log, serve_log[-3000:]
+    subprocess.run(_ingest_command(clean, *papers), env=env, check=True, capture_output=True, timeout=900)
+    written, clean_status = _status(index, env), _status(clean, env)
+    assert written["in_step"] and clean_status["in_step"], (written, clean_status)
+    stores = {store["store"]: store["statements"] for store in written["stores"]}  # type: ignore[union-attr]
+    assert stores == {store["store"]: store["statements"] for store in clean_status["stores"]}  # type: ignore[union-attr]
+    assert CommitLog(index).ids() == CommitLog(clean).ids()
