@@ -9,6 +9,8 @@ side by side:
   other;
 - **by a hash** of that group's first statement (its docno), so the split needs no list to be kept in step with
   the sets: a new query of an old statement lands where its statement already is;
+- a query that judges no statement (a question whose answer is in no statement of the index) by a hash of its set's
+  name and its qid;
 - a set written apart (``tuning: false`` in its header, like the questions written for issue 92 before any run)
   is untouched whole.
 
@@ -45,8 +47,10 @@ class SetHalves:
             apart = not _tuned_on(query_set)
             for query in query_set.queries:
                 statements = _judged(query)
-                if apart or not statements:
+                if apart:
                     sides[(query_set.name, query.qid)] = UNTOUCHED
+                elif not statements:  # a question no statement answers: split by itself
+                    sides[(query_set.name, query.qid)] = side_of_group(f"{query_set.name}:{query.qid}")
                 else:
                     sides[(query_set.name, query.qid)] = side_of_group(groups.root(statements[0]))
         return cls(sides)

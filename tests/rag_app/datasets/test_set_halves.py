@@ -48,3 +48,13 @@ def test_the_recorded_split_is_what_the_rule_gives() -> None:
     for set_name, sides in recorded["sides"].items():
         for side, qids in sides.items():
             assert all(halves.side(set_name, qid) == side for qid in qids), (set_name, side)
+
+
+def test_questions_no_statement_answers_are_split_by_their_own_qid() -> None:
+    no_answer = QuerySet.load(ROOT / "eval/questions/no-answer-questions.v1.jsonl")
+    halves = SetHalves.of([no_answer])
+    counts = halves.counts()["no-answer-questions"]
+    assert min(counts.values()) >= 0.35 * no_answer.size, counts  # both halves well filled
+    for side in (TUNE, UNTOUCHED):  # near and far questions on each side
+        kinds = {query.metadata["kind"] for query in no_answer.queries if halves.side(no_answer.name, query.qid) == side}
+        assert kinds == {"near", "far"}
