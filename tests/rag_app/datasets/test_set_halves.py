@@ -56,5 +56,6 @@ def test_questions_no_statement_answers_are_split_by_their_own_qid() -> None:
     counts = halves.counts()["no-answer-questions"]
     assert min(counts.values()) >= 0.35 * no_answer.size, counts  # both halves well filled
     for side in (TUNE, UNTOUCHED):  # near and far questions on each side
-        kinds = {query.metadata["kind"] for query in no_answer.queries if halves.side(no_answer.name, query.qid) == side}
+        sided = [query for query in no_answer.queries if halves.side(no_answer.name, query.qid) == side]
+        kinds = {query.metadata["kind"] for query in sided}
         assert kinds == {"near", "far"}
