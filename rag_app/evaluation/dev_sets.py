@@ -8,25 +8,19 @@ We tune on these sets; reports say so. ``scripts/build_dev_sets.py`` writes them
 from __future__ import annotations
 
 import csv
-import functools
 import hashlib
 import json
-import os
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ingestion import StatementKind, StatementRecord, ingest_sources
-from ingestion.ingest_limits import IngestLimits
-from ingestion.parallel_latex_ingestor import ParallelLatexIngestor
+from ingestion import StatementKind, StatementRecord
+from rag_app.datasets.dev_corpora import HOTT, STACKS, THESIS_SAMPLE, read_corpus
 from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.datasets.statement_names import label_words, plain_name, reserved_for_evaluation
 from retriever.text.formula_share import formula_tokens
 
-STACKS = "corpora/stacks-project"
-HOTT = "corpora/hott-book/main.tex"
-THESIS_SAMPLE = "corpora/thesis-sample/data_sample.csv"
 # Human-written one-line paraphrases of Stacks statements (their `slogan`s), with the statement's label.
 STACKS_SLOGANS = "dev-queries/stacks-slogans-dev.jsonl"
 DEV_CORPUS = (STACKS, HOTT, THESIS_SAMPLE)
@@ -36,26 +30,6 @@ MANIFEST = "MANIFEST.json"
 # The label-words set (issue 60): thousands of short author-written keyword queries, none of them in
 # stacks-labels (tuned on since issue 3) and none ever made a training query (reserved_for_evaluation).
 LABEL_WORDS_SAMPLE = 2_000
-
-
-def read_corpus(shared_dir: Path, relative: str) -> list[StatementRecord]:
-    """The statement records of one development corpus, parsed the way ``ingest`` parses it.
-
-    Cached per process, and parsed one paper per CPU at a time (the same records in the same order as one
-    at a time): the Stacks project's hundred chapters take about 80 s on two cores instead of two minutes.
-    """
-    path = shared_dir / relative
-    if not path.exists():
-        raise FileNotFoundError(f"development corpus not found: {path} (is ../shared beside the checkout?)")
-    return list(_parsed_corpus(path.resolve(), path.stat().st_mtime_ns))
-
-
-@functools.lru_cache(maxsize=4)
-def _parsed_corpus(path: Path, _stamp: int) -> tuple[StatementRecord, ...]:
-    """The records (frozen) of one corpus; ``_stamp`` parses a corpus that changed on disk again."""
-    # A generous limit per paper (a chapter parses in seconds): one slowed by a busy machine must not go missing.
-    latex = ParallelLatexIngestor(IngestLimits(paper_timeout_s=1800), workers=min(4, os.cpu_count() or 1))
-    return tuple(record for paper in ingest_sources([path], latex) for record in paper.records)
 
 
 def build_dev_sets(shared_dir: Path, seed: int = 2026, sample: int = 500) -> list[QuerySet]:

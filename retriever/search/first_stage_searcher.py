@@ -22,7 +22,7 @@ class FirstStageSearcher(ResultSearcher):
     The filter is applied here, once, after every channel is fused: post-filtering keeps each mode's
     ranking intact, and a rare filter costs deeper rankings (x4 each time), bounded by
     ``MAX_FILTER_DEPTH``. The records of a ranking and their vectors are read from Chroma in one call, for the
-    statements committed at the generation the index pinned (``StatementIndex.visible``) and those alone.
+    statements committed at the generation the index pinned (``CommittedGenerations.visible``) and those alone.
     """
 
     def __init__(self, ranker: Ranker, index: StatementIndex, candidates: int = 50) -> None:
@@ -61,7 +61,7 @@ class FirstStageSearcher(ResultSearcher):
         # Only statements of complete writes, at the generation this process pinned: every channel (BM25, the
         # graph, the second model, the formula index) may know statements of a write another process has not
         # finished, and Chroma may hold their records before this process's vector index has them.
-        visible = self.index.visible([scored.id for scored in ranking.ids])
+        visible = self.index.commits.visible([scored.id for scored in ranking.ids])
         records, vectors = self.index.store.get_with_vectors([i.id for i in ranking.ids if i.id in visible])
         by_id = {record.id: record for record in records}
         hits: list[SearchHit] = []

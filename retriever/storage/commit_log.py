@@ -8,7 +8,7 @@ one SQLite transaction, after Chroma and every derived store are written: the ge
 each statement row says in which generation it was added and (once deleted) removed. The manifest, rewritten
 last, names the generation.
 
-A reader pins the generation its Chroma client was opened at (``StatementIndex.pinned_generation``) and sees
+A reader pins the generation its Chroma client was opened at (``CommittedGenerations.pinned``) and sees
 exactly the statements visible at it: ``added <= G`` and not ``removed <= G``. Every write before G is whole
 in every store by construction (the commit came after them), and nothing of a later write is seen, however far
 it has got. The exact dense search reads its vectors from here at G, not from Chroma: the matrix of one

@@ -25,7 +25,6 @@ from retriever.storage.sqlite_file import StoreFileBusyError, StoreFileDamagedEr
 if TYPE_CHECKING:
     from retriever.models.marf_encoder import MarfEncoder
     from retriever.storage.bm25_index import BM25Index
-    from retriever.storage.commit_log import CommitLog
     from retriever.storage.statement_graph import StatementGraph
     from retriever.store.chroma_store import ChromaStatementStore
     from retriever.store.companion_index import CompanionIndex
@@ -59,7 +58,6 @@ class OwningIndex(Protocol):
 
     store: ChromaStatementStore
     lexical: LexicalIndexes
-    committed: CommitLog
     formula_models: str | None
 
     def searchable_count(self) -> int: ...
@@ -69,8 +67,6 @@ class OwningIndex(Protocol):
     def marf_index(self) -> MarfIndex: ...
 
     def marf_encoder(self) -> MarfEncoder: ...
-
-    def catch_up_committed(self, quick: bool = True, show_progress: bool = False) -> None: ...
 
 
 class DerivedStore(Protocol):
@@ -467,35 +463,3 @@ class MarfVectorsStore:
         except FormulaModelError as error:
             logger.warning("formula-fusion vectors not updated: %s", error)
 
-
-class CommittedStatementsStore:
-    """The commit log (``retriever.storage.commit_log``): which statements each complete write committed. The index
-    commits each write itself, after every other store has it (so it follows no write here); a catch-up commits
-    what Chroma holds beyond it (an index made before the log, a write killed before its commit)."""
-
-    name = "committed statements"
-
-    def __init__(self, index: OwningIndex) -> None:
-        self.index = index
-
-    def kept(self) -> bool:
-        return True
-
-    def follows(self, lexical_in_step: bool) -> bool:
-        return False  # committed by StatementIndex._written, after the others
-
-    def add(self, records: Sequence[StatementRecord], vectors: np.ndarray) -> None:
-        """Committed by the index once every store holds the write."""
-
-    def remove(self, ids: Sequence[str], removed: Sequence[StatementRecord]) -> None:
-        """Committed by the index once every store has forgotten them."""
-
-    def ids(self) -> set[str]:
-        return self.index.committed.ids()
-
-    def count(self) -> int:
-        return self.index.committed.count()
-
-    @property
-    def catch_up(self) -> Callable[..., None]:
-        return self.index.catch_up_committed

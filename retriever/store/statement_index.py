@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,15 +36,13 @@ from retriever.models.embedder import Embedder
 from retriever.storage.atomic_files import file_stamp, write_text_atomically
 from retriever.storage.bm25_index import BM25Index
 from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
-from retriever.storage.commit_log import CommitLog, CommittedState
 from retriever.storage.index_lock import IndexWriterBusyError, WriterLock
-from retriever.storage.sqlite_file import StoreFileBusyError
 from retriever.storage.statement_graph import StatementGraph
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
+from retriever.store.committed_generations import CommittedGenerations, CommittedStatementsStore
 from retriever.store.companion_index import CompanionIndex
 from retriever.store.derived_stores import (
     CitingTextStore,
-    CommittedStatementsStore,
     CompanionVectorsStore,
     DerivedStore,
     DuplicateGroupsStore,
@@ -182,9 +179,9 @@ class StatementIndex:
             CitingTextStore(self, self.graph),
             RankingProfilesStore(self, self.ranking_profiles),
         ]
-        self.committed = CommitLog(directory)  # which statements each complete write committed
-        self.derived.append(CommittedStatementsStore(self))  # last: a write is committed once every store has it
-        self._pin(opened_at.get("generation"))
+        self.commits = CommittedGenerations(self)  # which statements each complete write committed; what reads pin
+        self.derived.append(CommittedStatementsStore(self.commits))  # last: committed once every store has the write
+        self.commits.pin(opened_at.get("generation"))
         self._lexical_checked = False  # sync_lexical ran once for searching in this process
         self.reads = ReloadGuard()  # searches read Chroma inside reads.reading(); a reload waits for them
 
@@ -250,14 +247,14 @@ class StatementIndex:
         marked stale until they have the new statements too: a kill in between is caught up later."""
         in_step = self.lexical.in_step(self.count)
         if not (self.directory / MANIFEST).exists():  # a new index names its embedder before any vector
-            self.write_manifest(generation=self.committed.generation())
-        log_in_step = self._log_in_step()
+            self.write_manifest(generation=self.commits.log.generation())
+        log_in_step = self.commits.in_step()
         self.lexical.mark_stale()
         followers = [store for store in self.derived if store.follows(in_step)]  # asked before the write
         self.store.upsert(records, vectors)
         for store in followers:
             store.add(records, vectors)
-        self._written(in_step, self._commit([record.id for record in records], vectors, (), log_in_step))
+        self._written(in_step, self.commits.commit([record.id for record in records], vectors, (), log_in_step))
 
     @_by_the_writer
     def _delete(self, ids: Sequence[str]) -> None:
@@ -265,19 +262,19 @@ class StatementIndex:
             return
         in_step = self.lexical.in_step(self.count)
         removed = self.store.get(ids) if in_step else []  # their formula counts leave the statistics
-        log_in_step = self._log_in_step()
+        log_in_step = self.commits.in_step()
         self.lexical.mark_stale()
         followers = [store for store in self.derived if store.follows(in_step)]
         self.store.delete(ids)
         for store in followers:
             store.remove(ids, removed)
-        self._written(in_step, self._commit([], None, ids, log_in_step))
+        self._written(in_step, self.commits.commit([], None, ids, log_in_step))
 
     def _written(self, lexical_in_step: bool, generation: int) -> None:
         """The write committed as ``generation``: this process reads at it, and the manifest is rewritten (its
         count, its generation, and the stamp other processes watch); the lexical indexes in step again if they
         were before the write."""
-        self._pin(generation)
+        self.commits.pin(generation)
         if not lexical_in_step:
             self.write_manifest(generation=generation)
             return
@@ -349,7 +346,7 @@ class StatementIndex:
         """Statements in the index, as searching sees them: BM25 keeps the store's count at no cost,
         while Chroma's count() scans the collection (72 ms at 1M statements, on every search)."""
         if not self._lexical_checked:  # rebuilt first when not in step with the store
-            self.sync_committed()
+            self.commits.sync()
             self.sync_lexical()
         return len(self.lexical_index())
 
@@ -437,7 +434,7 @@ class StatementIndex:
             return False
         if self.connection.is_server:  # a server serves every writer's statements already
             self._manifest_seen = file_stamp(self.directory / MANIFEST)
-            self._pin(self.manifest().get("generation"))
+            self.commits.pin(self.manifest().get("generation"))
             self.store.forget_cached()  # but this process's copies of some may be out of date
             return False
         if self.reads.reading_here():
@@ -456,92 +453,8 @@ class StatementIndex:
             if self.companion is not None:
                 self.companion.reconnect()
             self._marf_index = None  # read again when next asked for
-            self._pin(generation)
+            self.commits.pin(generation)
         return True
-
-    # ----------------------------------------------------------------- committed generations
-    @property
-    def pinned_generation(self) -> int | None:
-        """The generation this process's searches read at (None: the index has no commit log yet)."""
-        committed = self.store.committed
-        return None if committed is None else committed.generation
-
-    def _pin(self, generation: object) -> None:
-        self.store.committed = CommittedState(self.committed, generation) if isinstance(generation, int) else None
-
-    def visible(self, ids: Sequence[str]) -> set[str]:
-        """Those of ``ids`` a search of this process may return: committed at the generation it pinned (every one
-        on an index that has no commit log yet). From the exact search's matrix when it is read, else one query."""
-        committed = self.store.committed
-        if committed is None:
-            return set(ids)
-        kept = self.store.exact.ids_of(committed.key)
-        return {i for i in ids if i in kept} if kept is not None else committed.visible(ids)
-
-    def _log_in_step(self) -> bool:
-        """Whether the commit log holds every complete write: the manifest, written after each commit, names its
-        generation (an index made before the log names none)."""
-        try:
-            return self.manifest().get("generation") == self.committed.generation()
-        except sqlite3.DatabaseError:
-            return False
-
-    def _commit(self, added: Sequence[str], vectors: np.ndarray | None, removed: Sequence[str], in_step: bool) -> int:
-        """The write that Chroma and every derived store now hold, committed as one generation (returned). The
-        vectors are kept while the index is small enough for the exact search."""
-        if not in_step:
-            return self._catch_up_log()
-        limit = self.store.exact.max_vectors
-        keep = limit > 0 and self.committed.count() + len(added) <= limit
-        return self.committed.commit(added, vectors if keep else None, removed)
-
-    def catch_up_committed(self, quick: bool = True, show_progress: bool = False) -> None:
-        """Commit what Chroma holds and the log does not, and forget what Chroma no longer holds, as one
-        generation (an index made before the log; a write killed between its stores and its commit). ``quick``:
-        only when the log is behind the manifest or the counts differ."""
-        with self.writer.hold():
-            if quick and self._log_in_step() and self.committed.count() == self.count():
-                return
-            generation = self._catch_up_log(show_progress)
-            self._pin(generation)
-            self.write_manifest(generation=generation)
-
-    def sync_committed(self) -> None:
-        """A process's first search: when the commit log is behind Chroma (an index made by an older version, a
-        write killed before its commit) and no writer is at work, it is caught up; with a writer at work, that
-        writer's commit does it, and this process reads what is committed (or, on an index with no log yet, reads
-        as before: its own vectors, unfiltered) until it sees that commit."""
-        if not (self.directory / MANIFEST).exists() or self.writer.held_elsewhere():
-            return
-        if self._log_in_step() and self.committed.count() == self.count():
-            return
-        try:
-            with self.writer.hold(wait_s=0):
-                self.catch_up_committed()
-        except IndexWriterBusyError:
-            return
-
-    @_by_the_writer
-    def _catch_up_log(self, show_progress: bool = False) -> int:
-        try:
-            known = self.committed.ids()
-        except StoreFileBusyError:
-            raise  # another process holds it: the file is fine
-        except sqlite3.DatabaseError:  # damaged: everything in it is derived from Chroma
-            logger.warning("the commit log %s is damaged: made again from the statements", self.committed.path)
-            self.committed.recreate()
-            known = set()
-        stored = self.store.all_ids()
-        missing, extra = sorted(stored - known), sorted(known - stored)
-        limit = self.store.exact.max_vectors
-        vectors = None
-        if missing and limit > 0 and len(stored) <= limit:
-            found = self.store.vectors(missing)  # this process's own Chroma, under the writer lock: whole
-            missing = [statement_id for statement_id in missing if statement_id in found]
-            vectors = np.stack([found[statement_id] for statement_id in missing]) if missing else None
-        if show_progress:
-            logger.info("commit log: %d statements committed, %d forgotten", len(missing), len(extra))
-        return self.committed.commit(missing, vectors, extra)
 
 
 def require_index(directory: Path, how_to_build: str) -> None:

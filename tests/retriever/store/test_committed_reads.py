@@ -128,10 +128,10 @@ def test_a_write_killed_before_its_commit_is_committed_by_the_next_reader_when_n
         index.add(records("late", 5))
     monkeypatch.undo()
     reopened = StatementIndex(directory, HashingEmbedder())
-    assert reopened.committed.count() == 5 and reopened.count() == 10
+    assert reopened.commits.log.count() == 5 and reopened.count() == 10
     hits = first_stage(reopened).search("every compact Hausdorff space has property late0", 3, SearchMode.BM25)
     assert hits[0].record.paper_id == "late", "the first search caught the commit log up"
-    assert reopened.committed.count() == 10 and reopened.pinned_generation == reopened.committed.generation()
+    assert reopened.commits.log.count() == 10 and reopened.commits.pinned == reopened.commits.log.generation()
 
 
 def test_an_index_made_before_the_commit_log_is_caught_up_and_searched_exactly(tmp_path: Path) -> None:
@@ -143,6 +143,6 @@ def test_an_index_made_before_the_commit_log_is_caught_up_and_searched_exactly(t
     manifest.write_text(manifest.read_text().replace('"generation"', '"older_field"'))
     SharedSystemClient.clear_system_cache()
     reader = StatementIndex(directory, HashingEmbedder())
-    assert reader.pinned_generation is None
+    assert reader.commits.pinned is None
     hits = first_stage(reader).search("every Noetherian local ring has property", 5, SearchMode.DENSE)
-    assert len(hits) == 5 and reader.pinned_generation == 1 and reader.committed.count() == 12
+    assert len(hits) == 5 and reader.commits.pinned == 1 and reader.commits.log.count() == 12
