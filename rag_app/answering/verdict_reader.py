@@ -85,10 +85,10 @@ class VerdictReader:
             "text_features": list(self.text_features),
             "embedding_blocks": list(EMBEDDING_BLOCKS),
             "embedding_dimension": self.embedding_dimension,
-            "mean": self.mean.tolist(),
-            "scale": self.scale.tolist(),
-            "weights": self.weights.tolist(),
-            "bias": self.bias.tolist(),
+            "mean": _rounded(self.mean),
+            "scale": _rounded(self.scale),
+            "weights": _rounded(self.weights),
+            "bias": _rounded(self.bias),
             "temperature": self.temperature,
             "provenance": self.provenance,
         }
@@ -115,6 +115,11 @@ class VerdictReader:
             raise VerdictWeightsError(f"{path}: the weights are not {width} features by {len(LABELS)} labels")
         return cls(names, int(data["embedding_dimension"]), arrays["mean"], arrays["scale"], arrays["weights"],
                    arrays["bias"], float(data.get("temperature", 1.0)), dict(data.get("provenance", {})))  # fmt: skip
+
+
+def _rounded(values: np.ndarray) -> list[Any]:
+    """Six significant digits: the file stays small, and no reading changes by more than a millionth."""
+    return np.vectorize(lambda value: float(f"{value:.6g}"))(values).tolist()
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

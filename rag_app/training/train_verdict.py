@@ -165,8 +165,28 @@ def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float = 1.0) -> tu
     return mean, scale, coefficients, intercepts
 
 
-def measure(reader: VerdictReader, x: np.ndarray, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
-    """Per source and side: the confusion, settle recall and precision, and the calibration of P(settles)."""
+def said_thresholds(probabilities: np.ndarray, pairs: Sequence[LabelledPair], wrong_at_most: float = 0.01) -> dict:
+    """For "yes" and for "no": the least probability above which saying it was wrong at most ``wrong_at_most`` of
+    the times on the labelled tuning halves (the two sides of a verdict: how often it is said, how often wrong)."""
+    tuning = [row for row, pair in enumerate(pairs) if pair.source != SYNTHETIC and pair.side == TUNE]
+    found = {}
+    for label in ("yes", "no"):
+        column = probabilities[tuning, LABELS.index(label)]
+        right = np.array([pairs[row].label == label for row in tuning])
+        found[label] = 1.0
+        for threshold in np.linspace(0.5, 0.995, 100):
+            said = column >= threshold
+            if said.any() and (~right[said]).mean() <= wrong_at_most:
+                found[label] = float(threshold)
+                break
+    return found
+
+
+def measure(
+    reader: VerdictReader, x: np.ndarray, pairs: Sequence[LabelledPair], thresholds: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """Per source and side: the confusion, settle recall and precision, the calibration of P(settles), and with
+    ``thresholds`` how often "yes" and "no" are said above them and how often wrongly."""
     probabilities = softmax(reader.logits(x) / reader.temperature)
     settles = probabilities[:, [LABELS.index(label) for label in SETTLING]].sum(axis=1)
     verdicts = [LABELS[i] for i in probabilities.argmax(axis=1)]
@@ -189,7 +209,40 @@ def measure(reader: VerdictReader, x: np.ndarray, pairs: Sequence[LabelledPair])
             "ece_settles": round(expected_calibration_error(settles[rows], settled.astype(float)), 3),
             "wrong_yes_or_no": int(sum(s in ("yes", "no") and s != t for t, s in zip(truth, said, strict=True))),
         }
+        for label, threshold in (thresholds or {}).items():
+            above = [row for row in rows if probabilities[row, LABELS.index(label)] >= threshold]
+            report[name][f"{label}_said_above_threshold"] = len(above)
+            report[name][f"{label}_wrong_above_threshold"] = sum(pairs[row].label != label for row in above)
+            report[name][f"{label}_true_pairs"] = sum(pairs[row].label == label for row in rows)
     return report
+
+
+def markdown(provenance: dict[str, Any], report: dict[str, Any]) -> str:
+    """The report as a table: one row per source and half."""
+    lines = [
+        "# Verdict reader (issue 100)",
+        "",
+        f"Made by `python -m rag_app.training.train_verdict` on {provenance['trained']} ({provenance['seconds']} s, "
+        f"{provenance['embedder']}): {provenance['pairs_made']} pairs made from the corpus, of "
+        f"{provenance['statements']} statements drawn; C = {provenance['c']}, temperature "
+        f"{provenance['temperature']:.2f}; said-thresholds (wrong at most 1 in 100 on the tuning halves): "
+        f"{json.dumps(provenance['said_thresholds'])}. The reliability plot: `verdict_reader_reliability.png`.",
+        "",
+        "Settle: the probability that the statement settles the question (yes, no or answers) is at least 0.5.",
+        "",
+        "| source / half | pairs | exact | settling said to settle | not settling said not to | said to settle that "
+        "do | ECE | wrong yes/no (argmax) | yes above threshold (wrong) | no above threshold (wrong) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, row in report.items():
+        yes = f"{row.get('yes_said_above_threshold', '')} ({row.get('yes_wrong_above_threshold', '')})"
+        no = f"{row.get('no_said_above_threshold', '')} ({row.get('no_wrong_above_threshold', '')})"
+        lines.append(
+            f"| {name} | {row['pairs']} | {row['exact']:.3f} | {row['settling_said_to_settle']} | "
+            f"{row['not_settling_said_not_to']} | {row['said_to_settle_that_settle']} | {row['ece_settles']:.3f} | "
+            f"{row['wrong_yes_or_no']} | {yes} | {no} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _share(flags: np.ndarray) -> str:
@@ -290,8 +343,9 @@ def main() -> None:
     mean, scale, coefficients, intercepts = fit(x[fitted], y[fitted], weights[fitted], args.c)
     reader = VerdictReader(TEXT_FEATURES, embedder.dimension, mean, scale, coefficients, intercepts)
     temperature = fit_temperature(reader.logits(x[calibrating]), y[calibrating])
-    report = measure(VerdictReader(TEXT_FEATURES, embedder.dimension, mean, scale, coefficients, intercepts,
-                                   temperature), x, pairs)  # fmt: skip
+    calibrated = VerdictReader(TEXT_FEATURES, embedder.dimension, mean, scale, coefficients, intercepts, temperature)
+    thresholds = said_thresholds(softmax(calibrated.logits(x) / temperature), pairs)
+    report = measure(calibrated, x, pairs, thresholds)
     provenance = {
         "trained": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "embedder": embedder.identity,
@@ -302,6 +356,7 @@ def main() -> None:
         "tuning_weight": args.tuning_weight,
         "statements": args.statements,
         "temperature": temperature,
+        "said_thresholds": thresholds,
         "seconds": round(time.monotonic() - started),
     }
     final = VerdictReader(TEXT_FEATURES, embedder.dimension, mean, scale, coefficients, intercepts, temperature,
@@ -323,6 +378,7 @@ def main() -> None:
     reliability_plot(args.report / "verdict_reader_reliability.png", curves)
     summary = json.dumps({"provenance": provenance, "measured": report}, indent=1)
     (args.report / "verdict_reader.json").write_text(summary + "\n")
+    (args.report / "verdict_reader.md").write_text(markdown(provenance, report))
     print(summary)
 
 
