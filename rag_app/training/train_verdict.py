@@ -147,6 +147,21 @@ def featurize(pairs: Sequence[LabelledPair], embedder: Any, batch: int = 256) ->
     return np.stack(rows)
 
 
+def cached_features(pairs: Sequence[LabelledPair], embedder: Any, directory: Path) -> np.ndarray:
+    """:func:`featurize`, kept in ``directory`` under a hash of the pairs and the embedder: the embeddings are
+    most of a run (some ten minutes on 2 CPUs), and fitting again with other settings then takes a minute."""
+    digest = hashlib.sha256(embedder.identity.encode())
+    for pair in pairs:
+        digest.update(f"{pair.question}\0{pair.statement.id}\0{pair.statement.text}\0".encode())
+    path = directory / f"{digest.hexdigest()[:20]}.npy"
+    if path.exists():
+        return np.load(path)
+    x = featurize(pairs, embedder)
+    directory.mkdir(parents=True, exist_ok=True)
+    np.save(path, x)
+    return x
+
+
 def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, c: float = 1.0) -> tuple[np.ndarray, ...]:
     """Standardize, fit the multinomial logistic regression; returns mean, scale, coefficients (features x
     labels) and intercepts."""
@@ -334,7 +349,7 @@ def main() -> None:
     sets = [QuerySet.load(QUESTIONS / name) for name in LABELLED_SETS]
     labelled = labelled_pairs(sets, by_docno, nearest_statements(sets, corpus))
     pairs = [*made, *labelled]
-    x = featurize(pairs, embedder)
+    x = cached_features(pairs, embedder, Settings().data_dir / "verdict-features")
     y = np.array([LABELS.index(pair.label) for pair in pairs])
     fitted = np.array([pair.side in ("fit", TUNE) for pair in pairs])
     calibrating = np.array([pair.side == "held out" or (pair.source != SYNTHETIC and pair.side == TUNE)
