@@ -131,18 +131,24 @@ class CommittedGenerations:
                 logger.warning("the commit log %s is damaged: made again from the statements", self.log.path)
                 self.log.recreate()
                 known = set()
-            store = self.index.store
-            stored = store.all_ids()
-            missing, extra = sorted(stored - known), sorted(known - stored)
-            limit = store.exact.max_vectors
-            vectors = None
-            if missing and limit > 0 and len(stored) <= limit:
-                found = store.vectors(missing)  # this process's own Chroma, under the writer lock: whole
-                missing = [statement_id for statement_id in missing if statement_id in found]
-                vectors = np.stack([found[statement_id] for statement_id in missing]) if missing else None
-            if show_progress:
-                logger.info("commit log: %d statements committed, %d forgotten", len(missing), len(extra))
-            return self.log.commit(missing, vectors, extra)
+            # This process's own Chroma, under the writer lock: whole.
+            return commit_difference(self.log, known, self.index.store, show_progress)
+
+
+def commit_difference(log: CommitLog, known: set[str], store: ChromaStatementStore, show_progress: bool = False) -> int:
+    """Commit, as one generation of ``log`` (which holds ``known``), the statements ``store`` has beyond it, with
+    their vectors while the store is small enough for the exact search, and forget those it no longer has."""
+    stored = store.all_ids()
+    missing, extra = sorted(stored - known), sorted(known - stored)
+    limit = store.exact.max_vectors
+    vectors = None
+    if missing and limit > 0 and len(stored) <= limit:
+        found = store.vectors(missing)
+        missing = [statement_id for statement_id in missing if statement_id in found]
+        vectors = np.stack([found[statement_id] for statement_id in missing]) if missing else None
+    if show_progress:
+        logger.info("commit log: %d statements committed, %d forgotten", len(missing), len(extra))
+    return log.commit(missing, vectors, extra)
 
 
 class CommittedStatementsStore:

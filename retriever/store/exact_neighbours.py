@@ -39,11 +39,12 @@ class ExactNeighbours:
         self._key: Hashable = _NOTHING  # what the kept matrix (or the finding that it is too large) is of
         self._ids: list[str] = []
         self._matrix: np.ndarray | None = None  # rows normalised, in id order; None: too large
+        self._id_set: frozenset[str] = frozenset()  # the same ids, for every search's visibility check
 
     def clear(self) -> None:
         """The vectors changed under the same key (this process wrote): the next query reads them again."""
         with self._lock:
-            self._key, self._ids, self._matrix = _NOTHING, [], None
+            self._key, self._ids, self._matrix, self._id_set = _NOTHING, [], None, frozenset()
 
     def nearest(
         self, key: Hashable, count: Callable[[], int], load: VectorsLoader, embeddings: np.ndarray, k: int
@@ -63,7 +64,7 @@ class ExactNeighbours:
         """The ids of the matrix kept under ``key``, or None if none is."""
         with self._lock:
             if self._key == key and self._matrix is not None:
-                return frozenset(self._ids)
+                return self._id_set
         return None
 
     def _loaded(
@@ -79,6 +80,7 @@ class ExactNeighbours:
         with self._lock:
             self._key = key
             self._ids, self._matrix = read if read is not None else ([], None)
+            self._id_set = frozenset(self._ids)
         return read
 
 

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from tqdm import tqdm
 
 from ingestion.records import StatementRecord
@@ -16,6 +15,7 @@ from retriever.models.embedder import Embedder
 from retriever.storage.chroma_connection import EMBEDDED, ChromaConnection
 from retriever.storage.commit_log import CommitLog
 from retriever.store.chroma_store import COLLECTION, ChromaStatementStore
+from retriever.store.committed_generations import commit_difference
 from retriever.store.statement_index import MANIFEST, save_manifest
 
 
@@ -88,7 +88,7 @@ def reindex(
     }
     switched.pop("generation", None)  # the commit log's vectors are the old model's: committed again, below
     save_manifest(directory, switched)
-    save_manifest(directory, {**switched, "generation": _committed_again(directory, target, connection)})
+    save_manifest(directory, {**switched, "generation": _committed_again(directory, target)})
     for name in target.collection_names():
         if name != target_name and name.startswith(COLLECTION):  # other collections (formula fusion) stay
             target.drop_collection(name)
@@ -106,14 +106,8 @@ def _collection_for(identity: str) -> str:
     return f"statements-{slug}"[:63].rstrip("-._")
 
 
-def _committed_again(directory: Path, store: ChromaStatementStore, connection: ChromaConnection) -> int:
+def _committed_again(directory: Path, store: ChromaStatementStore) -> int:
     """The commit log made again from the new collection (its vectors are the new model's); the generation."""
     log = CommitLog(directory)
     log.recreate()
-    ids = sorted(store.all_ids())
-    limit = connection.hnsw.exact_limit()
-    if not ids or not limit > 0 or len(ids) > limit:
-        return log.commit(ids, None)
-    found = store.vectors(ids)
-    ids = [statement_id for statement_id in ids if statement_id in found]
-    return log.commit(ids, np.stack([found[statement_id] for statement_id in ids]) if ids else None)
+    return commit_difference(log, set(), store)
