@@ -131,7 +131,7 @@ def made_pairs(pairs: Sequence[VerdictPair], records: dict[str, StatementRecord]
     return found
 
 
-def featurize(pairs: Sequence[LabelledPair], embedder: Any, batch: int = 256) -> np.ndarray:
+def featurize(pairs: Sequence[LabelledPair], embedder: Any) -> np.ndarray:
     """The feature matrix of ``pairs`` (each distinct text embedded once)."""
     questions = sorted({pair.question for pair in pairs})
     statements = {pair.statement.id: pair.statement for pair in pairs}
