@@ -49,10 +49,8 @@ from tqdm import tqdm
 
 from rag_app import MathRAG, Settings
 from rag_app.answering.answer import AnswerStatus
-from rag_app.answering.claims import is_yes_no_question
 from rag_app.answering.quoted_answer import NONE_STATED
-from rag_app.answering.source_features import FEATURE_NAMES, read_claim
-from rag_app.answering.yes_no_lead import rules_lead_in
+from rag_app.answering.source_features import FEATURE_NAMES
 from rag_app.datasets.query_set import EvalQuery, Protocol, QuerySet
 from rag_app.datasets.set_halves import TUNE, UNTOUCHED, SetHalves
 from rag_app.evaluation.written_mse import WRITTEN_MSE_THREADS, write_posts_xml
@@ -69,6 +67,7 @@ SET_FILES = (
     "research-questions.v1.jsonl",
     "stacks-research-questions.v1.jsonl",
     "research-questions-apart.v1.jsonl",
+    "no-answer-questions.v1.jsonl",
 )
 SLOGANS = SHARED / "dev-queries/stacks-slogans-dev.jsonl"
 DEFAULT_WORK = Path.home() / ".cache/rag-app-choice"
@@ -143,11 +142,6 @@ def collect_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
     features = choice.features if choice is not None and choice.features is not None else None
     candidates = answer.sources[: len(features)] if features is not None else []
     gold = {docno for docno, grade in query.relevant.items() if grade > 0}
-    yes_no = is_yes_no_question(query.text)
-    checks = []
-    for n, hit in enumerate(candidates, start=1):
-        lead = rules_lead_in(read_claim(query.text, hit.record), n) if yes_no else None
-        checks.append(bool(lead and lead.startswith("Check")))
     return {
         "set": set_name,
         "qid": query.qid,
@@ -158,7 +152,6 @@ def collect_one(rag: MathRAG, set_name: str, side: str, query: EvalQuery) -> dic
         "docnos": [hit.record.docno for hit in candidates],
         "labels": [bool(places(rag, hit) & gold) for hit in candidates],
         "features": features.matrix.round(5).tolist() if features is not None else [],
-        "check": checks,
     }
 
 

@@ -43,7 +43,7 @@ from rag_app.result_files import json_text
 from rag_app.search.result_list import first_words, grouped_by_place
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_INDEX = Path.home() / ".cache/rag-app-claims/index"  # the index of bench/yes_no_verdict.py
+DEFAULT_INDEX = Path.home() / ".cache/rag-app-choice/index"  # the index of bench/answer_choice.py
 DEFAULT_SETS = [
     ROOT / "eval/questions/research-questions.v1.jsonl",
     ROOT / "eval/questions/user-questions.v1.jsonl",
@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     if not (args.index / "manifest.json").exists():
-        sys.exit(f"no index at {args.index}: see bench/yes_no_verdict.py for how it is built")
+        sys.exit(f"no index at {args.index}: `python bench/answer_choice.py collect` builds it")
     with_list = MathRAG(settings_for(args.index, Settings().retrieval.next_results))
     without = MathRAG(settings_for(args.index, 0))
     shown = with_list.settings.ui.next_results_shown

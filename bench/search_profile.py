@@ -23,7 +23,7 @@ the query's embedding is inside the channels). Also times the index's status bot
 
     python bench/search_profile.py [--index DIR] [--queries 100] [--out bench/results]
 
-Issue 75 ran it on ``--index ~/.cache/rag-app-claims/index`` (bench/yes_no_verdict.py builds it: the demo
+Issue 75 ran it on ``--index ~/.cache/rag-app-claims/index`` (the index of the yes/no benchmark of that time: the demo
 corpus, the Stacks project, our MSE threads, the HoTT book and the thesis sample).
 
 Results: ``bench/results/search_profile.{md,json}``. Run it on an idle machine: a background job on the

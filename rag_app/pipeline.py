@@ -27,13 +27,14 @@ from ingestion.unreadable_text import check_readable
 from prompts import load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.answerer import Answerer
-from rag_app.answering.claims import counterexample_query, is_yes_no_question
 from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
 from rag_app.answering.stages import ModelCall, Retrieval
+from rag_app.answering.verdict_stage import VerdictStage
 from rag_app.indexing.arxiv_month import MonthReport, month_ingest
 from rag_app.indexing.ingest_report import IngestReport
 from rag_app.indexing.mse_ingest import MseIngest, MseReport
 from rag_app.indexing.statement_writer import PendingPaper, StatementWriter
+from rag_app.search.embedder_factory import resolve_device
 from rag_app.search.opened_index import OpenedIndex
 from rag_app.search.search_stack import SearchStack
 from rag_app.search.statement_links import StatementLink, StatementLinks, StatementView
@@ -70,6 +71,16 @@ class MathRAG:
         self.settings = settings
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
         self.indexes = OpenedIndex(settings, self.llm.client)
+        self._verdict: VerdictStage | bool | None = False  # False: not made yet
+
+    @property
+    def verdict_stage(self) -> VerdictStage | None:
+        """What an answer's first quote settles (``answers.verdict``): made once, its model loaded by the first
+        answer that reads it; None where it is off."""
+        if self._verdict is False:
+            device = resolve_device(self.settings.embedding.device)
+            self._verdict = VerdictStage.of(self.settings.answers.verdict, device)
+        return self._verdict  # type: ignore[return-value]
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, settings: Settings | None = None) -> MathRAG:
@@ -309,17 +320,13 @@ class MathRAG:
         hits = self.indexes.counted(result.hits)  # each result shows what it uses and what uses it
         result, next_hits = result.with_hits(hits[:k]), tuple(hits[k:])
         filter_ = where.describe() if where is not None else "everything"
-        counter: tuple[SearchHit, ...] = ()
-        if self.settings.answers.quote.counterexample_search and is_yes_no_question(search.query):
-            # a yes/no claim's counterexample is worded as a failure: searched for as one (issue 84)
-            counter = tuple(run_search(searcher, Query(counterexample_query(search.query)), 10, mode, where).hits)
-        retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits, counter)
+        retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits)
         # over this index's current store and embedder (a reindex may swap them)
         links = self.statement_links
         answerer = Answerer(
             self.settings, self.index.embedder, self.indexes.stored_vectors, self.llm.client,
             lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
-            links.citing_sentences,
+            links.citing_sentences, self.verdict_stage,
         )  # fmt: skip
         return answerer.stream(question, retrieval, started)
 

@@ -12,6 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 from rag_app import MathRAG
 from rag_app.answering.answer import Answer, AnswerStatus
 from rag_app.answering.attribution import split_sentences
+from rag_app.answering.verdict import verdict_line
 from rag_app.serving.server_watch import LLMHealth
 from retriever import PaperHit, SearchFilter, SearchHit
 from ui.export import answer_markdown, bibtex_entries, source_heading, source_origin
@@ -107,7 +108,7 @@ def render_llm_health(rag: MathRAG, slot: DeltaGenerator) -> LLMHealth:
     icon = {"up": "🟢", "down": "🔴", "restarting": "🟠", "building": "🛠️"}.get(health.state, "⚪")
     box = slot.container()  # the placeholder holds one element: the line and, while building, its progress
     box.caption(f"{icon} LLM: {health.description}")
-    if health.state == "building":  # llama.cpp is built in the background (issue 94): its progress, redrawn per run
+    if health.state == "building":  # llama.cpp is built in the background: its progress, redrawn per run
         done = re.search(r"(\d+)% done", health.description)
         box.progress(int(done.group(1)) / 100 if done else 0.0)
     return health
@@ -198,6 +199,10 @@ def render_answer(answer: Answer, turn: int, latest: bool = True) -> None:
                 st.caption(f"⚠ {removed}not stated by the sources it cites{why}: {sentence.text}")
         for number in answer.quoted_sources():  # what the quoted statement's terms mean
             render_definitions(open_rag(), answer.sources[number - 1], f"{anchor}-quoted-{number}")
+        if answer.verdict in ("unsure", "not_found"):  # the doubt as plain as the answer
+            st.warning(verdict_line(answer.verdict, answer.confidence))
+        elif answer.verdict is not None:
+            st.caption(verdict_line(answer.verdict, answer.confidence))
         if answer.style == "quote" and answer.chosen_by == "ranker":
             st.caption("The search's first result led clearly, so it is quoted without asking the language model.")
         elif answer.style == "quote" and answer.choice_confidence is not None:
@@ -208,7 +213,7 @@ def render_answer(answer: Answer, turn: int, latest: bool = True) -> None:
     if answer.filter != "everything":
         st.caption(f"filter: {answer.filter}")
     render_sources(answer.sources, answer.cited, anchor, answer.quoted_sources())
-    rag = open_rag()  # the same search's next results, one line each (issue 76)
+    rag = open_rag()  # the same search's next results, one line each
     listed = answer.next_results
     if listed and (latest or st.toggle(f"Next results ({len(listed)})", key=f"next-{turn}-shown")):
         render_result_list(rag, listed, f"next-{turn}", rag.settings.ui.next_results_shown, "Next results")

@@ -121,15 +121,40 @@ class Answer:
         return f"{self.model or 'model'}: {listed}"
 
     @property
+    def asks_yes_no(self) -> bool:
+        read = self.generation.verdict
+        return read is not None and read.inputs is not None and bool(read.inputs.asks_yes_no)
+
+    @property
     def yes_no_verdict(self) -> str | None:
-        """A yes/no question's quoting answer: the verdict on the quoted statement (a ``Verdict`` value)."""
-        yes_no = self.generation.yes_no
-        return yes_no.verdict.value if yes_no else None  # None: no reading ran (not a yes/no quoting answer)
+        """A yes/no question's verdict (``yes``, ``no``, ``unsure``, ``not_found``, ...); None for another question
+        or where no verdict was read."""
+        return self.verdict if self.asks_yes_no else None
 
     @property
     def lead_in(self) -> str | None:
-        """A yes/no question's quoting answer: the line shown above the quote."""
-        return self.generation.yes_no.lead_in if self.generation.yes_no else None
+        """The line shown above the quote: "Yes, as [n] states:", "No: [n] states the opposite:", "[n] is the closest
+        statement found; it may not answer the question:", "Nothing in the index answers this; ..."; None: none."""
+        return self.generation.verdict.lead_in if self.generation.verdict is not None else None
+
+    @property
+    def verdict(self) -> str | None:
+        """What the answer says its first quote settles: ``yes``, ``no``, ``only_under``, ``answers``, ``unsure``
+        or ``not_found`` (also where nothing similar enough was found); None where no verdict was read (a written
+        answer, the model's choice, or ``answers.verdict.reader`` off)."""
+        if self.status is AnswerStatus.NOT_FOUND:
+            return "not_found"
+        read = self.generation.verdict
+        return read.verdict.value if read is not None else None
+
+    @property
+    def confidence(self) -> float | None:
+        """The calibrated probability that the first quoted statement settles the question; None where nothing is
+        quoted as the answer's first or no verdict was read."""
+        read = self.generation.verdict
+        if self.status is AnswerStatus.NOT_FOUND or read is None or read.confidence is None:
+            return None
+        return round(read.confidence, 4)
 
     # ---------------------------------------------------------------- what follows from them
     @property
@@ -220,12 +245,15 @@ class Answer:
             removed_sentences=self.removed_sentences,
             repeated_sentences=self.repeated_sentences,
             truncated=self.truncated,
-            yes_no=self.generation.yes_no.to_dict() if self.generation.yes_no else None,
+            yes_no=self.generation.verdict.to_dict() if self.asks_yes_no and self.generation.verdict else None,
             model_calls=[call.to_dict() for call in self.model_calls],
             shown_first=self.generation.shown_first.to_dict() if self.generation.shown_first else None,
             next_results=[hit.to_dict() for hit in self.next_results],
             llm=dict(llm) if llm is not None else None,
             source_choice=self.generation.choice_of.to_dict() if self.generation.choice_of else None,
+            verdict=self.verdict,
+            confidence=self.confidence,
+            verdict_reading=self.generation.verdict.to_dict() if self.generation.verdict else None,
         )
 
 

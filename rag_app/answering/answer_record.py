@@ -81,3 +81,9 @@ class AnswerRecord(TypedDict):
     # the learned chooser's reading (issue 92): each source's probability of answering, the order, and whether
     # the first is presented as the answer (else the notice); None where the model chose
     source_choice: dict[str, Any] | None
+    # what the first quote settles (issue 100): yes, no, only_under, answers, unsure or not_found (None: no verdict
+    # was read), and the calibrated probability that the first quoted statement settles the question (None: nothing
+    # quoted); the reading behind them (each source's five probabilities, the calibration's inputs)
+    verdict: str | None
+    confidence: float | None
+    verdict_reading: dict[str, Any] | None

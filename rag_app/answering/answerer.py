@@ -18,6 +18,7 @@ import retriever.deadline as deadline
 from ingestion.records import StatementRecord
 from prompts import PromptTemplate, load_prompt
 from rag_app.answering.answer import Answer, AnswerStream, AnswerUpdate
+from rag_app.answering.claim_readings import ClaimReadings
 from rag_app.answering.context import (
     asks_for_proof,
     definitions_note,
@@ -45,8 +46,9 @@ from rag_app.answering.stages import (
     Retrieval,
     ShownFirst,
 )
+from rag_app.answering.verdict import NOTHING_ANSWERS, AnswerVerdict
+from rag_app.answering.verdict_stage import VerdictStage
 from rag_app.answering.written_checks import CUT_OFF, WrittenAnswerChecks
-from rag_app.answering.yes_no_lead import YesNoReading
 from rag_app.serving.llm_client import ChatClient, LLMUnavailableError
 from rag_app.serving.llm_server import LLMServerError
 from rag_app.serving.packaged_models import PackagedModelError
@@ -66,7 +68,7 @@ class Answerer:
     ``vectors`` gives the stored vectors of statement ids a search did not bring with its hits (a
     searcher written outside this package); ``client`` gives the chat client, started on first use;
     ``definitions`` the definitions a statement relies on (the statement graph), for
-    ``answers.source_definitions``.
+    ``answers.source_definitions``; ``verdict`` the verdict stage (None: no verdict is read, the quote stands alone).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class Answerer:
         client: Callable[[], ChatClient],
         definitions: Callable[[str, int], Sequence[StatementRecord]] | None = None,
         citing: CitingSentences | None = None,
+        verdict: VerdictStage | None = None,
     ) -> None:
         self.settings = settings
         self.embedder = embedder
@@ -84,7 +87,8 @@ class Answerer:
         self.client = client
         self.definitions = definitions  # (statement id, how many): the definitions it relies on, nearest first
         self.citing = citing  # (statement ids): the sentences that cite each (the chooser reads them)
-        self.yes_no = YesNoReading(settings.answers.quote, client)  # the lead-in above a yes/no question's quote
+        self.claims = ClaimReadings()  # the question and its claim's readings of each source, each made once
+        self.verdict = verdict
 
     def stream(self, question: str, retrieval: Retrieval, started: float) -> AnswerStream:
         """Check that something relevant was found, then stream the LLM's answer. Nothing is generated
@@ -149,8 +153,8 @@ class Answerer:
         in_scope = (lambda statement_id: scope(statement_id, SCOPE_DEFINITIONS)) if scope is not None else None
         similarities = relevance.similarities[: len(candidates)]
         return SourceFeatures.of(
-            self.yes_no.asked(question), candidates, similarities, learned, in_scope, self.citing, self.yes_no.reading
-        )  # the claim reading's statements read once for the features, the refutation scan and the lead-in
+            self.claims.asked(question), candidates, similarities, learned, in_scope, self.citing, self.claims.reading
+        )  # fmt: skip
 
     def _hit_vectors(self, retrieval: Retrieval) -> Mapping[str, np.ndarray]:
         """The hits' stored vectors: those the search read with the records (all of them, for the
@@ -209,14 +213,13 @@ class Answerer:
         quote = self.settings.answers.quote
         hits, similarities = retrieval.hits, relevance.similarities
         candidates = self._source_candidates(hits, similarities, quote.max_sources, quote.source_margin)
-        found = (*hits, *retrieval.next_hits, *retrieval.counter_hits)  # where a claim's counterexample may stand
         chooser = self.chooser() if retrieval.learned_ranker else None
         if chooser is not None:
-            chosen = self._chosen(prompt, question, relevance, candidates, found, chooser, generation, started)
+            chosen = self._chosen(prompt, question, relevance, candidates, chooser, generation, started)
             return (yield from chosen)
         if retrieval.learned_ranker and ranker_is_sure(candidates, quote.ranker_sure_margin):
             generation = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="ranker")
-            text, generation = self._quoted_text(None, question, generation, found=found)
+            text, generation = self._quoted_text(generation)
             yield text
             return generation
         if retrieval.learned_ranker and quote.reading_gap is not None:
@@ -224,9 +227,8 @@ class Answerer:
         shown: ShownFirst | None = None
         if quote.show_first and candidates:
             first = replace(generation, sources=tuple(candidates), picked=(1,), chosen_by="search")
-            first_text, _ = self._quoted_text(None, question, first, model_allowed=False, found=found)
+            first_text, _ = self._quoted_text(first)
             shown = ShownFirst((1,), (time.perf_counter() - started) * 1000)
-            shown_text = first_text
             yield f"{shown_first_heading(len(candidates))}\n\n{first_text}"
         try:
             client = self.client()
@@ -252,11 +254,11 @@ class Answerer:
             choice=choice_probabilities(alternatives, given),
             model_calls=(*generation.model_calls, ModelCall("choice", (time.perf_counter() - asked) * 1000)),
         )
-        text, generation = self._quoted_text(client, question, generation, found=found)
+        text, generation = self._quoted_text(generation)
         if shown is None:
             yield text
             return generation
-        update = _update_after_shown_first(shown, shown_text, generation, text)
+        update = _update_after_shown_first(shown, generation, text)
         yield update
         kept = bool(generation.picked) and generation.picked[0] in shown.picked
         return replace(generation, shown_first=replace(shown, kept=kept, notice=update.notice))
@@ -276,20 +278,25 @@ class Answerer:
         question: str,
         relevance: Relevance,
         candidates: list[SearchHit],
-        found: Sequence[SearchHit],
         chooser: SourceChooser,
         generation: Generation,
         started: float,
     ) -> Generator[str | AnswerUpdate, None, Generation]:
-        """The learned chooser's answer (issue 92): the source most likely to answer is quoted at once, or, where
-        none is likely to, the closest under the notice that none was judged to answer; then (``model_adds``) the
-        model reads the sources and a statement it picks that is not quoted yet is added below. The model never
-        takes back the first quote: its pick was measured worse than the search's first result."""
+        """The learned chooser's answer: the source most likely to answer is quoted at once under the verdict's
+        lead-in (what it settles, how sure; where nothing answers, the closest under "Nothing in the index answers
+        this"); without a verdict stage, under the chooser's own notice where none is likely to answer. Then
+        (``model_adds``) the model reads the sources and a statement it picks that is not quoted yet is added below.
+        The model never takes back the first quote: its pick was measured worse than the search's first result."""
         choice = chooser.choose(self.source_features(question, candidates, relevance, learned=True))
         picked = (choice.first,) if choice.answers else ()
         generation = replace(generation, sources=tuple(candidates), picked=picked, chosen_by="chooser")
         generation = replace(generation, choice_of=choice)
-        text, generation = self._quoted_text(None, question, generation, model_allowed=False, found=found)
+        if self.verdict is not None:
+            yes_no = self.claims.asked(question).yes_no
+            read, ms = self.verdict.read(question, candidates, choice, relevance.score, yes_no)
+            text, generation = self._verdict_text(replace(generation, verdict=read, verdict_ms=ms))
+        else:
+            text, generation = self._quoted_text(generation)
         yield text
         quote = self.settings.answers.quote
         if not quote.model_adds or not generation.picked or len(generation.picked) >= quote.max_quotes:
@@ -328,32 +335,28 @@ class Answerer:
         yield AnswerUpdate(f"{text}\n\n{notice}\n\n{block}", f"\n\n{notice}\n\n{block}", False, notice)
         return replace(with_added, quoted=tuple(sentences), shown_first=replace(shown, kept=True, notice=notice))
 
-    def _quoted_text(
-        self,
-        client: ChatClient | None,
-        question: str,
-        generation: Generation,
-        model_allowed: bool = True,
-        found: Sequence[SearchHit] = (),
-    ) -> tuple[str, Generation]:
-        """The quote of ``generation``'s picks, under the yes/no lead-in where the question asks yes or no
-        (``model_allowed``: the lead-in may ask the model, where ``answers.quote.yes_no_method`` says so).
-        Where a statement the search ``found`` refutes the claim (a counterexample, a warning), it is quoted
-        first, under "No: [n] ...", and the model's pick beside it (issue 84). With the learned chooser's reading
-        (``generation.choice_of``), the closest quoted under the notice are the likeliest, and a "Check" above a
-        quote is shown only where the chooser doubts it."""
+    def _verdict_text(self, generation: Generation) -> tuple[str, Generation]:
+        """The quote under the verdict's lead-in: the first of its order quoted as the answer, or where nothing
+        answers, the closest ``answers.quote.unsure_quotes`` under "Nothing in the index answers this"."""
+        read = generation.verdict
+        assert read is not None
+        if read.verdict is AnswerVerdict.NOT_FOUND:
+            closest = read.order[: self.settings.answers.quote.unsure_quotes]
+            text, sentences = quoted_answer(generation.sources, closest)
+            return f"{NOTHING_ANSWERS}\n\n{text}", replace(generation, picked=(), quoted=tuple(sentences))
+        picked = read.order[:1]
+        text, sentences = quoted_answer(generation.sources, picked)
+        text = f"{read.lead_in}\n\n{text}" if read.lead_in else text
+        return text, replace(generation, picked=picked, quoted=tuple(sentences))
+
+    def _quoted_text(self, generation: Generation) -> tuple[str, Generation]:
+        """The quote of ``generation``'s picks; with none picked, the closest under the notice that none was judged to
+        answer (in the learned chooser's order, ``generation.choice_of``, where it read them)."""
         choice = generation.choice_of
-        read = self.yes_no.read(question, generation.sources, generation.picked, found, client, model_allowed, choice)
-        generation = replace(generation, sources=read.sources, picked=read.picked)
         unsure = self.settings.answers.quote.unsure_quotes
         closest = choice.order if choice is not None else None
         text, sentences = quoted_answer(generation.sources, generation.picked, unsure, closest)
-        generation = replace(generation, quoted=tuple(sentences))
-        if read.lead is not None:
-            generation = replace(generation, yes_no=read.lead, model_calls=(*generation.model_calls, *read.calls))
-            if read.lead.lead_in:
-                text = f"{read.lead.lead_in}\n\n{text}"
-        return text, generation
+        return text, replace(generation, quoted=tuple(sentences))
 
     def _messages(
         self,
@@ -422,10 +425,9 @@ def _quoted_ids(generation: Generation) -> set[str]:
     return {generation.sources[n - 1].record.id for n in generation.picked}
 
 
-def _update_after_shown_first(shown: ShownFirst, shown_text: str, generation: Generation, text: str) -> AnswerUpdate:
-    """What the model's choice makes of the statement shown first (``shown_text``, as it was shown): the answer
-    as it now stands, and what a reader who saw it is told (``changed``: the first quote is no longer the
-    answer's first, or the line above it changed)."""
+def _update_after_shown_first(shown: ShownFirst, generation: Generation, text: str) -> AnswerUpdate:
+    """What the model's choice makes of the statement shown first: the answer as it now stands, and what a reader
+    who saw it is told (``changed``: the first quote is no longer the answer's first)."""
     given = len(generation.sources)
     read = f"The model read the {given} statements found" if given > 1 else "The model read the statement found"
     first = ", ".join(f"[{number}]" for number in shown.picked)
@@ -436,10 +438,6 @@ def _update_after_shown_first(shown: ShownFirst, shown_text: str, generation: Ge
     chosen = " and ".join(f"[{number}]" for number in picked)
     if picked[0] not in shown.picked:
         notice = f"{read} and chose {chosen} instead of {first}, the search's first result shown first."
-        return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice, text)
-    lead_in = generation.yes_no.lead_in if generation.yes_no else None
-    if not text.startswith(shown_text):  # the same first quote under another lead-in (the model's verdict)
-        notice = f"{read} and chose {chosen}; the line above {first} now reads: {lead_in or '(none)'}"
         return AnswerUpdate(f"{notice}\n\n{text}", f"\n\n---\n\n{notice}\n\n{text}", True, notice, text)
     added = [number for number in picked if number not in shown.picked]
     if not added:
@@ -475,8 +473,8 @@ def _timings(
     the model's verdict; ``model_calls`` in the answer lists each), first text, whole answer, validation, total."""
     now = time.perf_counter()
     timings = {"retrieval": retrieval_ms}
-    if generation.yes_no is not None and generation.yes_no.ms:
-        timings["yes_no"] = generation.yes_no.ms
+    if generation.verdict_ms:
+        timings["verdict"] = generation.verdict_ms
     calls = [*retrieval.model_calls, *generation.model_calls]
     if calls:
         timings["model_calls"] = sum(call.ms for call in calls)

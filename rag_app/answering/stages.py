@@ -17,9 +17,9 @@ from enum import StrEnum
 import numpy as np
 
 from rag_app.answering.attribution import SentenceSupport
-from rag_app.answering.claims import Verdict
 from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
 from rag_app.answering.source_chooser import SourceChoice
+from rag_app.answering.verdict import VerdictRead
 from retriever.types import Query, ScoredBy, SearchHit, SearchResult
 
 
@@ -41,8 +41,6 @@ class Retrieval:
     model_calls: tuple[ModelCall, ...] = ()  # calls to the model the search made (the conversation's rewrite)
     # The same search's results after ``result``'s (retrieval.next_results): the list under an answer (issue 76)
     next_hits: tuple[SearchHit, ...] = ()
-    # A yes/no question's second search, worded as a counterexample (issue 84): where its refutation may stand
-    counter_hits: tuple[SearchHit, ...] = ()
 
     @classmethod
     def of_hits(cls, hits: list[SearchHit], query: str, **fields: object) -> Retrieval:
@@ -96,32 +94,6 @@ class ContextReport:
 
 
 @dataclass(frozen=True, slots=True)
-class YesNoLead:
-    """A yes/no question's quoting answer: the verdict on the quoted statement and the line shown above
-    the quote (None where it could not be checked). ``method``: how it was decided ("rules", "model",
-    "rules+model"); ``reason``, ``missing`` (the statement's hypotheses the question does not state) and
-    ``unmatched`` (the question's terms the statement does not use): what decided it, for the reader to check."""
-
-    verdict: Verdict  # Verdict.NONE where there is none
-    lead_in: str | None
-    ms: float  # 0 where no reading ran (no model call)
-    method: str = "model"
-    reason: str = ""
-    missing: tuple[str, ...] = ()
-    unmatched: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            # the verdict and the lead-in are the record's own fields (``yes_no_verdict``, ``lead_in``): said once
-            "method": self.method,
-            "reason": self.reason,
-            "missing": list(self.missing),
-            "unmatched": list(self.unmatched),
-            "ms": round(self.ms, 1),
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class ModelCall:
     """One call to the language model made for an answer: what it was for ("query rewrite", "choice",
     "verdict") and how long it took."""
@@ -168,10 +140,11 @@ class Generation:
     chosen_by: str = ""
     picked: tuple[int, ...] = ()  # a quoting answer: the source numbers picked, best first (none: none answers)
     quoted: tuple[SentenceSupport, ...] = ()  # a quoting answer's sentences (each quotes a source whole)
-    yes_no: YesNoLead | None = None
     model_calls: tuple[ModelCall, ...] = ()  # every call made to the model for this answer, in order
     shown_first: ShownFirst | None = None  # a quote shown before the model's choice came (answers.quote.show_first)
     choice_of: SourceChoice | None = None  # the learned chooser's reading of the sources (answers.quote.chooser)
+    verdict: VerdictRead | None = None  # what the first quote settles, and how sure (answers.verdict)
+    verdict_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

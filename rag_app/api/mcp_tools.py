@@ -170,6 +170,8 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
     @server.tool(
         description="Answer a question from the index: the statements that answer it are chosen and quoted "
         "verbatim, numbered [n]. Returns the record of `rag-app ask --json`: {'answer', 'status', 'lead_in', "
+        "'verdict' (yes, no, only_under, answers, unsure or not_found: what the first quote settles), 'confidence' "
+        "(the calibrated probability that it settles the question), "
         "'sources': [...], 'cited': [n, ...], 'next_results': [...], ...}; status 'answered', 'not_found' (nothing "
         "relevant indexed) or another reason; cite the sources as their 'cite_as' says; 'next_results' are the "
         "same search's next statements, best first, not numbered. "

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from rag_app.answering.answer import AnswerStatus, AnswerStream
+from rag_app.answering.verdict import verdict_line
 from rag_app.api.blocking_backend import BlockingBackend
 from rag_app.api.errors import BadRequestError
 from rag_app.api.serving_backend import DeadlineError
@@ -211,6 +212,8 @@ def _print_answer(stream: AnswerStream, rag: MathRAG) -> None:
         typer.echo("")
     if answer.text != answer.raw_text.strip() and answer.answered_by_llm and answer.style != "quote":
         typer.echo(f"\nChecked answer:\n{answer.text}")
+    if answer.verdict is not None:
+        typer.echo(f"\n{verdict_line(answer.verdict, answer.confidence)}")
     if answer.invalid_citations:
         _err(f"removed citations to sources that were not given: {answer.invalid_citations}")
     for sentence in answer.sentences:

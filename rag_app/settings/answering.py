@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+REMOVED_QUOTE_SETTINGS = ("yes_no_lead", "yes_no_method", "counterexample_search", "yes_no_prompt",
+                          "yes_no_min_overlap", "yes_no_max_statement_tokens")  # fmt: skip
 
 
 class QuoteSettings(BaseModel):
@@ -68,38 +72,43 @@ class QuoteSettings(BaseModel):
     show_first: bool = Field(
         True, description="quote the search's first result at once while the model chooses; its choice follows"
     )
-    # A yes/no question gets "Yes, as [n] states:" above the quote only where the reader can check it
-    # (rag_app/answering/yes_no_lead.py): reading the quoted statement whole, the model judges "the answer is yes"
-    # TRUE and "the answer is no" FALSE, the question does not negate, and the statement uses most of its
-    # content words. Two short model calls, yes/no questions only.
-    yes_no_lead: bool = Field(True, description='"Yes, as [n] states:" above the quote of a yes/no question')
-    # How the lead-in is decided (issue 74, bench/yes_no_verdict.py): "rules" compares the question's claim with
-    # the quoted statement's hypotheses and conclusion (rag_app/answering/claims/claim_comparison.py; no model call, and
-    # no "Yes" to any of the 173 false claims of eval/questions/yes-no-claims.v1.jsonl); "model" is the earlier
-    # verdict (two model calls, about 4 s; it said "Yes" to most false claims that drop a hypothesis);
-    # "rules+model" says "Yes" only where both do.
-    yes_no_method: Literal["rules", "model", "rules+model"] = Field(
-        "rules", description="how the yes/no lead-in is decided: rules (no model call), model, or rules+model"
-    )
-    # A yes/no question's claim searched for again as its failure ("there exists ... which is not ...", issue 84).
-    # Off: on the research claims it found no refuting statement the answer's own search (its sources and next
-    # results, always read for one) had not (12 "No" either way; first words 113 -> 145 ms).
-    counterexample_search: bool = Field(
-        False, description="search a yes/no question again, worded as a counterexample (one more search)"
-    )
-    yes_no_prompt: str = Field("yes_no_verdict", description="the lead-in's prompt (its latest version) or NAME@vN")
-    yes_no_min_overlap: float = Field(
-        0.5, ge=0, le=1, description="share of the question's content words the quoted statement must use"
-    )
-    yes_no_max_statement_tokens: int = Field(
-        600, ge=32, description="a longer quoted statement gets no lead-in (the model would read it cut)"
-    )
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_settings(cls, values: object) -> object:
+        """Settings of the yes/no rules the verdict replaced (``answers.verdict``): read from an old file with a
+        warning that says what decides now, never an error."""
+        if isinstance(values, dict):
+            found = sorted(name for name in REMOVED_QUOTE_SETTINGS if name in values)
+            if found:
+                warnings.warn(
+                    f"answers.quote.{', answers.quote.'.join(found)}: no longer read; the lead-in above the quote is "
+                    "the verdict's (answers.verdict)", UserWarning, stacklevel=2,
+                )  # fmt: skip
+                values = {key: value for key, value in values.items() if key not in REMOVED_QUOTE_SETTINGS}
+        return values
 
     @field_validator("ranker_sure_margin", "reading_gap", mode="before")
     @classmethod
     def _none_turns_it_off(cls, value: object) -> object:
         """TOML has no null: ``ranker_sure_margin = "none"`` (or the same in the environment) turns it off."""
         return None if isinstance(value, str) and value.strip().lower() in ("none", "off", "") else value
+
+
+class VerdictSettings(BaseModel):
+    """What the answer says its first quote settles (rag_app/answering/verdict.py): "Yes, as [n] states:", "No: [n]
+    states the opposite:", "[n] is the closest statement found; it may not answer the question:", "Nothing in the
+    index answers this", with a calibrated ``confidence``. Read by a trained cross-encoder and a calibration fitted
+    on the labelled sets' tuning halves; applied where the learned chooser chose the sources' order."""
+
+    reader: str = Field(
+        "packaged",
+        description='the verdict cross-encoder: "packaged", a directory that `python -m '
+        'rag_app.training.train_verdict_cross_encoder` wrote, or "off" (no verdict: the yes/no rules decide the '
+        "lead-in)",
+    )
+    policy: str = Field("packaged", description='the calibration and thresholds: "packaged" or a JSON file')
+    device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")
+    batch_size: int = Field(16, ge=1, description="(question, statement) pairs the reader reads at once")
 
 
 class AnswerSettings(BaseModel):
@@ -113,6 +122,7 @@ class AnswerSettings(BaseModel):
         "small local models); synthesis: the model writes the answer, each sentence checked against its source",
     )
     quote: QuoteSettings = Field(default_factory=QuoteSettings)
+    verdict: VerdictSettings = Field(default_factory=VerdictSettings)
     check_statements: bool = Field(
         True,
         description="synthesis: remove each sentence its cited source does not state (terms, formulas, "

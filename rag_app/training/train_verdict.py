@@ -198,11 +198,11 @@ def said_thresholds(probabilities: np.ndarray, pairs: Sequence[LabelledPair], wr
 
 
 def measure(
-    reader: VerdictReader, x: np.ndarray, pairs: Sequence[LabelledPair], thresholds: dict[str, float] | None = None
+    probabilities: np.ndarray, pairs: Sequence[LabelledPair], thresholds: dict[str, float] | None = None
 ) -> dict[str, Any]:
     """Per source and side: the confusion, settle recall and precision, the calibration of P(settles), and with
-    ``thresholds`` how often "yes" and "no" are said above them and how often wrongly."""
-    probabilities = softmax(reader.logits(x) / reader.temperature)
+    ``thresholds`` how often "yes" and "no" are said above them and how often wrongly. ``probabilities``: one row
+    of the five readings' calibrated probabilities per pair."""
     settles = probabilities[:, [LABELS.index(label) for label in SETTLING]].sum(axis=1)
     verdicts = [LABELS[i] for i in probabilities.argmax(axis=1)]
     groups: dict[str, list[int]] = {}
@@ -232,16 +232,12 @@ def measure(
     return report
 
 
-def markdown(provenance: dict[str, Any], report: dict[str, Any]) -> str:
-    """The report as a table: one row per source and half."""
+def markdown(title: str, made_by: str, report: dict[str, Any]) -> str:
+    """The report as a table: one row per source and half, under ``title`` and the line ``made_by``."""
     lines = [
-        "# Verdict reader (issue 100)",
+        f"# {title}",
         "",
-        f"Made by `python -m rag_app.training.train_verdict` on {provenance['trained']} ({provenance['seconds']} s, "
-        f"{provenance['embedder']}): {provenance['pairs_made']} pairs made from the corpus, of "
-        f"{provenance['statements']} statements drawn; C = {provenance['c']}, temperature "
-        f"{provenance['temperature']:.2f}; said-thresholds (wrong at most 1 in 100 on the tuning halves): "
-        f"{json.dumps(provenance['said_thresholds'])}. The reliability plot: `verdict_reader_reliability.png`.",
+        made_by,
         "",
         "Settle: the probability that the statement settles the question (yes, no or answers) is at least 0.5.",
         "",
@@ -360,7 +356,7 @@ def main() -> None:
     temperature = fit_temperature(reader.logits(x[calibrating]), y[calibrating])
     calibrated = VerdictReader(TEXT_FEATURES, embedder.dimension, mean, scale, coefficients, intercepts, temperature)
     thresholds = said_thresholds(softmax(calibrated.logits(x) / temperature), pairs)
-    report = measure(calibrated, x, pairs, thresholds)
+    report = measure(softmax(calibrated.logits(x) / temperature), pairs, thresholds)
     provenance = {
         "trained": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "embedder": embedder.identity,
@@ -393,7 +389,14 @@ def main() -> None:
     reliability_plot(args.report / "verdict_reader_reliability.png", curves)
     summary = json.dumps({"provenance": provenance, "measured": report}, indent=1)
     (args.report / "verdict_reader.json").write_text(summary + "\n")
-    (args.report / "verdict_reader.md").write_text(markdown(provenance, report))
+    made_by = (
+        f"Made by `python -m rag_app.training.train_verdict` on {provenance['trained']} ({provenance['seconds']} s, "
+        f"{provenance['embedder']}): {provenance['pairs_made']} pairs made from the corpus, of "
+        f"{provenance['statements']} statements drawn; C = {provenance['c']}, temperature {temperature:.2f}; "
+        f"said-thresholds (wrong at most 1 in 100 on the tuning halves): {json.dumps(thresholds)}. The reliability "
+        "plot: `verdict_reader_reliability.png`."
+    )
+    (args.report / "verdict_reader.md").write_text(markdown("Verdict reader (features)", made_by, report))
     print(summary)
 
 

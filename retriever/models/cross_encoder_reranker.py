@@ -118,7 +118,7 @@ class CrossEncoderReranker:
         self.batch_size = batch_size
         self.quantize_cpu = quantize_cpu
         self._lock = threading.Lock()  # the chat serves several sessions from one reranker
-        self._loading = threading.Lock()  # two first searches load the model once (issue 93: it loaded twice)
+        self._loading = threading.Lock()  # two first searches at once load the model once, not once each
         self._model: Any = None
 
     @property
@@ -169,15 +169,18 @@ class CrossEncoderReranker:
         ]
 
 
-def load_cross_encoder(base_model_path: Path, layers: int | None, max_length: int, device: str = "cpu") -> Any:
-    """The base model as a one-logit ``CrossEncoder`` of its first ``layers`` encoder layers, giving raw
-    logits (no sigmoid). A sentence-transformers folder (the packaged MiniLM) is converted on loading."""
+def load_cross_encoder(
+    base_model_path: Path, layers: int | None, max_length: int, device: str = "cpu", labels: int = 1
+) -> Any:
+    """The base model as a ``CrossEncoder`` of its first ``layers`` encoder layers with ``labels`` logits (one for
+    a reranker's score, more for a classifier), raw (no sigmoid or softmax). A sentence-transformers folder (the
+    packaged MiniLM) is converted on loading."""
     import torch
     from sentence_transformers import CrossEncoder
 
     return CrossEncoder(
         str(base_model_path),
-        num_labels=1,
+        num_labels=labels,
         max_length=max_length,
         device=device,
         activation_fn=torch.nn.Identity(),

@@ -71,12 +71,10 @@ UNPROVED_KINDS = frozenset({"conjecture", "question", "problem", "exercise", "hy
 
 
 class Verdict(Enum):
-    """A verdict on a yes/no question, as the answer records it (``yes_no_verdict``). The rules give YES,
-    NO (the statement refutes the claim: :mod:`rag_app.answering.claims.refutation`; its lead-in says "No: [n]
-    refutes it" or "gives a counterexample"), OPPOSITE (the same terms with the other polarity, not a refutation:
-    "[n] states the opposite", no "No"), ONLY_IF or NONE; the model's reading (``answers.quote.yes_no_method =
-    "model"``) gives YES, NO (it judged "the answer is no" true and "yes" false) or NONE. NONE is the one "no
-    verdict", whatever the reason (``reason`` says it; issue 93 folded the model's UNCLEAR and ``None`` into it)."""
+    """The rules' reading of a yes/no claim against one statement, a feature of the learned chooser: YES, NO (the
+    statement refutes the claim: :mod:`rag_app.answering.claims.refutation`), OPPOSITE (the same terms with the other
+    polarity, not a refutation), ONLY_IF (it needs a hypothesis the claim drops) or NONE (no reading; ``reason`` says
+    why). What the answer says is the trained verdict's (:mod:`rag_app.answering.verdict`), not this."""
 
     YES = "yes"
     NO = "no"

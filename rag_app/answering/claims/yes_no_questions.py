@@ -60,16 +60,3 @@ def topic_overlap(question: str, statement: str) -> float:
     if not asked:
         return 1.0
     return len(asked & topic_words(statement)) / len(asked)
-
-
-_OPENING_WORDS = re.compile(
-    r"^\s*(?:is|are|does|do|can|must|will|would|should|has|have)\s+(?:every|each|any|all|an?|the)?\s*", re.I
-)
-
-
-def counterexample_query(question: str) -> str:
-    """The yes/no ``question``'s claim worded as its failure, to search for a counterexample or a warning:
-    "Is every flat module projective?" -> "counterexample: flat module projective? There exists one which is
-    not; in general not." The words of the claim stay; the failure's words are what research text writes."""
-    claim = _OPENING_WORDS.sub("", question.strip()).rstrip(" ?")
-    return f"counterexample: {claim}? There exists one which is not; in general not."

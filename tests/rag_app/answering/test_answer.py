@@ -10,7 +10,7 @@ import pytest
 
 from rag_app.answering.answer import Answer
 from rag_app.answering.stages import AnswerStatus
-from tests.rag_app.answering.test_yes_no_lead import answer
+from tests.rag_app.answering.answer_helpers import answer
 
 ASK_JSON_FIELDS = [
     "question", "answer", "cited", "invalid_citations", "llm_error", "model", "sources", "status", "not_found",
@@ -18,7 +18,7 @@ ASK_JSON_FIELDS = [
     "server", "relevance", "support_threshold", "context", "timings_ms", "search_query", "rewrite", "filter",
     "retriever", "reranker", "second_embedding", "style", "choice", "choice_confidence", "chosen_by",
     "yes_no_verdict", "lead_in", "removed_sentences", "repeated_sentences", "truncated", "yes_no", "model_calls",
-    "shown_first", "next_results", "llm", "source_choice",
+    "shown_first", "next_results", "llm", "source_choice", "verdict", "confidence", "verdict_reading",
 ]  # fmt: skip
 CONTEXT_FIELDS = [
     "tokens", "tokens_counted", "window", "sources_given", "trimmed", "dropped", "instruction_tokens",
@@ -32,7 +32,8 @@ def test_ask_json_keeps_every_field_in_order(tmp_path: Path) -> None:
     assert list(fields) == ASK_JSON_FIELDS and list(fields["context"]) == CONTEXT_FIELDS
     assert json.loads(json.dumps(fields)) == fields  # plain JSON: lists, not tuples
     assert fields["status"] == "answered" and fields["cited"] == [2] and fields["chosen_by"] == "model"
-    assert len(fields["sources"]) == 2 and fields["lead_in"] == "Yes, as [2] states:"
+    # the model chose (no learned chooser ordered the sources): no verdict is read, no line stands above the quote
+    assert len(fields["sources"]) == 2 and fields["lead_in"] is None and fields["verdict"] is None
 
 
 def test_the_answer_and_its_stages_are_immutable(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rag_app.answering.answer import AnswerStatus
 from rag_app.answering.quoted_answer import ranker_is_sure
+from tests.rag_app.answering.answer_helpers import PID, ScriptedVerdict, answer
 from tests.rag_app.answering.test_quoted_answer import hit
-from tests.rag_app.answering.test_yes_no_lead import PID, answer
 
 
 def test_the_ranker_is_sure_only_with_a_clear_lead_over_a_second_result() -> None:
@@ -38,7 +38,7 @@ def test_a_close_call_or_scores_not_the_learned_rankers_go_to_the_model(tmp_path
     assert off.chosen_by == "model" and client.choices_asked == 1
 
 
-def test_a_yes_no_question_with_a_clear_first_result_still_gets_its_checked_lead_in(tmp_path: Path) -> None:
+def test_without_the_learned_chooser_a_clear_first_result_is_quoted_without_a_verdict(tmp_path: Path) -> None:
     result, _ = answer(
         tmp_path,
         "Is every principal ideal domain a unique factorization domain?",
@@ -51,7 +51,7 @@ def test_a_yes_no_question_with_a_clear_first_result_still_gets_its_checked_lead
     result, _ = answer(
         tmp_path / "sure", "Is a flat module over a field free?", "[2]", "YES", chooser="none", scores=(3.0, 0.5)
     )
-    assert result.chosen_by == "ranker" and result.lead_in == "Yes, as [1] states:" and PID not in result.text
+    assert result.chosen_by == "ranker" and result.lead_in is None and result.verdict is None and PID not in result.text
 
 
 def test_the_margin_is_turned_off_by_none_in_toml_or_the_environment() -> None:
@@ -67,23 +67,11 @@ def test_with_no_model_to_be_had_a_clear_first_result_is_still_quoted(tmp_path: 
     sure, _ = answer(tmp_path, "flat module over a field", "[2]", "", chooser="none", scores=(3.0, 1.5), down=down)
     assert sure.chosen_by == "ranker" and sure.status is AnswerStatus.ANSWERED and sure.llm_error is None
     assert sure.text.startswith("[1] ") and "flat module" in sure.text
-    # a yes/no question: the rules read the quote, so its lead-in needs no model either
-    yes_no, _ = answer(
-        tmp_path / "yn",
-        "Is a flat module over a field free?",
-        "[2]",
-        "YES",
-        chooser="none",
-        scores=(3.0, 0.5),
-        down=down,
-    )
-    assert yes_no.chosen_by == "ranker" and yes_no.lead_in == "Yes, as [1] states:" and yes_no.model_calls == []
-    # the model's way of deciding: without the model, the quote stands without the lead-in
-    by_model, _ = answer(
-        tmp_path / "model", "Is a flat module over a field free?", "[2]", "YES", chooser="none", scores=(3.0, 0.5),
-        down=down, yes_no_method="model",
-    )  # fmt: skip
-    assert by_model.lead_in is None and by_model.text.startswith("[1] ") and by_model.model_calls == []
+    # a yes/no question: the verdict is the trained reader's, so its lead-in needs no model either
+    stage = ScriptedVerdict({"flat module": {"yes": 0.95}})
+    yes_no, _ = answer(tmp_path / "yn", "Is a flat module over a field free?", "[2]", "YES", scores=(3.0, 0.5),
+                       down=down, verdict_stage=stage)  # fmt: skip
+    assert yes_no.chosen_by == "chooser" and yes_no.lead_in == "Yes, as [1] states:" and yes_no.model_calls == []
 
 
 def test_with_no_model_to_be_had_a_close_call_lists_the_statements_under_a_plain_notice(tmp_path: Path) -> None:

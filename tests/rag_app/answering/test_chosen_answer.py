@@ -11,7 +11,7 @@ from rag_app.answering.answer import AnswerStatus, AnswerUpdate
 from rag_app.answering.quoted_answer import NONE_STATED
 from rag_app.answering.source_chooser import SourceChooser
 from rag_app.answering.source_features import FEATURE_NAMES
-from tests.rag_app.answering.test_yes_no_lead import PID, answer, answer_stream
+from tests.rag_app.answering.answer_helpers import PID, ScriptedVerdict, answer, answer_stream
 
 
 def chooser_file(tmp_path: Path, prefer_second: bool = False, intercept: float = 3.0, check: float = 0.5) -> str:
@@ -70,22 +70,38 @@ def test_model_adds_off_asks_no_model(tmp_path: Path) -> None:
     assert result.cited == [1] and getattr(client, "choices_asked", 0) == 0 and result.model_calls == []
 
 
-def test_a_check_stands_only_above_a_quote_the_chooser_doubts(tmp_path: Path) -> None:
-    question = "Is every principal ideal domain Artinian?"  # PID's statement does not speak of "Artinian"
-    sure = chooser_file(tmp_path, prefer_second=True, check=0.5)
-    confident, _ = answer(tmp_path, question, "[2]", "", (3.0, 2.5), chooser=sure, model_adds=False)
-    assert confident.text.startswith("[2] ") and confident.lead_in is None
-    doubting = chooser_file(tmp_path, prefer_second=True, intercept=0.0, check=0.99)  # [2] at 0.98: doubted
-    doubted, _ = answer(tmp_path / "d", question, "[2]", "", (3.0, 2.5), chooser=doubting, model_adds=False)
-    assert doubted.lead_in is not None and doubted.lead_in.startswith("Check against the question: [2] does not")
-    assert "artinian" in doubted.lead_in.lower()
-
-
-def test_a_yes_from_the_rules_stands_above_the_chosen_quote(tmp_path: Path) -> None:
-    chooser = chooser_file(tmp_path, prefer_second=True)
+def test_the_verdict_decides_the_line_above_the_chosen_quote_and_the_record_says_how_sure(tmp_path: Path) -> None:
+    chooser = chooser_file(tmp_path, prefer_second=True)  # [2] (PID) at about 0.95
     question = "Is every principal ideal domain a unique factorization domain?"
-    result, _ = answer(tmp_path, question, "[1]", "", (3.0, 2.5), chooser=chooser, model_adds=False)
+    proves = ScriptedVerdict({"principal ideal": {"yes": 0.9}})
+    result, client = answer(tmp_path, question, "[1]", "", (3.0, 2.5), verdict_stage=proves, chooser=chooser)
     assert result.lead_in == "Yes, as [2] states:" and result.text.startswith("Yes, as [2] states:\n\n[2] ")
+    record = result.to_dict()
+    assert record["verdict"] == "yes" and record["yes_no_verdict"] == "yes" and 0.5 < record["confidence"] < 1
+    assert record["verdict_reading"]["order"] == [2, 1] and len(record["verdict_reading"]["readings"]) == 2
+    assert proves.read_questions == [question], "read once, before the model is asked"
+    assert result.timings_ms["verdict"] == 1.0 and client.choices_asked == 1
+    # the same statement read as not settling: the doubt is said above it, and no "Yes"
+    doubting = chooser_file(tmp_path, prefer_second=True, intercept=-3.8)  # [2] at about 0.55: under unsure_below
+    unsure, _ = answer(tmp_path / "u", question, "[1]", "", (3.0, 2.5), verdict_stage=ScriptedVerdict({}),
+                       chooser=doubting, model_adds=False)  # fmt: skip
+    assert unsure.verdict == "unsure" and unsure.yes_no_verdict == "unsure"
+    assert unsure.text.startswith("[2] is the closest statement found; it may not answer the question:\n\n[2] ")
+
+
+def test_where_nothing_answers_the_closest_are_quoted_under_that_and_a_refutation_leads(tmp_path: Path) -> None:
+    nowhere = chooser_file(tmp_path, prefer_second=True, intercept=-8.0)
+    result, _ = answer(tmp_path, "Is every principal ideal domain a field?", "[1]", "", (3.0, 2.5),
+                       verdict_stage=ScriptedVerdict({}), chooser=nowhere)  # fmt: skip
+    assert result.verdict == "not_found" and result.status is AnswerStatus.UNSUPPORTED
+    assert result.text.startswith("Nothing in the index answers this; the closest statements:\n\n[2] ")
+    assert result.text.index("[2] ") < result.text.index("[1] ") and result.cited == [2, 1]
+    refuted = ScriptedVerdict({"flat module": {"no": 0.9}})
+    chooser = chooser_file(tmp_path, prefer_second=True)
+    result, _ = answer(tmp_path / "no", "Is every module over a field projective and not free?", "[1]", "",
+                       (3.0, 2.5), verdict_stage=refuted, chooser=chooser, model_adds=False)  # fmt: skip
+    assert result.verdict == "no" and result.text.startswith("No: [1] states the opposite:\n\n[1] ")
+    assert result.cited == [1]
 
 
 def test_chooser_none_lets_the_model_choose_as_before(tmp_path: Path) -> None:

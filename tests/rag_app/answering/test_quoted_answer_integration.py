@@ -15,7 +15,7 @@ from rag_app.cli import app
 from rag_app.serving.llm_server import LLMServerProcess
 from tests.conftest import make_settings
 from tests.llm_servers import forced_output
-from tests.rag_app.answering.test_yes_no_lead import after_notice
+from tests.rag_app.answering.answer_helpers import after_notice
 
 pytestmark = pytest.mark.llm
 
@@ -126,14 +126,17 @@ def test_a_written_answer_loses_what_its_source_does_not_state(
     assert answer.status is AnswerStatus.ANSWERED and answer.to_dict()["removed_sentences"] == answer.removed_sentences
 
 
-def test_a_yes_no_question_asks_the_real_server_for_a_verdict_and_shows_none_it_cannot_read(
+def test_a_yes_no_question_gets_the_trained_readers_verdict_and_asks_the_model_nothing_for_it(
     demo_index_dir: Path, tmp_path: Path, llm_server: LLMServerProcess
 ) -> None:
-    # The forced output makes the server answer "[1]" to both calls: a pick, then no readable verdict.
-    rag = quoting_rag(demo_index_dir, tmp_path, llm_server, "[1]")
-    rag.settings.answers.quote.yes_no_method = "model"  # the model's way of deciding, against the real server
+    # the learned chooser orders the sources (the default), the packaged cross-encoder reads them
+    rag = quoting_rag(demo_index_dir, tmp_path, llm_server, "[1]", chooser="packaged", ranker_sure_margin=1.5)
     answer = rag.ask("Is a finitely generated module $M$ with $IM = M$ zero, by Nakayama's lemma?", k=5)
-    assert answer.status is AnswerStatus.ANSWERED and answer.cited == [1]
-    assert answer.yes_no_verdict == "none" and answer.lead_in is None and answer.text.startswith("[1] ")
-    assert answer.timings_ms["yes_no"] > 0
-    assert [call.purpose for call in answer.model_calls] == ["choice", "verdict"]
+    record = answer.to_dict()
+    assert record["verdict"] in ("yes", "no", "answers", "unsure", "not_found") and record["verdict"] is not None
+    assert 0.0 <= record["confidence"] <= 1.0 and record["yes_no_verdict"] == record["verdict"]
+    assert answer.timings_ms["verdict"] > 0 and "verdict" not in [call.purpose for call in answer.model_calls]
+    readings = record["verdict_reading"]["readings"]
+    assert len(readings) == len(answer.generation.sources) and all(abs(sum(r.values()) - 1) < 1e-3 for r in readings)
+    if record["lead_in"]:
+        assert answer.text.startswith(record["lead_in"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rag_app.answering.answer import AnswerStatus, AnswerStream, AnswerUpdate
 from rag_app.answering.quoted_answer import NONE_STATED
-from tests.rag_app.answering.test_yes_no_lead import PID, VerdictClient, answer_stream
+from tests.rag_app.answering.answer_helpers import PID, VerdictClient, answer_stream
 
 FLAT = "A flat module over a field is free."
 
@@ -52,8 +52,8 @@ def test_another_choice_replaces_the_first_quote_and_says_so(tmp_path: Path) -> 
         "The model read the 2 statements found and chose [2] instead of [1], the search's first result shown first."
     )
     answer = answer_stream.result()
-    # redrawn: the notice, then the model's pick (under its yes/no lead-in); the first quote is gone
-    assert answer.text == update.text and answer.text.startswith(update.notice + "\n\nYes, as [2] states:\n\n[2] ")
+    # redrawn: the notice, then the model's pick; the first quote is gone
+    assert answer.text == update.text and answer.text.startswith(update.notice + "\n\n[2] ")
     assert FLAT not in answer.text and answer.cited == [2]
     # appended (a terminal, a client that only appends): the first quote stays, the notice below it says what changed
     appended = first + update.appended
@@ -95,18 +95,8 @@ def test_with_the_model_down_the_first_quote_is_withdrawn_under_the_plain_notice
 def test_turned_off_the_answer_waits_for_the_models_choice(tmp_path: Path) -> None:
     answer_stream, _ = stream(tmp_path, "Is every principal ideal domain a UFD?", "[2]", show_first=False)
     events = list(answer_stream.events())
-    assert len(events) == 1 and isinstance(events[0], str) and events[0].startswith("Yes, as [2] states:")
+    assert len(events) == 1 and isinstance(events[0], str) and events[0].startswith("[2] ")
     assert answer_stream.result().to_dict()["shown_first"] is None
-
-
-def test_the_first_quote_shows_no_yes_the_model_is_to_decide(tmp_path: Path) -> None:
-    # the model's way of deciding yes/no: the first quote waits for it (no lead-in), the update adds it
-    question = "Is a flat module over a field free?"
-    answer_stream, client = stream(tmp_path, question, "[1]", yes_no_method="model")
-    first, _, [update] = first_then_rest(answer_stream, client)
-    assert "Yes, as" not in first and isinstance(update, AnswerUpdate)
-    answer = answer_stream.result()
-    assert answer.yes_no_verdict == "no" and answer.cited == [1]
 
 
 def test_read_without_being_shown_anything_the_answer_carries_no_update_sentence(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
 from rag_app.answering.stages import Retrieval
 from retriever.types import Query, ScoredBy, SearchResult
 from tests.conftest import make_settings
+from tests.rag_app.answering.answer_helpers import PID, FlatEmbedder
 from tests.rag_app.answering.test_quoted_answer import hit
-from tests.rag_app.answering.test_yes_no_lead import PID, FlatEmbedder
 
 LOCAL_RING = StatementRecord(
     id="def-local", source=hit("x").record.source, kind=StatementKind.DEFINITION, paper_id="2501.01947",
@@ -58,9 +58,7 @@ def test_the_note_follows_the_statement_inside_its_fence_outside_the_budget() ->
 
 def answered_prompt(tmp_path: Path, source_definitions: int) -> tuple[str, list[str]]:
     hits = [hit("Nakayama's lemma: if M = mM then M = 0."), hit(PID)]
-    settings = make_settings(
-        tmp_path, answers={"style": "quote", "source_definitions": source_definitions, "quote": {"yes_no_lead": False}}
-    )
+    settings = make_settings(tmp_path, answers={"style": "quote", "source_definitions": source_definitions})
     asked: list[str] = []
 
     def definitions(statement_id: str, limit: int) -> list[StatementRecord]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_app.answering.claims import Verdict, compare, counterexample_query
+from rag_app.answering.claims import Verdict, compare
 from rag_app.answering.claims.refutation import refutes
 
 LIMIT = (
@@ -147,8 +147,3 @@ def test_a_modifier_that_changes_the_notion_or_a_negation_of_something_else_refu
     # "locally free" is not "local": the phrase "local ring" is not in "a ring R ... not locally free"
     not_locally_free = "There exists a ring $R$ and a finite flat $R$-module $M$ which is not locally free."
     assert refutes("Over a local ring, is every finite flat module free?", not_locally_free, "lemma") is None
-
-
-def test_the_counterexample_query_keeps_the_claims_words_and_adds_the_failures() -> None:
-    query = counterexample_query("Is every flat module projective?")
-    assert query.startswith("counterexample: flat module projective?") and "which is not" in query

@@ -1,0 +1,332 @@
+"""Benchmark: does the answer say what its quote settles, and is it sure only when right (issue 100)?
+
+Over the labelled sets of ``bench/answer_choice.py`` (each split into a half tuned on and a half only measured; the
+sets written apart are untouched whole), on the same index:
+
+- ``collect``: each question's answer (``MathRAG.ask``, the model not asked): its sources, the chooser's
+  probabilities and order, the verdict reader's readings of each source and the truth, as rows
+  (:class:`rag_app.training.fit_verdict_policy.VerdictRow`) under ``--work``;
+- ``fit``: the verdict's calibration and thresholds fitted on the tuning halves' rows, written as the packaged
+  policy (``rag_app/answering/verdict_weights/verdict-policy.json``);
+- ``report``: the verdict each row gets under the policy (what ``ask`` does, replayed), per set and half: the verdict
+  confusion (truth against verdict), doubt recall and precision, "nothing answers" on the no-answer set, settles
+  against the first result, the calibration error of ``confidence``; a reliability plot;
+- ``measure``: the same through ``MathRAG.ask`` itself (the stage live, as every front end gets it), with timings.
+
+    python bench/verdict_answers.py collect [--index DIR] [--work DIR]
+    python bench/verdict_answers.py fit
+    python bench/verdict_answers.py report [--name replay]
+    python bench/verdict_answers.py measure [--name live]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from answer_choice import DEFAULT_WORK, all_sets, open_rag, places
+
+from rag_app import MathRAG
+from rag_app.answering.claims import is_yes_no_question
+from rag_app.answering.verdict import PACKAGED_POLICY, AnswerVerdict, VerdictPolicy, VerdictRead
+from rag_app.answering.verdict_cross_encoder import VerdictCrossEncoder
+from rag_app.answering.verdict_reader import expected_calibration_error
+from rag_app.datasets.query_set import EvalQuery
+from rag_app.datasets.set_halves import SetHalves
+from rag_app.training.fit_verdict_policy import VerdictRow, fit_policy, read_rows, replay
+
+OUT = Path(__file__).resolve().parent / "results"
+ROWS = "verdict_rows.jsonl"
+VERDICTS = tuple(verdict.value for verdict in AnswerVerdict)
+DOUBT = (AnswerVerdict.UNSURE.value, AnswerVerdict.NOT_FOUND.value)
+
+
+def truth_of(expected: str | None) -> str:
+    return {"yes": "true claim", "no": "false claim", "not_found": "no answer", "": "open"}.get(expected or "", "open")
+
+
+def with_verdict(rag: MathRAG, reader: str) -> MathRAG:
+    """``rag``'s settings with ``answers.verdict.reader`` set to ``reader``."""
+    answers = rag.settings.answers
+    verdict = answers.verdict.model_copy(update={"reader": reader})
+    return MathRAG(rag.settings.model_copy(update={"answers": answers.model_copy(update={"verdict": verdict})}))
+
+
+def collect_one(rag: MathRAG, reader: VerdictCrossEncoder, set_name: str, side: str, query: EvalQuery) -> VerdictRow:
+    answer = rag.ask(query.text)
+    choice = answer.generation.choice_of
+    sources = list(answer.generation.sources if choice is not None else answer.sources[:4])
+    gold = {docno for docno, grade in query.relevant.items() if grade > 0}
+    refuting = set(query.metadata.get("refuted_by") or (gold if query.metadata.get("kind") == "opposite" else ()))
+    readings = reader.readings(query.text, [hit.record for hit in sources])
+    return VerdictRow(
+        set=set_name,
+        qid=query.qid,
+        side=side,
+        question=query.text,
+        expected=query.metadata.get("expected"),
+        yes_no=is_yes_no_question(query.text),
+        relevance=answer.relevance,
+        chooser=list(choice.probabilities) if choice is not None else [],
+        order=list(choice.order) if choice is not None else list(range(1, len(sources) + 1)),
+        readings=[reading.probabilities for reading in readings],
+        answering=[bool(places(rag, hit) & gold) for hit in sources],
+        refuting=[bool(places(rag, hit) & refuting) for hit in sources],
+        kinds=[hit.record.kind.value for hit in sources],
+    )
+
+
+def collect(rag: MathRAG, work: Path) -> Path:
+    sets = all_sets()
+    halves = SetHalves.of(sets)
+    reader = VerdictCrossEncoder()
+    path = work / ROWS
+    with path.open("w", encoding="utf-8") as handle:
+        for query_set in sets:
+            for query in tqdm(query_set.queries, desc=query_set.name, unit="q"):
+                row = collect_one(rag, reader, query_set.name, halves.side(query_set.name, query.qid), query)
+                if row.order:
+                    handle.write(row.to_json() + "\n")
+    return path
+
+
+def measure(rag: MathRAG) -> list[dict[str, Any]]:
+    """Each question asked: what the answer said (its verdict, confidence and first quote), judged, with timings."""
+    sets = all_sets()
+    halves = SetHalves.of(sets)
+    outcomes = []
+    for query_set in sets:
+        for query in tqdm(query_set.queries, desc=query_set.name, unit="q"):
+            started = time.perf_counter()
+            answer = rag.ask(query.text)
+            elapsed = (time.perf_counter() - started) * 1000
+            sources = list(answer.generation.sources)
+            read = answer.generation.verdict
+            if read is None:  # the similarity gate stopped it (or no verdict was read)
+                read = VerdictRead((), AnswerVerdict.NOT_FOUND, None, None, None)
+            gold = {docno for docno, grade in query.relevant.items() if grade > 0}
+            opposite = query.metadata.get("kind") == "opposite"
+            refuting = set(query.metadata.get("refuted_by") or (gold if opposite else ()))
+            row = VerdictRow(
+                query_set.name, query.qid, halves.side(query_set.name, query.qid), query.text,
+                query.metadata.get("expected"), is_yes_no_question(query.text), answer.relevance, [], list(read.order),
+                [], [bool(places(rag, hit) & gold) for hit in sources],
+                [bool(places(rag, hit) & refuting) for hit in sources], [hit.record.kind.value for hit in sources],
+            )  # fmt: skip
+            item = outcome(row, read)
+            item.update(first_token_ms=answer.timings_ms.get("first_token"), answer_ms=round(elapsed, 1),
+                        verdict_ms=answer.timings_ms.get("verdict"))  # fmt: skip
+            outcomes.append(item)
+    return outcomes
+
+
+def _percentile(outcomes: list[dict[str, Any]], key: str, q: float) -> float | None:
+    values = [o[key] for o in outcomes if o.get(key) is not None]
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def outcome(row: VerdictRow, read: VerdictRead) -> dict[str, Any]:
+    """What the answer said of ``row`` and whether it was right."""
+    first = read.order[0] if read.order else None
+    settles = first is not None and row.answering[first - 1] and read.verdict is not AnswerVerdict.NOT_FOUND
+    if read.verdict is AnswerVerdict.NO:
+        settles = bool(first) and (row.refuting[first - 1] or row.answering[first - 1])
+    return {
+        "set": row.set,
+        "side": row.side,
+        "truth": truth_of(row.expected),
+        "verdict": read.verdict.value,
+        "confidence": read.confidence,
+        "first_settles": bool(first) and row.answering[first - 1],
+        "settles": bool(settles),
+        "first_result_settles": bool(row.answering) and row.answering[0],
+        "refuter_read": any(row.refuting),
+        "gold_read": any(row.answering),
+    }
+
+
+def summarize(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for item in outcomes:
+        groups.setdefault(f"{item['set']} / {item['side']}", []).append(item)
+    groups["all sets / tune"] = [item for item in outcomes if item["side"] == "tune"]
+    groups["all sets / untouched"] = [item for item in outcomes if item["side"] == "untouched"]
+    for name, group in sorted(groups.items()):
+        confusion = Counter((item["truth"], item["verdict"]) for item in group)
+        not_settling = [item for item in group if not item["first_settles"]]
+        undoubted = [item for item in group if item["verdict"] not in DOUBT]
+        true_read = [item for item in group if item["truth"] == "true claim" and item["gold_read"]]
+        false_read = [item for item in group if item["truth"] == "false claim" and item["refuter_read"]]
+        no_answer = [item for item in group if item["truth"] == "no answer"]
+        rated = [item for item in group if item["confidence"] is not None]
+        confidence = np.array([item["confidence"] for item in rated], float)
+        correct = np.array([item["first_settles"] for item in rated], float)
+        count = lambda items, test: sum(bool(test(i)) for i in items)  # noqa: E731
+        summary[name] = {
+            "questions": len(group),
+            "confusion": {f"{truth} -> {verdict}": n for (truth, verdict), n in sorted(confusion.items())},
+            "settles": count(group, lambda i: i["settles"]),
+            "first result settles": count(group, lambda i: i["first_result_settles"]),
+            "yes for true claims whose statement was read": [
+                count(true_read, lambda i: i["verdict"] == "yes"), len(true_read)],
+            "no for false claims whose refuting statement was read": [
+                count(false_read, lambda i: i["verdict"] == "no"), len(false_read)],
+            "wrong yes": count(group, lambda i: i["verdict"] == "yes"
+                               and (i["truth"] != "true claim" or not i["first_settles"])),
+            "wrong no": count(group, lambda i: i["verdict"] == "no"
+                              and (i["truth"] != "false claim" or not i["settles"])),
+            "only under to a true claim": count(group, lambda i: i["verdict"] == "only_under"
+                                                and i["truth"] == "true claim"),
+            "nothing answers (no-answer questions)": [
+                count(no_answer, lambda i: i["verdict"] == "not_found"), len(no_answer)],
+            "doubt recall": [count(not_settling, lambda i: i["verdict"] in DOUBT), len(not_settling)],
+            "doubt precision (undoubted that settle)": [count(undoubted, lambda i: i["settles"]), len(undoubted)],
+            "ece": round(expected_calibration_error(confidence, correct), 3) if len(rated) else None,
+        }
+    return summary
+
+
+def _settles(row: VerdictRow) -> list[float]:
+    return [reading["yes"] + reading["no"] + reading["answers"] for reading in row.readings]
+
+
+ORDERS = {
+    "chooser": lambda row: row.chooser,
+    "reader": _settles,
+    "both": lambda row: [c * r for c, r in zip(row.chooser, _settles(row), strict=True)],
+}
+
+
+def orders_table(rows: list[VerdictRow]) -> str:
+    """Whether the first source settles when the sources are ordered by the chooser, by the reader's probability
+    that each settles, or by their product: per set and half (where the reader orders better, it may order)."""
+    groups: dict[str, list[VerdictRow]] = {}
+    for row in rows:
+        if row.chooser:
+            groups.setdefault(f"{row.set} / {row.side}", []).append(row)
+            groups.setdefault(f"all sets / {row.side}", []).append(row)
+    lines = ["| set / half | n | first settles, ordered by the chooser | by the reader | by both (product) |",
+             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for name, group in sorted(groups.items()):
+        counts = []
+        for how in ORDERS.values():
+            counts.append(sum(row.answering[int(np.argmax(how(row)))] for row in group))
+        lines.append(f"| {name} | {len(group)} | " + " | ".join(map(str, counts)) + " |")
+    return "\n".join(lines)
+
+
+def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
+    lines = [f"# The answer's verdict: {meta['name']} ({meta['date']}, {meta['machine']})", "", meta["about"], ""]
+    lines += [
+        "| set / half | n | settles | first result | yes (true, read) | no (false, refuter read) | wrong yes "
+        "| wrong no | nothing answers (no-answer) | doubt recall | undoubted that settle | ECE |",
+        "|" + " --- |" * 12,
+    ]
+    for name, s in summary.items():
+        def pair(key: str, s: dict[str, Any] = s) -> str:
+            return "/".join(map(str, s[key]))
+
+        lines.append(
+            f"| {name} | {s['questions']} | {s['settles']} | {s['first result settles']} | "
+            f"{pair('yes for true claims whose statement was read')} | "
+            f"{pair('no for false claims whose refuting statement was read')} | {s['wrong yes']} | {s['wrong no']} | "
+            f"{pair('nothing answers (no-answer questions)')} | {pair('doubt recall')} | "
+            f"{pair('doubt precision (undoubted that settle)')} | {s['ece']} |"
+        )
+    lines += ["", "## Verdict confusion (truth -> verdict)", ""]
+    for name, s in summary.items():
+        lines.append(f"- **{name}**: " + ", ".join(f"{key} {n}" for key, n in s["confusion"].items()))
+    return "\n".join(lines) + "\n"
+
+
+def reliability_plot(path: Path, outcomes: list[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(5.5, 5))
+    axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
+    edges = np.linspace(0, 1, 11)
+    for side in ("tune", "untouched"):
+        rated = [o for o in outcomes if o["side"] == side and o["confidence"] is not None]
+        confidence = np.array([o["confidence"] for o in rated])
+        correct = np.array([o["first_settles"] for o in rated], float)
+        points = []
+        for low, high in itertools.pairwise(edges):
+            inside = (confidence >= low) & (confidence <= high)
+            if inside.sum() >= 5:
+                points.append((float(confidence[inside].mean()), float(correct[inside].mean())))
+        if points:
+            error = expected_calibration_error(confidence, correct)
+            axes.plot(*zip(*points, strict=True), marker="o", label=f"{side} halves (ECE {error:.3f}, n {len(rated)})")
+    axes.set_xlabel("confidence (the answer's, that its first quote settles)")
+    axes.set_ylabel("share whose first quote settles")
+    axes.set_title("The answer's confidence: reliability")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write(name: str, outcomes: list[dict[str, Any]], about: str) -> None:
+    meta = {"name": name, "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "about": about}  # fmt: skip
+    summary = summarize(outcomes)
+    (OUT / f"verdict_answers-{name}.json").write_text(json.dumps({"meta": meta, "summary": summary}, indent=1) + "\n")
+    (OUT / f"verdict_answers-{name}.md").write_text(markdown(summary, meta))
+    reliability_plot(OUT / f"verdict_answers-{name}.png", outcomes)
+    print(markdown(summary, meta))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=("collect", "fit", "report", "measure"))
+    parser.add_argument("--index", type=Path, default=DEFAULT_WORK / "index")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
+    parser.add_argument("--policy", type=Path, default=PACKAGED_POLICY)
+    parser.add_argument("--name", default=None)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.step == "collect":  # the readings are collected for the policy, so no policy decides here
+        print(collect(with_verdict(open_rag(args.index, model_adds=False), "off"), args.work))
+        return
+    if args.step == "fit":
+        policy = fit_policy(read_rows(args.work / ROWS))
+        print(policy.save(args.policy), json.dumps(policy.to_dict(), indent=1))
+        return
+    if args.step == "report":
+        policy = VerdictPolicy.load(args.policy)
+        rows = read_rows(args.work / ROWS)
+        outcomes = [outcome(row, replay(policy, row)) for row in rows]
+        about = f"Replayed from {len(rows)} collected answers under `{args.policy.name}`.\n\n" + orders_table(rows)
+        write(args.name or "replay", outcomes, about)
+        return
+    reader = "off" if args.name == "off" else "packaged"
+    rag = with_verdict(open_rag(args.index, model_adds=False), reader)
+    outcomes = measure(rag)
+    about = (f"Through `MathRAG.ask` (answers.verdict.reader {reader}, the model not asked), {len(outcomes)} "
+             "questions; "
+             f"first words p50 {_percentile(outcomes, 'first_token_ms', 50)} ms, answer p95 "
+             f"{_percentile(outcomes, 'answer_ms', 95)} ms.")  # fmt: skip
+    write(args.name or "live", outcomes, about)
+
+
+if __name__ == "__main__":
+    main()
