@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -272,12 +273,22 @@ def llm_build(
         bool, typer.Option("--background", help="start the build (if needed) and return at once")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="the build's state as JSON")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="print the build's command (script, cache, environment) and exit without building"
+        ),
+    ] = False,
     config: ConfigOption = None,
 ) -> None:
     """Build llama.cpp for this CPU (the local model's server), niced, its log in the data dir: started if it is
     neither installed nor running, then followed to its end (``--background``: not followed). The chat, search,
-    `serve` and `mcp` work meanwhile; answers quote without the model until it is in."""
+    `serve` and `mcp` work meanwhile; answers quote without the model until it is in. The build script ships in the
+    package: an installed rag-app builds into its own environment."""
     build = LlamaBuild(_settings(config).data_dir)
+    if dry_run:
+        _print_build_plan(build, as_json)
+        return
     state = build.start_in_background()
     if not background and state.state == "building":
         ends = time.monotonic() + 7200  # the build's own steps have deadlines; this wait has one too
@@ -294,6 +305,28 @@ def llm_build(
     else:
         typer.echo(f"{state.describe()}" + (f"; log: {build.log}" if state.state == "building" else ""))
     if state.state == "failed":
+        raise typer.Exit(1)
+
+
+def _print_build_plan(build: LlamaBuild, as_json: bool) -> None:
+    """``llm build --dry-run``: what the build would run, and whether it would start now; exit 1 if the build
+    script is missing (an incomplete install)."""
+    plan, state = build.plan(), build.state()
+    starts = state.state not in ("installed", "building")
+    if as_json:
+        typer.echo(json.dumps({**plan.to_dict(), "state": state.to_dict(), "would_start": starts}))
+    else:
+        environment = " ".join(f"{name}={shlex.quote(value)}" for name, value in plan.knobs.items())
+        where = f"the .venv of the checkout {plan.checkout}" if plan.checkout else "the environment that runs rag-app"
+        typer.echo(f"script: {plan.script}")
+        typer.echo(f"command: cd {shlex.quote(str(plan.cwd))} && {environment} bash -c {shlex.quote(plan.command)}")
+        typer.echo(f"cache: {plan.cache}")
+        typer.echo(f"environment: {environment}")
+        typer.echo(f"installs into: {plan.installs_into} ({where})")
+        typer.echo(f"log: {plan.log}")
+        typer.echo(f"now: {state.describe()}" + ("" if starts else " (the build would not start)"))
+    if not plan.script.is_file():
+        _err(f"the build script {plan.script} is not there (an incomplete install of rag-app)")
         raise typer.Exit(1)
 
 

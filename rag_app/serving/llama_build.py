@@ -1,6 +1,7 @@
 """The build of llama.cpp for this CPU, run in the background while the chat already searches (issue 94).
 
-Building llama-cpp-python for what the CPU really runs (``scripts/build_llama_cpp.sh``) takes about ten minutes
+Building llama-cpp-python for what the CPU really runs (``build_llama_cpp.sh`` beside this module: it ships in the
+package, so an installed rag-app builds its own server; ``scripts/build_llama_cpp.sh`` runs it) takes about ten minutes
 on 2 CPUs the first time; nothing else needs it: search, the Search page, the next results and the answers that
 quote the learned chooser's pick need no model. So the first command starts the chat once the dependencies and the
 demo index are in, and the build runs beside it, niced, its output in the data directory. Everyone reads its state
@@ -26,11 +27,42 @@ from pathlib import Path
 
 from rag_app.serving.server_process import process_alive
 
-# the checkout's build script (rag_app/serving/llama_build.py -> the repository root)
-BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build_llama_cpp.sh"
+# the build script, package data of rag_app (pyproject.toml) beside this module: a wheel has it too
+BUILD_SCRIPT = Path(__file__).resolve().parent / "build_llama_cpp.sh"
+# its default cache of built wheels (RAG_APP_BUILD_CACHE)
+DEFAULT_BUILD_CACHE = Path("~/.cache/rag-app/builds")
 # the compiler's progress in the verbose build's output: ninja's "[89/193] /usr/bin/g++ ..." (pip's build of
 # llama-cpp-python), or make's "[ 45%] Building C object ..."
 _PROGRESS = re.compile(rb"\[\s*(\d{1,5})/(\d{1,5})\]|\[\s*(\d{1,3})%\]")
+
+
+def source_checkout(script: Path) -> Path | None:
+    """The checkout the build script lies in (``<root>/rag_app/serving/``, ``<root>`` holding ``pyproject.toml`` and
+    ``scripts/``), else ``None`` (an installed package): the script's own test, so both say where it installs."""
+    root = script.resolve().parent.parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "scripts" / "build_llama_cpp.sh").is_file() else None
+
+
+@dataclass(frozen=True, slots=True)
+class BuildPlan:
+    """What ``start_in_background`` runs: the shell command, its working directory and the build script's
+    environment knobs (the rest of the environment is inherited), the cache of built wheels and the interpreter
+    whose environment gets llama-cpp-python."""
+
+    script: Path
+    command: str
+    cwd: Path
+    knobs: dict[str, str]
+    cache: Path
+    installs_into: Path
+    checkout: Path | None
+    log: Path
+
+    def to_dict(self) -> dict[str, object]:
+        return {"script": str(self.script), "script_exists": self.script.is_file(), "command": self.command,
+                "cwd": str(self.cwd), "environment": self.knobs, "cache": str(self.cache),
+                "installs_into": str(self.installs_into),
+                "checkout": str(self.checkout) if self.checkout else None, "log": str(self.log)}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,21 +125,45 @@ class LlamaBuild:
         reason = f"exit code {exit_code}" if exit_code is not None else "the build's process ended without a word"
         return BuildState("failed", detail=f"{reason}; {self._last_line()}".rstrip("; "), log=self.log)
 
+    def plan(self) -> BuildPlan:
+        """The build's command and environment, as ``start_in_background`` runs it (``llm build --dry-run``)."""
+        checkout = source_checkout(self.script)
+        knobs = {"PYTHON": os.environ.get("PYTHON", sys.executable), "RAG_APP_BUILD_VERBOSE": "1"}
+        # a checkout's script installs into its .venv; an installed package's into the environment that runs the app
+        if checkout is not None and "RAG_APP_VENV_PYTHON" not in os.environ:
+            installs_into = checkout / ".venv" / "bin" / "python"
+        else:
+            installs_into = Path(os.environ.get("RAG_APP_VENV_PYTHON", sys.executable))
+            knobs["RAG_APP_VENV_PYTHON"] = str(installs_into)
+        for name in ("RAG_APP_BUILD_CACHE", "RAG_APP_LLAMA_PROFILE"):
+            if name in os.environ:
+                knobs[name] = os.environ[name]
+        return BuildPlan(
+            script=self.script,
+            command=f'nice -n 10 bash "{self.script}"; echo $? > "{self.directory / "exit"}"',
+            cwd=self.directory,
+            knobs=knobs,
+            cache=Path(os.environ.get("RAG_APP_BUILD_CACHE") or DEFAULT_BUILD_CACHE).expanduser(),
+            installs_into=installs_into,
+            checkout=checkout,
+            log=self.log,
+        )
+
     def start_in_background(self) -> BuildState:
         """Start the build, niced, unless it is installed or running already; returns its state."""
         state = self.state()
         if state.state in ("installed", "building"):
             return state
         if not self.script.is_file():
-            return BuildState("failed", detail=f"{self.script} is not there (not a source checkout)")
+            return BuildState("failed", detail=f"{self.script} is not there (an incomplete install of rag-app)")
+        plan = self.plan()
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "exit").unlink(missing_ok=True)
-        command = f'nice -n 10 bash "{self.script}"; echo $? > "{self.directory / "exit"}"'
-        env = {**os.environ, "RAG_APP_BUILD_VERBOSE": "1", "PYTHON": os.environ.get("PYTHON", sys.executable)}
+        env = {**os.environ, **plan.knobs}
         with self.log.open("wb") as log:
             process = subprocess.Popen(
-                ["bash", "-c", command], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.script.parents[1], env=env, start_new_session=True,  # outlives the command that started it
+                ["bash", "-c", plan.command], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=plan.cwd, env=env, start_new_session=True,  # outlives the command that started it
             )  # fmt: skip
         run = {"pid": process.pid, "started": time.time(), "script": str(self.script)}
         (self.directory / "run.json").write_text(json.dumps(run))

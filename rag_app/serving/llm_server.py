@@ -185,7 +185,7 @@ class LlamaCppServer(LLMServerProcess):
 
 
 def llama_build_dir() -> Path:
-    """Where scripts/build_llama_cpp.sh records the llama.cpp build of this environment."""
+    """Where the build script (rag_app/serving/build_llama_cpp.sh) records the llama.cpp build of this environment."""
     return Path(sys.prefix) / "share" / "rag-app" / "llama-cpp"
 
 
