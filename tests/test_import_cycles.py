@@ -21,15 +21,25 @@ def _modules() -> dict[str, Path]:
 def _import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, file in modules.items():
+        package = name if file.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(file.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            if isinstance(node, ast.ImportFrom):
+                module = _absolute(node.module, node.level, package)
+                targets = [module, *(f"{module}.{alias.name}" for alias in node.names)]
             elif isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
                 continue
             graph[name].update(target for target in targets if target in modules and target != name)
     return graph
+
+
+def _absolute(module: str | None, level: int, package: str) -> str:
+    """The absolute name of ``from <dots><module> import ...`` written in ``package`` (relative imports included)."""
+    if level == 0:
+        return module or ""
+    base = package.split(".")[: len(package.split(".")) - (level - 1)]
+    return ".".join([*base, *([module] if module else [])])
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -166,3 +176,50 @@ def test_training_and_evaluation_do_not_import_each_other() -> None:
 
     assert crossing("rag_app.evaluation", "rag_app.training") == []
     assert crossing("rag_app.training", "rag_app.evaluation") == []
+
+
+# rag_app/ in one order, bottom to top, as retriever/ is: a folder (or top-level module) may import its own and
+# those listed before it. ``rag_app`` itself re-exports the public names.
+RAG_APP_LAYERS = ("settings", "serving", "datasets", "search", "indexing", "answering", "pipeline", "known_errors",
+                  "result_files", "training", "evaluation", "api", "cli")  # fmt: skip
+
+
+def _rag_app_layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "rag_app" or len(parts) < 2 or parts[1] in ("__main__", "demo_corpus"):
+        return None
+    return RAG_APP_LAYERS.index(parts[1])
+
+
+def _rag_app_crossings(graph: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """The imports that run up the order, and the pairs of folders that import each other."""
+    up, pairs = [], set()
+    for name, targets in graph.items():
+        for target in targets:
+            here, there = _rag_app_layer(name), _rag_app_layer(target)
+            if here is None or there is None or here == there:
+                continue
+            if there > here:
+                up.append(f"{name} -> {target}")
+            pairs.add((RAG_APP_LAYERS[here], RAG_APP_LAYERS[there]))
+    mutual = sorted(f"{a} <-> {b}" for a, b in pairs if (b, a) in pairs and a < b)
+    return sorted(up), mutual
+
+
+def test_rag_app_is_held_to_one_order_with_relative_imports_read() -> None:
+    graph = _import_graph(_modules())
+    layered = [name for name in graph if _rag_app_layer(name) is not None]
+    assert len(layered) > 130  # every folder is named in the order (an unknown one raises ValueError)
+    assert _rag_app_crossings(graph) == ([], [])
+
+
+def test_the_order_check_sees_a_relative_import_that_runs_up(tmp_path: Path) -> None:
+    search = tmp_path / "rag_app" / "search"
+    search.mkdir(parents=True)
+    (search / "adapter.py").write_text("from ..pipeline import MathRAG\n")
+    pipeline = tmp_path / "rag_app" / "pipeline.py"
+    pipeline.write_text("from rag_app.search import adapter\n")
+    modules = {"rag_app.search.adapter": search / "adapter.py", "rag_app.pipeline": pipeline}
+    graph = _import_graph(modules)
+    assert graph["rag_app.search.adapter"] == {"rag_app.pipeline"}
+    assert _rag_app_crossings(graph) == (["rag_app.search.adapter -> rag_app.pipeline"], ["pipeline <-> search"])

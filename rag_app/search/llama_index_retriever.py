@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag_app.pipeline import MathRAG
-from retriever import SearchMode
+from retriever import SearchHit, SearchMode
+
+
+class Searches(Protocol):
+    """What the retriever needs of :class:`rag_app.MathRAG` (its search); named here, so that the search stack does
+    not import the pipeline that composes it."""
+
+    def search(self, query: str, k: int | None = None, mode: SearchMode | str | None = None) -> Sequence[SearchHit]: ...
+
 
 # Carried by the node itself (id, text, score) or too bulky for metadata filters.
 _NOT_METADATA = {"id", "text", "score", "rank", "formulas", "channel_ranks"}
@@ -15,7 +25,7 @@ _NOT_METADATA = {"id", "text", "score", "rank", "formulas", "channel_ranks"}
 class MathRAGRetriever(BaseRetriever):
     """Wraps :meth:`MathRAG.search`; each statement becomes a ``TextNode`` with its provenance."""
 
-    def __init__(self, rag: MathRAG, k: int | None = None, mode: SearchMode | str | None = None) -> None:
+    def __init__(self, rag: Searches, k: int | None = None, mode: SearchMode | str | None = None) -> None:
         super().__init__()
         self._rag = rag
         self._k = k
