@@ -65,7 +65,7 @@ def _count_start(started: Synchronized[int]) -> None:
 def _wait_for_starting_workers(started: Synchronized[int], spawned: int, limit_s: float = 30.0) -> None:
     """Closing the pool unlinks the semaphores of its channel; a worker still starting (a spawned process
     takes a second or more to import, longer on busy cores) then fails to open them and prints a
-    ``FileNotFoundError`` traceback from ``SemLock._rebuild`` on the user's terminal (issue 62, defect 4).
+    ``FileNotFoundError`` traceback from ``SemLock._rebuild`` on the user's terminal.
     So the pool is closed only once every worker it spawned is past its start (the initializer runs after
     the channel is opened). Bounded: a worker that never starts does not hold the ingest."""
     deadline = time.monotonic() + limit_s

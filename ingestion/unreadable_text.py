@@ -63,7 +63,7 @@ def joined_pairs(text: str) -> str:
 
 class ReadableText(str):
     """A text :func:`check_readable` has read: checked once where it came in (the HTTP request), it is not read
-    again by the layers below (issue 93: the API's check, then the pipeline's)."""
+    again by the layers below (the pipeline does not check again what the API checked)."""
 
     __slots__ = ()
 

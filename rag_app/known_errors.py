@@ -2,8 +2,8 @@
 to the model in words). Known failures are one sentence naming what to do; anything else is a crash.
 
 The CLI (``rag_app.cli.common``) and the HTTP API (``rag_app.api.errors``) read this table, so a new error
-kind is added once and no front end answers it as an internal error (the API used to answer an index built
-with another embedder, or ``mode=fusion`` before ``build-fusion``, with 500 where the CLI said exit 2).
+kind is added once and no front end answers it as an internal error (an index built with another embedder,
+or ``mode=fusion`` before ``build-fusion``, is the same known failure in the API as in the CLI).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class KnownError(NamedTuple):
 
 
 KNOWN_ERRORS: tuple[KnownError, ...] = (
-    KnownError((UnreadableTextError,), EXIT_USAGE, 400),  # a lone surrogate or NUL in a query (issue 85)
+    KnownError((UnreadableTextError,), EXIT_USAGE, 400),  # a lone surrogate or NUL in a query
     KnownError((AmbiguousLabelError,), EXIT_USAGE, 400),
     KnownError((StatementNotFoundError,), EXIT_USAGE, 404),
     KnownError((MarfIndexError,), EXIT_USAGE, 409),  # the index cannot serve this mode yet: `build-fusion`
@@ -58,8 +58,8 @@ KNOWN_ERRORS: tuple[KnownError, ...] = (
             FormulaModelError,
             QueryAdapterError,
             LearnedRankerError,
-            SourceChooserError,  # `answers.quote.chooser` names weights that cannot be read (issue 92)
-            RerankerModelError,  # the configured cross-encoder is not there: `rag-app train rerank` (issue 77)
+            SourceChooserError,  # `answers.quote.chooser` names weights that cannot be read
+            RerankerModelError,  # the configured cross-encoder is not there: `rag-app train rerank`
             SettingsOverrideError,
         ),
         EXIT_USAGE,

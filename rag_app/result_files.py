@@ -1,4 +1,4 @@
-"""Result files the project commits, written small and still readable (issue 77: tracked files under 8 MB).
+"""Result files the project commits, written small and still readable (tracked files stay under 8 MB).
 
 - Charts as palette PNGs: 64 colours hold a bar chart or a screenshot of the app; the file is a
   third of matplotlib's RGBA one.

@@ -1,4 +1,4 @@
-"""Retrieval, in one order from bottom to top (issue 93); a module imports only its own folder and those below:
+"""Retrieval, in one order from bottom to top; a module imports only its own folder and those below:
 
 1. ``types``, ``search_filter``, ``search_mode``, ``deadline``: the values passed between stages;
 2. ``text/``: pure text (tokenizing, notation, formulas normalized and their terms);

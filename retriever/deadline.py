@@ -1,8 +1,8 @@
 """The deadline of the request a search serves, checked between the search's stages.
 
-A Python thread cannot be stopped from outside. A search the HTTP API or the MCP server gave up at its time
-limit used to run on to its end in its worker thread, holding a CPU (and its slot) for nothing. The serving
-backend now runs each request's work :func:`within` its deadline, and each stage of a search (the first
+A Python thread cannot be stopped from outside. A search the HTTP API or the MCP server gives up at its time
+limit would otherwise run on to its end in its worker thread, holding a CPU (and its slot) for nothing. So the
+serving backend runs each request's work :func:`within` its deadline, and each stage of a search (the first
 stage, the learned ranker, the reranker, the statement rewrite, the graph counts, each chunk of an answer)
 calls :func:`check` before it starts: past the deadline it raises :class:`DeadlinePassedError`, so the
 work ends at its next stage instead of running on. A stage that is already running (one Chroma query, one
@@ -24,7 +24,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 _deadline: ContextVar[float | None] = ContextVar("request_deadline", default=None)
-# Set when the request's client left (a stream closed mid-answer): the work stops as at its deadline (issue 85).
+# Set when the request's client left (a stream closed mid-answer): the work stops as at its deadline.
 _left: ContextVar[threading.Event | None] = ContextVar("request_left", default=None)
 
 

@@ -1,7 +1,7 @@
 """Build the index the question sets are judged against: the development index, plus the demo corpus,
 the real-paper style fixtures and the Math StackExchange threads we wrote.
 
-``eval/questions/user-questions.v1.jsonl`` (issue 47) asks about all four; ``research-questions.v1``
+``eval/questions/user-questions.v1.jsonl`` asks about all four; ``research-questions.v1``
 and the Stacks slogans are judged on the same index so that one ``rag-app eval`` run compares a change
 on the three sets, paired. The development index (``rag-app eval --dev`` builds it) is copied once and
 never changed; rerunning adds nothing new (ingest is idempotent).

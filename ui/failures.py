@@ -1,5 +1,5 @@
-"""A failure the chat shows in words, and logs whole for whoever runs it (issue 93: the pages caught errors and
-showed a line, and nothing reached the log: a failure in the chat could not be diagnosed from the server)."""
+"""A failure the chat shows in words, and logs whole for whoever runs it: a line on the page alone, with
+nothing in the log, leaves a failure in the chat that cannot be diagnosed from the server."""
 
 from __future__ import annotations
 

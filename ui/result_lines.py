@@ -3,7 +3,7 @@
 Under every answer (the search's results after the answer's sources) and on the Search page. A line shows
 the statement's kind, number and name, where it comes from and its first words; opened, the whole statement,
 what it uses and what uses it, and buttons to ask about it or quote it. An item's contents are drawn only
-once it is opened (a lazy expander), so twenty closed lines cost a page almost nothing (issue 76).
+once it is opened (a lazy expander), so twenty closed lines cost a page almost nothing.
 """
 
 from __future__ import annotations

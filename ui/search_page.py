@@ -2,7 +2,7 @@
 
 The sidebar's filters (source, kind, category, dates) and retriever apply as in the chat. A query may be a
 formula (statements holding it, an equivalent or a similar one), and papers can be ranked instead of
-statements. Each result is one line that opens to the statement (issue 76).
+statements. Each result is one line that opens to the statement.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SHOWN = 20  # lines at first; "Show more" lists the rest of those found, without
 
 def run_search(query: str, controls: SearchControls, count: int, papers: bool, formula: bool) -> list:
     """What `rag-app search` with the same options returns (`--papers`, `--formula`, `-k`, `--mode`, filters):
-    the search task's stack, as `GET /v1/search` ranks (issue 86: it used to rerank by `rerank.chat`)."""
+    the search task's stack, as `GET /v1/search` ranks."""
     backend = open_backend()
     if papers:
         mode = None if formula else controls.mode

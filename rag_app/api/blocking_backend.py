@@ -1,14 +1,14 @@
 """The serving backend for callers that block: the Streamlit chat, whose pages run in plain threads, and the
-command line's `search` and `ask` (issue 86: one way in, with the same deadlines).
+command line's `search` and `ask`: one way in, with the same deadlines.
 
-Every page of the chat goes through it (issue 77): its searches, papers and formulas, the statement views,
+Every page of the chat goes through it: its searches, papers and formulas, the statement views,
 the LLM's health, the answers, and the ingests of the Library page.
 
 :class:`ServingBackend` is asynchronous (its limits are asyncio semaphores, bound to one event loop). The
 chat's sessions each run in their own thread with no loop, so this adapter runs one loop in a daemon thread
 and hands each call to it: every session of the chat shares the same search limit, the same queue at the
-LLM and the same deadlines as the HTTP API and the MCP server (before, two browser tabs asking at once sent
-two prompts to a llama.cpp server that serves one).
+LLM and the same deadlines as the HTTP API and the MCP server (so two browser tabs asking at once take turns
+at a llama.cpp server that serves one prompt at a time).
 """
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ class BlockingBackend:
 
     def _wait(self, work: Coroutine[Any, Any, T]) -> T:
         """``work`` run on the loop and waited for: at most as long as the longest request may take (an answer's
-        time limit, with a margin: each call has its own deadline inside), and never on a closed backend (the
-        call used to hang for good after :meth:`close`)."""
+        time limit, with a margin: each call has its own deadline inside), and never on a closed backend (where
+        the call would hang for good after :meth:`close`)."""
         if not self._thread.is_alive() or self._loop.is_closed() or not self._loop.is_running():
             work.close()
             raise BackendClosedError("the serving backend is closed: open the chat again")

@@ -2,19 +2,19 @@
 
 uvicorn has options for some of them (``h11_max_incomplete_event_size``: the request line and headers,
 ``timeout_keep_alive``: an idle keep-alive connection) and none for the rest: a half-sent request line, or
-headers sent a byte a minute, kept a connection (and its file) open for good, and 2,000 idle connections
-stayed open. :class:`LimitedH11Protocol` is uvicorn's h11 protocol with those limits added:
+headers sent a byte a minute, keeps a connection (and its file) open for good, and 2,000 idle connections
+stay open. :class:`LimitedH11Protocol` is uvicorn's h11 protocol with those limits added:
 
 - the request line and headers must arrive within ``api.header_timeout_s`` of the connection's start (or of
   the previous response's end): past it the client gets 408 and the connection is closed;
-- a connection that sends no byte within ``api.first_byte_timeout_s`` of opening is closed (issue 94: sockets
-  that sent nothing held their place in the table for the whole header timeout, and 64 of them held the API);
+- a connection that sends no byte within ``api.first_byte_timeout_s`` of opening is closed (else sockets
+  that send nothing hold their place in the table for the whole header timeout, and 64 of them hold the API);
 - at most ``api.max_connections`` connections are open at once. A new one past the cap takes the place of an idle
   one (no byte of a request in): the oldest idle connection of the client address that holds the most goes first.
   Only when none is idle does the newcomer get 503, at its request;
 - a request line with another version than HTTP/1.0 or HTTP/1.1 gets 505;
 - a response sent before the request's body was all in (a 404, a 405) closes the connection: the rest of that body
-  can never be read as the next request (issue 94: such a connection waited out the keep-alive and header timeouts).
+  can never be read as the next request (else such a connection waits out the keep-alive and header timeouts).
 
 The body's own timeout is ASGI middleware (:class:`BodyReadTimeout`): a body that stops arriving for
 ``api.body_timeout_s`` gets 408. Every status here is the API's JSON error. What h11 cannot parse (a 1 MB

@@ -15,7 +15,7 @@ from retriever import SearchFilter, SearchMode
 
 class FilteredRequest(BaseModel):
     """The filters every search takes, as the CLI's ``--source``, ``--kind``, ``--category``, ``--from``, ``--to``
-    (issue 93: ``/v1/formula`` and MCP's formula search took only the first two, and dropped the rest)."""
+    (``/v1/formula`` and MCP's formula search take all five too)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -51,8 +51,8 @@ class SearchRequest(FilteredRequest):
     formula: bool = Field(False, description="the query is one formula: statements holding it or a similar one")
 
     def checked(self, limits: ApiSettings) -> SearchRequest:
-        """This request as it is searched: its texts checked and read once (issue 93: the joined text was
-        thrown away and the unjoined one searched)."""
+        """This request as it is searched: its texts checked and read once, and searched as checked
+        (surrogate pairs joined)."""
         check_k(self.k, limits)
         return self.model_copy(update={"query": check_text(self.query, "query", limits), **self._filters_checked()})
 

@@ -1,7 +1,7 @@
 """The one backend behind the HTTP API, the MCP server and the chat: what they serve, with its limits,
 deadlines and queue, in one place.
 
-Its calls are the domain's (issue 77): :meth:`~ServingBackend.search`, ``papers``, ``formula``,
+Its calls are the domain's: :meth:`~ServingBackend.search`, ``papers``, ``formula``,
 ``statement``, ``ask`` (and its stream), ``status`` and ``llm_health``. Each takes the front end's typed
 request (:mod:`rag_app.api.requests`), checks it against the ``[api]`` limits, and returns the domain's
 records (hits, papers, a statement's view, the answer); a front end only turns them into its own shape
@@ -15,8 +15,8 @@ turn among the searches (``api.max_concurrent_searches``); an answer also waits 
 
 A Python thread cannot be stopped from outside, so a request given up at its deadline does not free its
 slot: the slot is freed when its thread ends. The searches running are therefore never more than the limit,
-however many requests time out (before, each timed-out search freed its slot while its thread ran on, and
-threads piled up behind a slow index). The thread ends soon after the deadline all the same: its work runs
+however many requests time out (a slot freed at the deadline while its thread runs on would let threads
+pile up behind a slow index). The thread ends soon after the deadline all the same: its work runs
 within it (``retriever.deadline``), and each stage of a search and each chunk of an answer checks it first.
 """
 

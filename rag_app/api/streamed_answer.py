@@ -3,11 +3,11 @@
 The model's chunks come from a blocking iterator (the LLM client's stream), so each is read in a worker
 thread. Each read runs :func:`~retriever.deadline.run_within` the request's deadline, as every search stage
 does, so the answer itself sees the deadline: past it, :class:`~rag_app.answering.answer.AnswerStream`
-closes the LLM's stream at its next chunk and stops (issue 77: the reads ran without it, and the model
-wrote on). :meth:`StreamedAnswer.close` waits for the read in progress to end, closes the stream, and only
+closes the LLM's stream at its next chunk and stops, instead of letting the model write on.
+:meth:`StreamedAnswer.close` waits for the read in progress to end, closes the stream, and only
 then gives the turn at the LLM back: a turn given back is a server that is free. A read that outlasts the wait
-keeps the turn until it ends (issue 93: the turn was given back while the read still ran, and closing its
-generator failed with "generator already executing", which was suppressed).
+keeps the turn until it ends: while the read runs the server is not free, and its generator cannot be closed
+("generator already executing").
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class StreamedAnswer:
         self._released = False
         self._late_close: asyncio.Task[None] | None = None  # the close that waits for a read outlasting the wait
         # set when the reading is closed early (its client left): the model's stream stops at its next chunk,
-        # where the choice of a quote reads it whole inside one read (issue 85: the model wrote on, 15 s)
+        # where the choice of a quote reads it whole inside one read (without it the model wrote on for 15 s)
         self._left = threading.Event()
 
     @property

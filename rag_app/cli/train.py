@@ -361,7 +361,7 @@ def train_chooser(
     c: Annotated[float, typer.Option("--c", help="inverse L2 regularization of the logistic regression")] = 1.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Fit the answer's learned chooser on the tuning halves (issue 92); thresholds set by cross-validation."""
+    """Fit the answer's learned chooser on the tuning halves; thresholds set by cross-validation."""
     from rag_app.answering.source_chooser import PACKAGED
     from rag_app.training.train_source_chooser import ChooserRowsError, train
 

@@ -1,4 +1,4 @@
-"""What training and evaluation both read, below both (issue 77: neither imports the other).
+"""What training and evaluation both read, below both (neither imports the other).
 
 ``query_set`` (versioned query-set files: evaluation scores them, training keeps their queries out of
 its pairs), ``paper_split`` (which papers and statements a model trained on: training makes pairs of

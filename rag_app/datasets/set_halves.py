@@ -1,4 +1,4 @@
-"""Each development set in two halves: one to tune on, one only measured (issue 92).
+"""Each development set in two halves: one to tune on, one only measured.
 
 Rules tuned claim by claim read the claims they were tuned on, not research English; a gain is a gain only on
 questions nothing was tuned on. So every query set is split once, and every figure is reported on both halves
@@ -11,7 +11,7 @@ side by side:
   the sets: a new query of an old statement lands where its statement already is;
 - a query that judges no statement (a question whose answer is in no statement of the index) by a hash of its set's
   name and its qid;
-- a set written apart (``tuning: false`` in its header, like the questions written for issue 92 before any run)
+- a set written apart (``tuning: false`` in its header, like ``research-questions-apart``, written before any run)
   is untouched whole.
 
 ``eval/sets/halves.v1.json`` records the split as it stood when it was made (``rag-app`` never reads it; a test

@@ -25,10 +25,10 @@ from retriever.text.formula_share import formula_tokens
 STACKS_SLOGANS = "dev-queries/stacks-slogans-dev.jsonl"
 DEV_CORPUS = (STACKS, HOTT, THESIS_SAMPLE)
 BUILT_BY = "scripts/build_dev_sets.py"
-VERSION = 2  # 2: statements cleaned by issue 4 (macros expanded, math normalized, refs resolved)
+VERSION = 2  # 2: statements cleaned (macros expanded, math normalized, refs resolved)
 MANIFEST = "MANIFEST.json"
-# The label-words set (issue 60): thousands of short author-written keyword queries, none of them in
-# stacks-labels (tuned on since issue 3) and none ever made a training query (reserved_for_evaluation).
+# The label-words set: thousands of short author-written keyword queries, none of them in
+# stacks-labels (tuned and trained on) and none ever made a training query (reserved_for_evaluation).
 LABEL_WORDS_SAMPLE = 2_000
 
 

@@ -317,7 +317,7 @@ def download_arxiv_months(
 ) -> Iterator[DownloadReport]:
     """Fetch each month's listing and e-prints into ``source``, one request per ``arxiv.request_interval_s``
     across all of them, skipping files already there (``ingest arxiv --download``); yields each month's report.
-    Nothing runs until iterated. (``MathRAG.download_arxiv_months`` until issue 93: it reads no index.)"""
+    Nothing runs until iterated. A function, not a method of ``MathRAG``: it reads no index."""
     arxiv = settings.arxiv
     downloader = ArxivDownloader(
         arxiv.oai_url,

@@ -1,6 +1,5 @@
 """One index as the Python API, the HTTP API and the chat read it: its stores and the search stack over
-them, each opened on first use and once (issue 93: this was a mixin of ``MathRAG`` and module functions that
-reached into its private fields; it is its own object now, which ``MathRAG`` holds as ``rag.indexes``)."""
+them, each opened on first use and once: an object of its own, which ``MathRAG`` holds as ``rag.indexes``."""
 
 from __future__ import annotations
 
@@ -135,7 +134,7 @@ class OpenedIndex:
         `rag-app status` names a damaged one)."""
         try:
             return self.statement_links.counted(hits)
-        except sqlite3.DatabaseError as error:  # said once a search, not swallowed (issue 86)
+        except sqlite3.DatabaseError as error:  # said once a search, not swallowed
             logger.warning("the statement graph could not be read for the uses counts (%s): `rag-app status`", error)
             return list(hits)
 

@@ -3,7 +3,7 @@
 Under an answer (the chat, ``rag-app ask``) and on the chat's Search page, results after the first few are
 shown one line each: the statement's kind, number and name, its paper (or chapter) and section, and the
 first words of the statement. Several results from one paper and section stand together under it, at the
-place of the best of them, so that a reader sees "three lemmas of the same section" at a glance (issue 76).
+place of the best of them, so that a reader sees "three lemmas of the same section" at a glance.
 """
 
 from __future__ import annotations

@@ -149,8 +149,8 @@ class SearchStack:
         # The ranker is loaded by one thread: a second first search (a server's warm-up beside its first
         # request) waits for it, instead of finding it "looked up" and still missing (searched without it).
         self._ranker_lock = threading.Lock()
-        # The reranker's model and the ensemble are built by one thread too (issue 93: two first searches built
-        # two rerankers, each loading its model).
+        # The reranker's model and the ensemble are built by one thread too: two first searches at once share one
+        # reranker, its model loaded once.
         self._models_lock = threading.Lock()
         self._first_stages: dict[bool, FirstStageSearcher] = {}
         self._learned: dict[bool, LearnedRankingSearcher] = {}

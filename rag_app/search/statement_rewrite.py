@@ -32,8 +32,8 @@ logger = logging.getLogger(__name__)
 class StatementRewriter:
     """``rewrite(query)``: the statement the model thinks the query looks for, or "" when it has none.
 
-    The rewrites kept are bounded (issue 86: every distinct query used to stay forever, in memory and in an
-    append-only file): the ``max_entries`` used last stay in memory, and the file is written again with just
+    The rewrites kept are bounded, so that distinct queries do not pile up for good in memory and in the
+    file: the ``max_entries`` used last stay in memory, and the file is written again with just
     those once it holds twice as many lines. Two callers with the same query at once make one model call:
     the second waits for the first's rewrite (at most ``wait_s``).
     """

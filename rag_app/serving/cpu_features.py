@@ -49,8 +49,8 @@ PROBE_CODE: dict[str, str] = {
     "amx_tile": "c4e2784907c4e27b49c0c4e27849c0c3",
 }
 # The /proc/cpuinfo flag that advertises each probed feature (Linux's names).
-# The flag /proc/cpuinfo lists for each feature: the kernel writes AVX512-VNNI as "avx512_vnni" (issue 86: it was
-# reported "advertised no" on a CPU that lists it).
+# The kernel writes AVX512-VNNI as "avx512_vnni": looked up by the probe's name, a CPU that lists it would be
+# reported "advertised no".
 ADVERTISED_AS = {feature: feature for feature in PROBE_CODE} | {"sse4_2": "sse4_2", "avx512vnni": "avx512_vnni"}
 # XCR0 bits each feature's registers need: 1 SSE, 2 AVX (upper ymm), 5-7 AVX-512 (opmask, upper zmm,
 # zmm16-31), 17-18 AMX (tile config, tile data).

@@ -168,7 +168,7 @@ class LLMConnection:
         if llm.server != "llama.cpp" and llm.vllm.model:
             description = f"local server ({llm.server}: vLLM {llm.vllm.model} if installed), started on first question"
             return LLMHealth("not started", description)
-        if not LlamaBuild.installed():  # its build runs in the background, failed, or never ran (issue 94)
+        if not LlamaBuild.installed():  # its build runs in the background, failed, or never ran
             build = LlamaBuild(self.settings.data_dir).state()
             state = "building" if build.state == "building" else "down"
             return LLMHealth(state, build.describe(), build.detail or None)

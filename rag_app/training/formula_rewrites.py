@@ -53,7 +53,7 @@ class _TimeoutError(Exception):
 
 
 # What sympy may raise on a formula it cannot read, rewrite or evaluate: such a formula is skipped. Anything else
-# (a bug, memory running out) is raised (issue 93: every exception was swallowed, a bug along with the rest).
+# (a bug, memory running out) is raised: catching every exception would swallow a bug along with the rest.
 _SYMPY_FAILURES = (
     _TimeoutError,
     ArithmeticError,
@@ -273,8 +273,8 @@ def _perturb(expression: sympy.Expr, rng: random.Random) -> sympy.Expr | None:
 
 
 def _numerically_equal(first: sympy.Expr, second: sympy.Expr, rng: random.Random) -> bool:
-    """The two agree at three random points, at least one of which could be evaluated (issue 93: a pair no point
-    could evaluate was called equal)."""
+    """The two agree at three random points, at least one of which could be evaluated: a pair no point
+    can evaluate is not called equal."""
     return _compared_at_points(first, second, rng) is True
 
 

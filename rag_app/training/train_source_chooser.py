@@ -1,4 +1,4 @@
-"""Fitting the answer's learned chooser (``rag-app train chooser``, issue 92).
+"""Fitting the answer's learned chooser (``rag-app train chooser``).
 
 The rows come from ``bench/answer_choice.py collect``: for each question of every set, the sources the answer
 reads, what the chooser reads of each (:data:`rag_app.answering.source_features.FEATURE_NAMES`) and whether each

@@ -103,7 +103,7 @@ class OnnxQueryEncoder:
 
 
 def export_path(directory: Path, identity: str) -> Path:
-    """Where ``identity``'s export lives, keyed by what it depends on (issue 94): the model, and the torch that
+    """Where ``identity``'s export lives, keyed by what it depends on: the model, and the torch that
     traced it at opset ``OPSET``. Another torch writes another file; the old one is never read as this one's."""
     import torch
 

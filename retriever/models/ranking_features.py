@@ -35,7 +35,7 @@ from retriever.text.query_formulas import query_formulas
 from retriever.text.statement_profile import FIELDS, KINDS, SOURCES, StatementProfile
 from retriever.types import SearchHit
 
-# KINDS, SOURCES, FIELDS and StatementProfile were first defined here: importing them from here keeps working.
+# KINDS, SOURCES, FIELDS and StatementProfile are re-exported: code that imports them from here keeps working.
 __all__ = ["FEATURE_NAMES", "FIELDS", "KINDS", "SOURCES", "StatementProfile", "StatementProfiles", "feature_matrix"]
 
 FEATURES_VERSION = 1

@@ -15,7 +15,7 @@ class HybridSearcher:
 
     With an ``executor``, the first searcher (the vector channel: its query embedding runs outside
     the interpreter's lock) runs in a worker thread while the others (lexical: BM25, formulas) run in
-    the caller's: a search then takes about the longer of the two, not their sum (issue 75).
+    the caller's: a search then takes about the longer of the two, not their sum.
     """
 
     name = "hybrid"

@@ -19,7 +19,7 @@ class TypedNotationSearcher(ResultSearcher):
         self.statements = statements
 
     def run(self, query: str, k: int, mode: str, where: SearchFilter | None = None) -> SearchResult:
-        if isinstance(query, Query) and query.notation_read:  # read by the caller (issue 93: it was read twice)
+        if isinstance(query, Query) and query.notation_read:  # read by the caller already: not read again
             return run_search(self.statements, query, k, mode, where)
         read = read_typed_notation(query)
         # the same text keeps its Query, and so its embedding (``ask`` reads the notation first)

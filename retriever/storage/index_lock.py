@@ -47,8 +47,8 @@ class WriterLock:
     of anything else that writes (an advisory ``fcntl.flock`` on ``write.lock``, gone with a killed
     process). Re-entrant within its owner, so an ingest that holds it writes its batches under it.
 
-    Two ingests into one index used to run at once and one died when the other removed its staging
-    files; now the second waits (``on_wait`` tells the user once) and, past ``wait_s``, raises
+    Two ingests into one index at once would collide (one dies when the other removes its staging
+    files), so the second waits (``on_wait`` tells the user once) and, past ``wait_s``, raises
     :class:`IndexWriterBusyError`. Readers never take it: they only ask :meth:`held_elsewhere` before
     repairing a store that a writer may be in the middle of.
     """

@@ -33,7 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def connect(path: Path, *, shared_by_threads: bool = False, durable: bool = False) -> sqlite3.Connection:
     """A connection in WAL mode (readers never block the writer), waiting up to a minute for a lock: the one
-    set-up of every SQLite file of the index (issue 93: it was written again beside this, three times).
+    set-up of every SQLite file of the index.
 
     ``shared_by_threads``: one connection that several threads use under their own lock (the BM25 catalogue);
     ``durable``: every commit synced to disk before it returns (the paper manifest, which says what is done)."""
@@ -42,7 +42,7 @@ def connect(path: Path, *, shared_by_threads: bool = False, durable: bool = Fals
     # connections, so it is set only on a file not (yet) in it. The mode is read through SQLite, never by
     # opening the file: closing any descriptor of a file drops every POSIX lock the process holds on it, the
     # locks of this process's other connections included, and a reader that lost its lock read pages a
-    # checkpoint was overwriting ("database disk image is malformed", beside an ingest: issue 99).
+    # checkpoint was overwriting ("database disk image is malformed", beside an ingest).
     if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         db.execute("PRAGMA journal_mode=WAL")
     if durable:
@@ -137,8 +137,8 @@ def remove_damaged(path: Path) -> None:
 
 
 class SqliteStore:
-    """A derived store kept in one SQLite file, set up in one place (issue 93: the statement graph, the duplicate
-    groups and the ranking profiles each wrote this again): its tables made on opening, its reads on a connection
+    """A derived store kept in one SQLite file, set up in one place for all of them (the commit log, the statement
+    graph, the duplicate groups, the ranking profiles): its tables made on opening, its reads on a connection
     kept per thread, and a damaged file replaced by an empty store that a repair fills again. A subclass gives
     ``_create`` (its tables; run on opening and after a recreate) and ``TABLE``, the table of one row per statement
     that ``ids`` and ``count`` read (what `rag-app status` compares with Chroma)."""

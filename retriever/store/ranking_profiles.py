@@ -5,7 +5,7 @@ length and formula share, its fields' terms, its formula tokens) is the same for
 one costs about 0.25 ms (tokenizing its text): 25 ms for the 100 candidates of a search that meets them
 for the first time (bench/results/search_profile.md, the cold columns). So each is made once, when its
 statement is stored, and kept in ``DIRECTORY/ranking_profiles.sqlite``; a search reads its candidates'
-profiles in one query (about 3 ms for 100) instead of making them (issue 75).
+profiles in one query (about 3 ms for 100) instead of making them.
 
 The file is derived (``retriever.store.derived_stores.RankingProfilesStore``): written with every write of
 the index, compared with Chroma by ``rag-app status`` and rebuilt by ``rag-app repair``. Its

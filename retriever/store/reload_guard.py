@@ -4,7 +4,7 @@ When another process wrote the index, a long-lived reader (the HTTP API, the cha
 again (``StatementIndex.follow_other_writers``): embedded Chroma keeps a vector index in each process's
 memory, and the only way to read the new statements is a new client, after ``clear_system_cache()``. That
 call drops every client of the process at once: a search in another thread, between two Chroma calls,
-then failed with the client gone. The reload now waits for the searches in flight, and searches that
+would then fail with the client gone. So the reload waits for the searches in flight, and searches that
 start meanwhile wait for the reload (a few hundred milliseconds, once per write seen).
 
 A thread that already reads (a search whose first stage asks whether to reload) is never made to wait for

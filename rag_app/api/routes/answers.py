@@ -91,7 +91,7 @@ async def _events(answer: StreamedAnswer, backend: ServingBackend, timeout_s: fl
 class ReleasingStream(StreamingResponse):
     """A stream that gives its turn at the LLM back however it ends: finished, failed before its first
     chunk, or left by its client (whose body generator is then never resumed, so a ``finally`` in it would
-    not run: three abandoned streams used to hold the queue). ``release`` may be a coroutine function."""
+    not run, and three abandoned streams would hold the queue). ``release`` may be a coroutine function."""
 
     def __init__(
         self, content: AsyncIterator[str], release: Callable[[], Awaitable[None] | None], **kwargs: Any
