@@ -98,8 +98,8 @@ class MathRAG:
     @property
     def index(self) -> StatementIndex:
         """The index's stores. Opened by :meth:`open` on a directory that holds no index, reading it raises
-        :class:`IndexNotFoundError` and creates nothing (issue 86: a status on a mistyped path used to create
-        the directory and report an empty index); an ingest builds it."""
+        :class:`IndexNotFoundError` and creates nothing (a status on a mistyped path reports the missing index,
+        not an empty one in a new directory); an ingest builds it."""
         return self.indexes.index
 
     @property
@@ -309,7 +309,7 @@ class MathRAG:
         answers = self.settings.answers
         reads = answers.quote.max_sources if answers.style == "quote" else answers.max_sources
         k = k or max(self.settings.retrieval.top_k, reads)
-        # The next results come from this same search, as deep as it ranks its first k the same (issue 76).
+        # The next results come from this same search, as deep as it ranks its first k the same.
         depth = self.search_stack.stable_depth(
             mode, rerank=rerank, second_embedding=second, where=where, rewrite=rewrite
         )

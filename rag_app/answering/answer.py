@@ -22,7 +22,7 @@ from rag_app.answering.stages import (
 from retriever.deadline import DeadlinePassedError
 from retriever.types import SearchHit
 
-# AnswerStatus and ContextReport were first defined here: importing them from here keeps working.
+# AnswerStatus and ContextReport live in stages; exported here as well, so imports from this module work.
 __all__ = ["Answer", "AnswerStatus", "AnswerStream", "AnswerUpdate", "ContextReport"]
 
 T = TypeVar("T")
@@ -74,7 +74,7 @@ class Answer:
     context = _Reported[ContextReport](lambda answer: answer.generation.context)
     # a quote's first pick: source -> probability
     choice = _Reported[Mapping[str, float]](lambda answer: answer.generation.choice)
-    # "chooser" (the learned chooser, issue 92), "model", "ranker"; "" for a written answer
+    # "chooser" (the learned chooser), "model", "ranker"; "" for a written answer
     chosen_by = _Reported[str](lambda answer: answer.generation.chosen_by)
     # the question's cosine with its closest source
     relevance = _Reported[float | None](lambda answer: answer.relevance_check.score)
@@ -268,7 +268,7 @@ class AnswerUpdate:
     changed: bool  # the statement shown first is no longer the answer's first quote (or the model is not there)
     notice: str  # the sentence that says what became of what was shown first
     # The answer's text for a reader who was shown nothing first (``ask --json``, ``POST /v1/ask``, MCP): no
-    # sentence about a first quote it never saw (issue 84). None: ``text`` as it is.
+    # sentence about a first quote it never saw. None: ``text`` as it is.
     plain: str | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -355,8 +355,8 @@ class AnswerStream:
 
     def result(self) -> Answer:
         """The answer, its checks run; generation is finished here if the caller stopped reading early (or never
-        read). :class:`AnswerClosedError` where the stream was closed before its end (issue 93: an
-        ``AssertionError``, or with ``python -O`` a record built from nothing)."""
+        read). :class:`AnswerClosedError` where the stream was closed before its end: never an ``AssertionError``,
+        nor (with ``python -O``) a record built from nothing."""
         if self._answer is None:
             if not self._closed:
                 for _ in self._events():

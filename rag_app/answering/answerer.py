@@ -302,7 +302,7 @@ class Answerer:
         if not quote.model_adds or not generation.picked or len(generation.picked) >= quote.max_quotes:
             return generation
         if ranker_is_sure(candidates, quote.ranker_sure_margin):
-            return generation  # the model is asked where it was asked before issue 92, no more: the same cost
+            return generation  # the model is asked only where the ranker is not sure, as with no chooser: the same cost
         shown = ShownFirst(generation.picked, (time.perf_counter() - started) * 1000)
         try:
             client = self.client()

@@ -2,7 +2,7 @@
 
 The conversation's rewrite check compares the words themselves and leaves formulas out (``without_math``:
 a formula is checked on its own there). The yes/no reading compares word families with the claims' own
-stemmer (:func:`rag_app.answering.claims.yes_no_questions.topic_words`; issue 84: one stemmer, not two).
+stemmer (:func:`rag_app.answering.claims.yes_no_questions.topic_words`: one stemmer, not two).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Two layouts, chosen by the prompt (its ``layout`` key). "fenced": each source si
 ``<sources key=K>`` ... ``</sources key=K>`` around all of them, each source one line ``[n] Kind (name):
 text`` with its whitespace collapsed, so no statement can begin a line that looks like another source;
 the fences and headings of the first layout cost about 40 tokens a source, which is what a deeper
-reading (8 openings in the tokens of 4) cannot spare (issue 83). ``K`` is a random key made for this
+reading (8 openings in the tokens of 4) cannot spare. ``K`` is a random key made for this
 one question. A statement cannot close its fence (it would have to guess the key, and fence-like tags
 in it are defused) nor open a chat turn (template control tokens such as ``<|im_start|>`` are
 defused: llama.cpp tokenizes them as control tokens even inside a message).

@@ -113,7 +113,7 @@ class QueryRewriter:
 def refers_back(question: str) -> bool:
     """Whether a question leans on the conversation: a referring word, or too few words of its own. A formula
     names its own objects: a question that types one ("Is $\\int_0^\\infty e^{-x^2}dx = \\sqrt{\\pi}/2$?") stands
-    alone with a single word beside it (issue 92: it went to the rewriter, and came back with the prompt's words)."""
+    alone with a single word beside it (the rewriter gives such a question back with the prompt's words)."""
     prose = _MATH.sub(" ", question)
     if _REFERRING.search(prose):
         return True
@@ -147,7 +147,7 @@ def usable_rewrite(
     if words - known and len(words - known) > max(2, len(words) // 3):
         return None
     # A word the rewrite prompt holds and the conversation does not ("conversation", "standalone") is the model
-    # repeating its instructions, never what the user asked (issue 92).
+    # repeating its instructions, never what the user asked.
     said = known | {w for turn in history for w in _words(turn.answer)}
     if (words - said) & prompt_words:
         return None

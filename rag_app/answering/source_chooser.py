@@ -1,4 +1,4 @@
-"""Which source the answer leads with, and whether any of them answers: a learned, calibrated choice (issue 92).
+"""Which source the answer leads with, and whether any of them answers: a learned, calibrated choice.
 
 Measured on research questions written apart from the project, the packaged model's pick of a statement was worse
 than the search's first result, and its "none of them answers" was wrong about half the time. The chooser reads

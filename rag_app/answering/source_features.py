@@ -1,4 +1,4 @@
-"""What the answer knows of each source it may quote, as numbers a learned model can weigh (issue 92).
+"""What the answer knows of each source it may quote, as numbers a learned model can weigh.
 
 The statement that answers is among the four sources the answer reads far more often than it is the search's
 first result, and neither the packaged model's pick nor the ranker's order alone finds it best. Each source is

@@ -39,7 +39,7 @@ class Retrieval:
     filter: str = "everything"  # the filter's description
     retriever: str = ""  # the retriever mode
     model_calls: tuple[ModelCall, ...] = ()  # calls to the model the search made (the conversation's rewrite)
-    # The same search's results after ``result``'s (retrieval.next_results): the list under an answer (issue 76)
+    # The same search's results after ``result``'s (retrieval.next_results): the list under an answer
     next_hits: tuple[SearchHit, ...] = ()
 
     @classmethod
@@ -126,7 +126,7 @@ class Generation:
     """What the model was given and what came back. A quoting answer adds its picks: ``chosen_by``
     ("model", or "ranker" when the learned ranker's first result led clearly), the probabilities of
     its first pick (``choice``), and the quote's sentences. ``chosen_by`` is "chooser" where the learned chooser
-    decided the first quote (``choice_of``: its probabilities; issue 92)."""
+    decided the first quote (``choice_of``: its probabilities)."""
 
     prompt: str  # NAME@vN of the prompt template
     style: str  # "quote" or "synthesis"

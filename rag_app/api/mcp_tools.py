@@ -185,11 +185,11 @@ def build_mcp_server(backend: ServingBackend | MathRAG | Callable[[], ServingBac
             except QueueFullError:
                 asks = serving.asks
                 raise ToolError(f"busy: {asks.running} answers are being written and {asks.waiting} wait") from None
-            # The one answer record (issue 86), its statements as a model reads them: shorter, nothing renamed.
+            # The answer record every front end gets, its statements as a model reads them: shorter, nothing renamed.
             record: dict[str, Any] = dict(await serving.record(answer))
             shown = serving.rag.settings.ui.next_results_shown
             record["sources"] = [compact_hit(hit) for hit in answer.sources]
-            # the list the chat shows under the answer (issue 76): the search's results after the sources
+            # the list the chat shows under the answer: the search's results after the sources
             record["next_results"] = [compact_hit(hit) for hit in answer.next_results[:shown]]
             return record
 
@@ -203,6 +203,6 @@ def _filters(
     date_from: date | None,
     date_to: date | None,
 ) -> dict[str, Any]:
-    """A search tool's filters as the request takes them: the same for statements and formulas (issue 93)."""
+    """A search tool's filters as the request takes them: the same for statements and formulas."""
     return {"kind": kind or [], "source": source or [], "category": category or [], "date_from": date_from,
             "date_to": date_to}  # fmt: skip

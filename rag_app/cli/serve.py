@@ -73,7 +73,7 @@ def ui(
     watched = None
     waiting: BuildWait | None = None
     if not settings.llm.base_url and not running_server_url(settings.data_dir) and _llama_not_built(settings):
-        # The chat opens now and searches; the server starts once llama.cpp's build is in (issue 94).
+        # The chat opens now and searches; the server starts once llama.cpp's build is in.
         waiting = BuildWait(settings)
         env["RAG_APP_LLM__BASE_URL"] = waiting.base_url
         typer.echo(f"The local model's server starts once llama.cpp is built: {waiting.build.state().describe()}")

@@ -1,4 +1,4 @@
-"""The build of llama.cpp for this CPU, run in the background while the chat already searches (issue 94).
+"""The build of llama.cpp for this CPU, run in the background while the chat already searches.
 
 Building llama-cpp-python for what the CPU really runs (``build_llama_cpp.sh`` beside this module: it ships in the
 package, so an installed rag-app builds its own server; ``scripts/build_llama_cpp.sh`` runs it) takes about ten minutes

@@ -15,7 +15,7 @@ class QuoteSettings(BaseModel):
     """``answers.style = "quote"``: what the model reads to pick the sources that answer. It only chooses,
     so each source is shown short (its heading and beginning) and more of them fit the same time."""
 
-    # v2 lays the sources out one line each (issue 83, a deeper reading): opt-in until it wins, measured
+    # v2 lays the sources out one line each (a deeper reading): opt-in until it wins, measured
     # in docs/retrieval-and-evaluation.md ("A deeper reading").
     prompt: str = Field("answer_select@v1", description="prompt name (its latest version) or NAME@vN")
     max_sources: int = Field(4, ge=1, description="sources the model chooses among")
@@ -29,12 +29,12 @@ class QuoteSettings(BaseModel):
         3, ge=1, description="when the model picks none, the closest this many are quoted under a notice"
     )
     max_tokens: int = Field(12, ge=4, description="tokens the model may answer with (a few source numbers)")
-    # Which source the answer leads with (issue 92): the learned chooser (rag_app/answering/source_chooser.py)
+    # Which source the answer leads with: the learned chooser (rag_app/answering/source_chooser.py)
     # weighs the ranker's scores and margins, the question's cosine, the statement's text, name, section and the
     # definitions in its scope, its kind and the claim reading, and its calibrated probability decides the notice
     # that none answers. On research questions written apart, the model's own pick was worse than the search's
     # first result and its "none" wrong half the time, so with a chooser the model never replaces the first
-    # quote: it may add one (model_adds). "none": the model chooses as before issue 92 (where the ranker is not
+    # quote: it may add one (model_adds). "none": the model chooses (where the ranker is not
     # sure). Applied where the scores are the learned ranker's (the features were fitted on them).
     chooser: str = Field(
         "packaged",
@@ -47,13 +47,13 @@ class QuoteSettings(BaseModel):
     )
     # The learned ranker's clear first result is quoted without asking the model (bench/choice_quality.py:
     # where its score leads the second by this much, the first result answered more often than the model's
-    # pick, and the answer comes at search speed). Calibrated again on two sets in issue 60: 1.5 showed an
-    # answering statement once more in 155 questions and presented 3 fewer wrong quotes as the answer, but
-    # asked the model on 16 more of the 103 user-shaped questions (first token p50 from search speed to
-    # about 13 s on 2 CPUs), so 1.0 stayed (docs/answers.md). The ranker retrained with the generated questions
-    # (2026-11-27) spreads its scores wider: at 1.5 it quotes alone as often as the old one did at 1.0 (52 % of
-    # the user-shaped set against 58 %), wrong 13 times on the two question sets against 22. Unset: the model
-    # always chooses.
+    # pick, and the answer comes at search speed). Calibrated on two sets with the ranker trained without the
+    # generated questions: there 1.5 showed an answering statement once more in 155 questions and presented 3
+    # fewer wrong quotes as the answer than 1.0, but asked the model on 16 more of the 103 user-shaped questions
+    # (first token p50 from search speed to about 13 s on 2 CPUs; docs/answers.md). The ranker trained with the
+    # generated questions (2026-11-27) spreads its scores wider: at 1.5 it quotes alone as often as that ranker
+    # did at 1.0 (52 % of the user-shaped set against 58 %), wrong 13 times on the two question sets against 22.
+    # Unset: the model always chooses.
     ranker_sure_margin: float | None = Field(
         1.5,
         ge=0,
@@ -61,13 +61,13 @@ class QuoteSettings(BaseModel):
         "the model always chooses",
     )
     # Fewer statements to read where the ranker's order already decides: of the learned ranker's results, the
-    # model reads only those within this score of the first (issue 75: over 342 questions of the three dev
+    # model reads only those within this score of the first (over 342 questions of the three dev
     # sets, a gap of 2.5 left out an answering statement the model would have read once). Unset: all of them.
     reading_gap: float | None = Field(
         None, ge=0, description="the model reads only results within this learned-ranker score of the first"
     )
     # Where the model chooses, the search's first result is quoted at once (with its yes/no lead-in, which
-    # needs no model) and the model's choice follows as an update that says what changed (issue 75: on 2 CPUs
+    # needs no model) and the model's choice follows as an update that says what changed (on 2 CPUs
     # the model reads its prompt for 6-9 s before it can choose; bench/ask_latency.py).
     show_first: bool = Field(
         True, description="quote the search's first result at once while the model chooses; its choice follows"
@@ -75,8 +75,8 @@ class QuoteSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _removed_settings(cls, values: object) -> object:
-        """Settings of the yes/no rules the verdict replaced (``answers.verdict``): read from an old file with a
-        warning that says what decides now, never an error."""
+        """Settings of the yes/no rules that the verdict (``answers.verdict``) stands in for: read from a file that
+        still sets them with a warning that says what decides, never an error."""
         if isinstance(values, dict):
             found = sorted(name for name in REMOVED_QUOTE_SETTINGS if name in values)
             if found:
@@ -150,8 +150,8 @@ class AnswerSettings(BaseModel):
     proofs: Literal["auto", "always", "never"] = Field(
         "auto", description="give each source's proof: auto when the question asks for a proof or a reason"
     )
-    # Issue 50, point 4: does a source read with the definitions its terms rest on get picked better?
-    # Measured paired (docs/retrieval-and-evaluation.md, "The statement graph"): off by default.
+    # Sources read with the definitions their terms rest on, for whether a source gets picked better: measured
+    # paired (docs/retrieval-and-evaluation.md, "The statement graph"), off by default.
     source_definitions: int = Field(
         0,
         ge=0,

@@ -1,8 +1,9 @@
-"""A question read once per answer into the one value every reader of it takes (issue 93).
+"""A question read once per answer into the one value every reader of it takes.
 
-The claims' comparison, the refutation scan, the chooser's features and the lead-in each parsed the question
-again: whether it asks yes or no (about three times per statement read), its LaTeX with typed notation read, its
-claim's terms (once per statement the refutation scan read). An :class:`AskedQuestion` holds what they read.
+The claims' comparison, the refutation scan, the chooser's features and the lead-in all read the same things of
+the question: whether it asks yes or no (about three times per statement read, were each to parse it), its LaTeX
+with typed notation read, its claim's terms (once per statement the refutation scan reads). An
+:class:`AskedQuestion` holds what they read, parsed once.
 """
 
 from __future__ import annotations

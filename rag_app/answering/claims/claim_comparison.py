@@ -14,10 +14,10 @@ statement read into claims (:mod:`rag_app.answering.claims.statement_claims`):
 - **nothing** otherwise: a word of the question the statement never uses (another object, another
   conclusion), the converse, a question not answerable yes or no.
 
-Rules rather than the packaged model: asked "is the answer yes?", the model said yes to 10 of 16 false claims
-(issue 74); these rules read the quote in microseconds and say "Yes" only when they can show why
+Rules rather than the packaged model: asked "is the answer yes?", the model said yes to 10 of 16 false claims;
+these rules read the quote in microseconds and say "Yes" only when they can show why
 (bench/yes_no_verdict.py measures both on eval/questions/yes-no-claims.v1.jsonl). Pure reading of text: no
-setting, no model (issue 84 moved it here from the answering room).
+setting, no model.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def compare(
     """The verdict of ``statement_latex``, a statement of ``kind`` (a ``StatementKind`` value), on the yes/no
     ``question`` (see the module's note). ``named``: the word families the index knows the statement by besides
     its text (its name, section title and label: "Zariski's Main Theorem", "Associated primes"); a question word
-    among them is a word the statement speaks of (issue 92). Only what a paper proves or defines is read for a
+    among them is a word the statement speaks of. Only what a paper proves or defines is read for a
     verdict: a conjecture, a question or an exercise settles nothing (the reader is told), and an answer post, a remark
     or an example argues in prose whose hypotheses the rules cannot read."""
     question = AskedQuestion.read(question)  # read once: an answer passes the one it read

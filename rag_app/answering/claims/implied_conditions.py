@@ -7,9 +7,9 @@ the question when the question gives a bound or a number that satisfies it. Only
 statements these rules compare are about integers, degrees, orders and primes); anything else stays a
 hypothesis the question does not state. Pure reading of text, as the rest of this package.
 
-Issue 92 removed four readings that each matched one claim of the development sets and no phrasing beyond it
-("1/p" for reciprocals, "pairwise" for ``i ≠ j``, "comaximal" for ``I + J = R``, "≡ 1 mod 4" for odd): a rule
-fitted to one sentence reads that sentence. What stays reads a class of phrasing (numbers and bounds in words).
+Each reading here reads a class of phrasing (numbers and bounds in words). Readings that would each match one
+claim of the development sets and no phrasing beyond it ("1/p" for reciprocals, "pairwise" for ``i ≠ j``,
+"comaximal" for ``I + J = R``, "≡ 1 mod 4" for odd) are left out: a rule fitted to one sentence reads that sentence.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The words every reader of mathematical English here shares (issue 93): the claims reading (``claim_terms``,
+"""The words every reader of mathematical English here shares: the claims reading (``claim_terms``,
 ``statement_claims``, ``refutation``, ``implied_conditions``) and the written answer's check
 (``rag_app.answering.statement_check``). One list each, so that a word learned for one reader is learned for all;
 the regular expressions built from them live here too."""
@@ -33,8 +33,8 @@ OBJECT_NOUNS = frozenset(
     complex complexes""".split()  # noqa: SIM905 (one word list, read as prose)
 )
 # Of those, the kinds a question asks as its predicate ("Is O a sheaf for the h topology?", "Is X a variety?"):
-# there the noun is the claim, and a claim's reader must not pass over it (issue 93: reading "sheaf" as a mere
-# kind of object lost the refutation of that question). The written-answer check reads them as objects.
+# there the noun is the claim, and a claim's reader must not pass over it (read as a mere kind of object,
+# "sheaf" loses the refutation of that question). The written-answer check reads them as objects.
 PREDICATE_NOUNS = frozenset(
     "type types sheaf sheaves algebra algebras variety varieties site sites complex complexes".split()  # noqa: SIM905
 )
