@@ -4,6 +4,9 @@ with over 25 methods. Generated and data files are not Python here, so every mod
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,3 +82,32 @@ def test_every_benchmark_has_a_line_in_bench_readme_and_every_experiment_names_i
         assert f"| `{path.name}` |" in readme, f"{path.name} missing from bench/README.md"
         docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
         assert "Decision recorded in" in docstring and "docs/" in docstring, f"{path.name}: which doc records it?"
+
+
+ISSUE_NUMBER = re.compile(r"\b[Ii]ssues? ?#?\d+")
+
+
+def _comments_and_docstrings(source: str) -> list[tuple[int, str]]:
+    """Each comment and docstring of a module, with its line (string literals the program uses are not read)."""
+    found = [(token.start[0], token.string) for token in tokenize.generate_tokens(io.StringIO(source).readline)
+             if token.type == tokenize.COMMENT]  # fmt: skip
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            docstring = ast.get_docstring(node, clean=False)
+            if docstring:
+                found.append((node.body[0].lineno, docstring))
+    return found
+
+
+def test_no_comment_or_docstring_tells_issue_history() -> None:
+    """What the code does and the measured reason belong in the code; which issue changed it, in CHANGELOG.md."""
+    told = [
+        f"{file.relative_to(ROOT)}:{line}"
+        for package in ("rag_app", "retriever", "ingestion", "ui", "prompts", "scripts")
+        for file in sorted((ROOT / package).rglob("*.py"))
+        for line, text in _comments_and_docstrings(file.read_text(encoding="utf-8"))
+        if ISSUE_NUMBER.search(text)
+    ]
+    assert told == []
+    example = '"""Issue 7: moved."""\nx = "issue 8"  # issue 9\n'
+    assert _comments_and_docstrings(example) == [(2, "# issue 9"), (1, "Issue 7: moved.")]

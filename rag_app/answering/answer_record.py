@@ -2,7 +2,7 @@
 
 ``ask --json``, ``POST /v1/ask``, the ``answer`` event of ``/v1/ask/stream`` and the MCP ``ask`` tool all
 return it, made in one place (:meth:`rag_app.answering.answer.Answer.to_dict`; the serving backend adds the
-LLM's health as ``llm``). Issue 86: the CLI used to add ``llm``, HTTP lacked it, MCP built its own shape.
+LLM's health as ``llm``): one place makes the record, so every front end gets the same shape.
 MCP shortens what a model reads (its hits are :func:`~rag_app.api.mcp_tools.compact_hit`'s) but renames
 nothing. The keys are a contract: they are only ever added.
 """
@@ -78,10 +78,10 @@ class AnswerRecord(TypedDict):
     shown_first: dict[str, Any] | None
     next_results: list[dict[str, Any]]  # the same search's results after the sources, best first
     llm: dict[str, Any] | None  # the LLM's health when the answer was written (state, description, failure)
-    # the learned chooser's reading (issue 92): each source's probability of answering, the order, and whether
+    # the learned chooser's reading: each source's probability of answering, the order, and whether
     # the first is presented as the answer (else the notice); None where the model chose
     source_choice: dict[str, Any] | None
-    # what the first quote settles (issue 100): yes, no, only_under, answers, unsure or not_found (None: no verdict
+    # what the first quote settles: yes, no, only_under, answers, unsure or not_found (None: no verdict
     # was read), and the calibrated probability that the first quoted statement settles the question (None: nothing
     # quoted); the reading behind them (each source's five probabilities, the calibration's inputs)
     verdict: str | None

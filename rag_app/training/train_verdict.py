@@ -1,4 +1,4 @@
-"""Fitting the verdict reader (``python -m rag_app.training.train_verdict``, issue 100) and measuring it.
+"""Fitting the verdict reader (``python -m rag_app.training.train_verdict``) and measuring it.
 
 - **Pairs made from the corpus** (:mod:`rag_app.training.verdict_pairs`): questions made from statements of the
   Stacks project, the HoTT book and the thesis sample by a structured procedure, each labelled with what its
