@@ -121,6 +121,10 @@ class SourceChooser:
         unknown = [name for name in names if name not in FEATURE_NAMES]
         if unknown:
             raise SourceChooserError(f"{where}: features this version does not compute: {', '.join(unknown)}")
+        lacking = [name for name in FEATURE_NAMES if name not in names]
+        if lacking:
+            raise SourceChooserError(f"{where}: lacks the features {', '.join(lacking)}; train it again "
+                                     "(rag-app train chooser)")  # fmt: skip
         try:
             arrays = [np.asarray(data[key], np.float64) for key in ("mean", "scale", "coef")]
             numbers = [float(data[key]) for key in ("intercept", "notice_below", "check_below")]

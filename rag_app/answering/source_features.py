@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import pairwise
 
 import numpy as np
@@ -40,39 +40,47 @@ from rag_app.answering.claims.lexicon import WORD
 from rag_app.answering.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
 
-# The order of the columns; a trained chooser stores the names it was fitted on and must find them all here.
-FEATURE_NAMES = (
-    "first",
-    "rank",
-    "score",
-    "behind_first",
-    "lead_over_next",
-    "first_lead",
-    "cosine",
-    "cosine_behind_best",
-    "text_cover",
-    "known_cover",
-    "name_cover",
-    "unknown_words",
-    "phrase_cover",
-    "formula_cover",
-    "text_cover_behind_best",
-    "known_cover_behind_best",
-    "name_cover_behind_best",
-    "unknown_over_fewest",
-    "yes_elsewhere",
-    "no_elsewhere",
-    "length",
-    "citing_cover",
-    "definition",
-    "unproved",
-    "asks_definition",
-    "definition_asked",
-    "yes_no",
-    "verdict_yes",
-    "verdict_no",
-    "verdict_only_if",
-)
+
+@dataclass(frozen=True, slots=True)
+class SourceFeatureRow:
+    """What the chooser reads of one source, by name (a trained chooser stores the names it was fitted on, and a
+    weights file that lacks one of them is refused): the ranker's view, the question's cosine, how much of the
+    question the statement speaks of, and the claim reading of a yes/no question."""
+
+    first: float  # 1.0 for the search's first result
+    rank: float  # from 0
+    score: float  # the learned ranker's score (else the rank's reciprocal)
+    behind_first: float
+    lead_over_next: float
+    first_lead: float  # the first result's lead over the second
+    cosine: float
+    cosine_behind_best: float
+    text_cover: float  # the share of the question's topic words its text uses
+    known_cover: float  # ... its text, name and the definitions in its scope
+    name_cover: float
+    unknown_words: float
+    phrase_cover: float
+    formula_cover: float
+    text_cover_behind_best: float
+    known_cover_behind_best: float
+    name_cover_behind_best: float
+    unknown_over_fewest: float
+    yes_elsewhere: float  # the claim reading says "yes" of another source
+    no_elsewhere: float
+    length: float  # log(1 + characters)
+    citing_cover: float  # the share of the question's topic words the sentences citing it use
+    definition: float
+    unproved: float  # an example, a remark, an answer post
+    asks_definition: float
+    definition_asked: float
+    yes_no: float
+    verdict_yes: float
+    verdict_no: float
+    verdict_only_if: float
+
+
+# The columns of the feature matrix, in the order of :class:`SourceFeatureRow`.
+FEATURE_NAMES = tuple(field.name for field in fields(SourceFeatureRow))
 
 # Kinds that state a result or a notion; anything else (an example, a remark, an answer post) argues in prose.
 _STATED_KINDS = frozenset({"theorem", "lemma", "proposition", "corollary", "definition", "claim", "fact"})
@@ -146,40 +154,39 @@ class SourceFeatures:
             verdict = verdicts[n]
             definition = record.kind.value == "definition"
             heard = _phrases(f"{record.name} {record.section} {record.text}")
-            rows.append(
-                (
-                    float(n == 0),
-                    float(n),
-                    scores[n],
-                    scores[0] - scores[n],
-                    scores[n] - scores[n + 1] if n + 1 < count else 0.0,
-                    scores[0] - scores[1] if count > 1 else 0.0,
-                    cosines[n],
-                    cosines.max() - cosines[n],
-                    text_covers[n],
-                    known_covers[n],
-                    name_covers[n],
-                    float(unknown[n]),
-                    _cover(asked_phrases, heard),
-                    _cover(asked_formulas, _formulas(record.text)) if asked_formulas else 1.0,  # (rendering costs ms)
-                    max(text_covers) - text_covers[n],
-                    max(known_covers) - known_covers[n],
-                    max(name_covers) - name_covers[n],
-                    float(unknown[n] - min(unknown)),
-                    float(any(said_yes) and not said_yes[n]),
-                    float(any(said_no) and not said_no[n]),
-                    float(np.log1p(len(record.text))),
-                    _cover(asked, topic_words(" ".join(cited.get(record.id, ())))) if asked else 0.0,
-                    float(definition),
-                    float(record.kind.value not in _STATED_KINDS),
-                    float(asks_definition),
-                    float(asks_definition and definition),
-                    float(yes_no),
-                    float(verdict is Verdict.YES),
-                    float(verdict in (Verdict.NO, Verdict.OPPOSITE)),
-                    float(verdict is Verdict.ONLY_IF),
-                )
+            row = SourceFeatureRow(
+                first=float(n == 0),
+                rank=float(n),
+                score=scores[n],
+                behind_first=scores[0] - scores[n],
+                lead_over_next=scores[n] - scores[n + 1] if n + 1 < count else 0.0,
+                first_lead=scores[0] - scores[1] if count > 1 else 0.0,
+                cosine=cosines[n],
+                cosine_behind_best=cosines.max() - cosines[n],
+                text_cover=text_covers[n],
+                known_cover=known_covers[n],
+                name_cover=name_covers[n],
+                unknown_words=float(unknown[n]),
+                phrase_cover=_cover(asked_phrases, heard),
+                formula_cover=_cover(asked_formulas, _formulas(record.text)) if asked_formulas else 1.0,
+                text_cover_behind_best=max(text_covers) - text_covers[n],
+                known_cover_behind_best=max(known_covers) - known_covers[n],
+                name_cover_behind_best=max(name_covers) - name_covers[n],
+                unknown_over_fewest=float(unknown[n] - min(unknown)),
+                yes_elsewhere=float(any(said_yes) and not said_yes[n]),
+                no_elsewhere=float(any(said_no) and not said_no[n]),
+                length=float(np.log1p(len(record.text))),
+                citing_cover=_cover(asked, topic_words(" ".join(cited.get(record.id, ())))) if asked else 0.0,
+                definition=float(definition),
+                unproved=float(record.kind.value not in _STATED_KINDS),
+                asks_definition=float(asks_definition),
+                definition_asked=float(asks_definition and definition),
+                yes_no=float(yes_no),
+                verdict_yes=float(verdict is Verdict.YES),
+                verdict_no=float(verdict in (Verdict.NO, Verdict.OPPOSITE)),
+                verdict_only_if=float(verdict is Verdict.ONLY_IF),
             )
+            rows.append(tuple(getattr(row, name) for name in FEATURE_NAMES))
         return cls(np.asarray(rows, np.float32), tuple(verdicts))
 
 

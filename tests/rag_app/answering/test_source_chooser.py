@@ -58,6 +58,12 @@ def test_weights_round_trip_through_json_and_bad_files_say_why(tmp_path: Path) -
     with pytest.raises(SourceChooserError, match="cannot read"):
         SourceChooser.load(tmp_path / "missing.json")
     data = original.to_dict()
+    for key in ("features", "mean", "scale", "coef"):  # fitted before "verdict_only_if" was read: refused by name
+        data[key] = data[key][:-1]
+    path.write_text(json.dumps(data))
+    with pytest.raises(SourceChooserError, match="lacks the features verdict_only_if; train it again"):
+        SourceChooser.load(path)
+    data = original.to_dict()
     del data["intercept"]
     path.write_text(json.dumps(data))
     with pytest.raises(SourceChooserError, match="missing or malformed"):
