@@ -46,6 +46,7 @@ from rag_app.answering.claims import is_yes_no_question
 from rag_app.answering.verdict import PACKAGED_POLICY, AnswerVerdict, VerdictPolicy, VerdictRead
 from rag_app.answering.verdict_cross_encoder import VerdictCrossEncoder
 from rag_app.answering.verdict_reader import expected_calibration_error
+from rag_app.answering.verdict_stage import rules_of
 from rag_app.datasets.query_set import EvalQuery
 from rag_app.datasets.set_halves import SetHalves
 from rag_app.training.fit_verdict_policy import VerdictRow, fit_policy, read_rows, replay
@@ -88,6 +89,7 @@ def collect_one(rag: MathRAG, reader: VerdictCrossEncoder, set_name: str, side: 
         answering=[bool(places(rag, hit) & gold) for hit in sources],
         refuting=[bool(places(rag, hit) & refuting) for hit in sources],
         kinds=[hit.record.kind.value for hit in sources],
+        rules=rules_of(choice) if choice is not None else [],
     )
 
 
@@ -187,6 +189,8 @@ def summarize(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
                 count(true_read, lambda i: i["verdict"] == "yes"), len(true_read)],
             "no for false claims whose refuting statement was read": [
                 count(false_read, lambda i: i["verdict"] == "no"), len(false_read)],
+            "yes to a false claim": count(group, lambda i: i["verdict"] == "yes" and i["truth"] == "false claim"),
+            "no to a true claim": count(group, lambda i: i["verdict"] == "no" and i["truth"] == "true claim"),
             "wrong yes": count(group, lambda i: i["verdict"] == "yes"
                                and (i["truth"] != "true claim" or not i["first_settles"])),
             "wrong no": count(group, lambda i: i["verdict"] == "no"
@@ -234,9 +238,10 @@ def orders_table(rows: list[VerdictRow]) -> str:
 def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [f"# The answer's verdict: {meta['name']} ({meta['date']}, {meta['machine']})", "", meta["about"], ""]
     lines += [
-        "| set / half | n | settles | first result | yes (true, read) | no (false, refuter read) | wrong yes "
-        "| wrong no | nothing answers (no-answer) | doubt recall | undoubted that settle | ECE |",
-        "|" + " --- |" * 12,
+        "| set / half | n | settles | first result | yes (true, read) | no (false, refuter read) | yes to false "
+        "| no to true | yes not judged (open or other quote) | no not judged | nothing answers (no-answer) "
+        "| doubt recall | undoubted that settle | ECE |",
+        "|" + " --- |" * 14,
     ]
     for name, s in summary.items():
         def pair(key: str, s: dict[str, Any] = s) -> str:
@@ -245,7 +250,9 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['questions']} | {s['settles']} | {s['first result settles']} | "
             f"{pair('yes for true claims whose statement was read')} | "
-            f"{pair('no for false claims whose refuting statement was read')} | {s['wrong yes']} | {s['wrong no']} | "
+            f"{pair('no for false claims whose refuting statement was read')} | {s['yes to a false claim']} | "
+            f"{s['no to a true claim']} | {s['wrong yes'] - s['yes to a false claim']} | "
+            f"{s['wrong no'] - s['no to a true claim']} | "
             f"{pair('nothing answers (no-answer questions)')} | {pair('doubt recall')} | "
             f"{pair('doubt precision (undoubted that settle)')} | {s['ece']} |"
         )

@@ -49,7 +49,7 @@ def test_no_class_has_over_25_methods() -> None:
 MAX_TRACKED_BYTES = 9_000_000  # issue 93: the changelog, the lexicon, one test per defect; issue 94: the build;
 # issue 94 the benches; issues 99-100: the commit log and its tests, the no-answer set, the verdict reader, its pairs
 MAX_FILE_BYTES = 1_000_000
-WEIGHT_FOLDERS = ("retriever/models/formula_weights/", "retriever/models/")
+WEIGHT_FOLDERS = ("retriever/models/formula_weights/", "retriever/models/", "rag_app/answering/verdict_weights/")
 
 
 def _tracked_files() -> list[Path]:

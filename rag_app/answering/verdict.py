@@ -60,6 +60,7 @@ class VerdictInputs:
     reader_settles_other: float  # the most any other source settles, by the reader
     relevance: float  # the question's best cosine with a source
     asks_yes_no: float  # 1.0 where the question asks yes or no
+    rules_yes_first: float  # 1.0 where the claim rules read the first quote as proving the claim
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -79,8 +80,10 @@ class VerdictPolicy:
     bias: float
     not_found_below: float
     unsure_below: float
-    yes_at: float
-    no_at: float
+    yes_at: float  # the reader's P(proves) of the first quote, alone
+    no_at: float  # the reader's P(refutes) of a source, alone
+    yes_with_rules_at: float  # ... where the claim rules read it as proving the claim too
+    no_with_rules_at: float  # ... where the claim rules read it as refuting (or opposite to) the claim too
     provenance: dict[str, Any]
 
     def confidence(self, inputs: VerdictInputs) -> float:
@@ -118,7 +121,8 @@ class VerdictPolicy:
                                      "(bench/verdict_answers.py fit)")  # fmt: skip
         try:
             arrays = [tuple(float(v) for v in data[key]) for key in ("mean", "scale", "weights")]
-            numbers = [float(data[key]) for key in ("bias", "not_found_below", "unsure_below", "yes_at", "no_at")]
+            numbers = [float(data[key]) for key in ("bias", "not_found_below", "unsure_below", "yes_at", "no_at",
+                                                    "yes_with_rules_at", "no_with_rules_at")]  # fmt: skip
         except (KeyError, TypeError, ValueError) as error:
             raise VerdictPolicyError(f"{path}: a missing or malformed field ({error})") from error
         if any(len(array) != len(names) for array in arrays):
@@ -151,9 +155,15 @@ class VerdictRead:
 
 
 def inputs_of(
-    first: int, readings: Sequence[VerdictReading], chooser: Sequence[float], relevance: float | None, yes_no: bool
+    first: int,
+    readings: Sequence[VerdictReading],
+    chooser: Sequence[float],
+    relevance: float | None,
+    yes_no: bool,
+    rules: Sequence[str | None] = (),
 ) -> VerdictInputs:
-    """The calibration's inputs for quoting source ``first`` (numbered from 1) first."""
+    """The calibration's inputs for quoting source ``first`` (numbered from 1) first; ``rules``: the claim rules'
+    reading of each source (``yes``, ``no``, ``opposite``, ``only-if``, ``none``; None: not a yes/no question)."""
     others = [reading.settles for n, reading in enumerate(readings, start=1) if n != first]
     return VerdictInputs(
         chooser_first=float(chooser[first - 1]) if chooser else 0.0,
@@ -162,6 +172,7 @@ def inputs_of(
         reader_settles_other=max(others, default=0.0),
         relevance=float(relevance or 0.0),
         asks_yes_no=float(yes_no),
+        rules_yes_first=float(len(rules) >= first and rules[first - 1] == "yes"),
     )
 
 
@@ -173,26 +184,38 @@ def decide(
     relevance: float | None,
     yes_no: bool,
     kinds: Sequence[StatementKind] = (),
+    rules: Sequence[str | None] = (),
 ) -> VerdictRead:
     """The verdict over sources numbered ``1..len(readings)``, quoted in ``order`` (the chooser's), unless a
-    yes/no question's refuting statement goes first. ``kinds``: each source's kind (a counterexample's wording)."""
+    yes/no question's refuting statement goes first. ``kinds``: each source's kind (a counterexample's wording);
+    ``rules``: the claim rules' reading of each source, one input beside the reader's (see :func:`inputs_of`): a
+    "Yes" or "No" the rules agree with may be said at a lower reader probability, each threshold set on the tuning
+    halves at the same bound of wrong verdicts."""
     if not readings:
         return VerdictRead((), AnswerVerdict.NOT_FOUND, None, None, None)
     order = tuple(order)
+
+    def rule(number: int) -> str | None:
+        return rules[number - 1] if len(rules) >= number else None
+
     if yes_no:
-        refuting = max(range(1, len(readings) + 1), key=lambda n: readings[n - 1].probabilities["no"])
-        if readings[refuting - 1].probabilities["no"] >= policy.no_at:
+        ruled = [n for n in order if rule(n) in ("no", "opposite")]  # the rules' refuting reading, in quote order
+        by_reader = max(range(1, len(readings) + 1), key=lambda n: readings[n - 1].probabilities["no"])
+        refuting = ruled[0] if ruled else by_reader
+        refutes = readings[refuting - 1].probabilities["no"]
+        if refutes >= policy.no_at or (ruled and refutes >= policy.no_with_rules_at):
             order = (refuting, *(n for n in order if n != refuting))
-            inputs = inputs_of(refuting, readings, chooser, relevance, yes_no)
+            inputs = inputs_of(refuting, readings, chooser, relevance, yes_no, rules)
             example = bool(kinds) and kinds[refuting - 1] in (StatementKind.EXAMPLE, StatementKind.REMARK)
             lead = f"No: [{refuting}] gives a counterexample:" if example else f"No: [{refuting}] states the opposite:"
             return VerdictRead(order, AnswerVerdict.NO, policy.confidence(inputs), lead, inputs, tuple(readings))
     first = order[0]
-    inputs = inputs_of(first, readings, chooser, relevance, yes_no)
+    inputs = inputs_of(first, readings, chooser, relevance, yes_no, rules)
     confidence = policy.confidence(inputs)
     if confidence < policy.not_found_below:
         return VerdictRead(order, AnswerVerdict.NOT_FOUND, confidence, NOTHING_ANSWERS, inputs, tuple(readings))
-    if yes_no and readings[first - 1].probabilities["yes"] >= policy.yes_at:
+    proves = readings[first - 1].probabilities["yes"]
+    if yes_no and (proves >= policy.yes_at or (rule(first) == "yes" and proves >= policy.yes_with_rules_at)):
         return VerdictRead(order, AnswerVerdict.YES, confidence, f"Yes, as [{first}] states:", inputs, tuple(readings))
     if confidence < policy.unsure_below:
         lead = f"[{first}] is the closest statement found; it may not answer the question:"

@@ -4,7 +4,7 @@ The readings are the verdict reader's (:data:`rag_app.answering.verdict_reader.L
 proves what is asked), ``no`` (it refutes it), ``answers`` (it answers an open question), ``related`` (same objects,
 does not settle) and ``unrelated``. A model over two embeddings made apart cannot see that a claim drops one of a
 statement's hypotheses; a cross-encoder attends across both texts at once. It is the packaged MiniLM with a LoRA
-adapter and a five-logit head, trained by ``python -m rag_app.training.train_verdict_cross_encoder`` on pairs made
+adapter and a five-logit head, trained by ``python -m rag_app.training.train_verdict`` on pairs made
 from the corpus and the labelled sets' tuning halves, and calibrated by one temperature on pairs it was not trained
 on. Only the adapter and the head are stored (about 2 MB), so the package ships them.
 
@@ -28,7 +28,7 @@ from rag_app.answering.verdict_reader import LABELS, VerdictReading, softmax
 PACKAGED_DIR = Path(__file__).resolve().parent / "verdict_weights" / "cross-encoder"
 CARD, ADAPTER = "card.json", "adapter"
 KIND = "verdict-cross-encoder"
-BUILD_COMMAND = "python -m rag_app.training.train_verdict_cross_encoder"
+BUILD_COMMAND = "python -m rag_app.training.train_verdict"
 
 
 class VerdictModelError(RuntimeError):
@@ -86,12 +86,18 @@ class VerdictCrossEncoder:
 
     def _load(self) -> Any:
         from peft import PeftModel
+        from transformers.utils import logging as transformers_logging
 
         from retriever.models.cross_encoder_reranker import load_cross_encoder
         from retriever.models.embedding_registry import resolve_embedder
 
         base = Path(resolve_embedder(str(self.card["base_model"]), None).model_path)
-        model = load_cross_encoder(base, None, self.max_length, self.device, labels=len(LABELS))
+        verbosity = transformers_logging.get_verbosity()
+        transformers_logging.set_verbosity_error()  # its load report lists the head the adapter brings as missing
+        try:
+            model = load_cross_encoder(base, None, self.max_length, self.device, labels=len(LABELS))
+        finally:
+            transformers_logging.set_verbosity(verbosity)
         try:
             adapted = PeftModel.from_pretrained(model[0].model, str(self.directory / ADAPTER))
         except (ValueError, RuntimeError, KeyError) as error:

@@ -44,5 +44,12 @@ class VerdictStage:
         started = time.perf_counter()
         readings = self.reader.readings(question, [hit.record for hit in sources])
         kinds = [hit.record.kind for hit in sources]
-        read = decide(self.policy, readings, choice.order, choice.probabilities, relevance, yes_no, kinds)
+        rules = rules_of(choice)
+        read = decide(self.policy, readings, choice.order, choice.probabilities, relevance, yes_no, kinds, rules)
         return read, (time.perf_counter() - started) * 1000
+
+
+def rules_of(choice: SourceChoice) -> list[str | None]:
+    """The claim rules' reading of each source, as the chooser read it (None: not a yes/no question)."""
+    verdicts = choice.features.verdicts if choice.features is not None else ()
+    return [verdict.value if verdict is not None else None for verdict in verdicts]

@@ -103,8 +103,7 @@ class VerdictSettings(BaseModel):
     reader: str = Field(
         "packaged",
         description='the verdict cross-encoder: "packaged", a directory that `python -m '
-        'rag_app.training.train_verdict_cross_encoder` wrote, or "off" (no verdict: the yes/no rules decide the '
-        "lead-in)",
+        'rag_app.training.train_verdict` wrote, or "off" (no verdict: the quote stands alone)',
     )
     policy: str = Field("packaged", description='the calibration and thresholds: "packaged" or a JSON file')
     device: str | None = Field(None, description="cpu, cuda, ...; unset: embedding.device")

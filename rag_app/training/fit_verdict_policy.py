@@ -7,20 +7,23 @@ truth (which sources answer; which refute a false claim). Only the tuning halves
 - the **calibration**: a logistic regression from :class:`~rag_app.answering.verdict.VerdictInputs` of the chooser's
   first source to whether it answers; its confidences for setting the thresholds are cross-validated (five folds),
   so the thresholds are not set on probabilities the calibration was fitted to;
-- ``yes_at`` / ``no_at``: the least reader probability at which "Yes" / "No" was wrong at most 1 time in 100 (a
-  "Yes" is wrong where the claim is false or the quote does not prove it; a "No" where the claim is true or the
-  statement quoted does not refute it);
+- ``yes_at`` / ``no_at``: the least reader probability at which "Yes" / "No" was wrong at most 1 time in 100 on
+  the claims whose truth is known (a "Yes" is wrong where the claim is false, a "No" where it is true); and
+  ``yes_with_rules_at`` / ``no_with_rules_at`` the same where the claim rules read the statement the same way.
+  (Whether the quote is the judged statement is not asked here: the judgments name one statement, and a "Yes" that
+  quotes the same result in another chapter is right; the benchmark reports both counts);
 - ``not_found_below``: the highest confidence under which, of the answers so flagged, at most 1 in 10 had a source
   that answers;
-- ``unsure_below``: the least confidence at which the answers shown without doubt settle at least 92 times in 100
-  (the target is 9 in 10, on halves the thresholds never saw).
+- ``unsure_below``: the least confidence at which the answers shown without doubt settle at least 95 times in 100
+  (the target is 9 in 10 on halves the thresholds never saw; at 92 in 100 the untouched halves gave 86.5 in 100,
+  at 95, 88).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +35,7 @@ from rag_app.datasets.set_halves import TUNE
 
 WRONG_VERDICTS_AT_MOST = 0.01
 NOTICE_WRONG_AT_MOST = 0.10
-SHOWN_SETTLE_AT_LEAST = 0.92
+SHOWN_SETTLE_AT_LEAST = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class VerdictRow:
     answering: list[bool]  # per source: it answers (a statement judged to answer, or one word for word the same)
     refuting: list[bool]  # per source: it is the statement that refutes the (false) claim
     kinds: list[str]
+    rules: list[str | None] = field(default_factory=list)  # the claim rules' reading of each source
 
     def reading_objects(self) -> list[VerdictReading]:
         return [VerdictReading(reading) for reading in self.readings]
@@ -69,11 +73,12 @@ def replay(policy: VerdictPolicy, row: VerdictRow) -> VerdictRead:
     if not row.chooser:  # the similarity gate: nothing was read, nothing is quoted as the answer
         return VerdictRead((), AnswerVerdict.NOT_FOUND, None, None, None)
     kinds = [StatementKind(kind) for kind in row.kinds]
-    return decide(policy, row.reading_objects(), row.order, row.chooser, row.relevance, row.yes_no, kinds)
+    return decide(policy, row.reading_objects(), row.order, row.chooser, row.relevance, row.yes_no, kinds, row.rules)
 
 
 def _first_inputs(row: VerdictRow) -> list[float]:
-    values = inputs_of(row.order[0], row.reading_objects(), row.chooser, row.relevance, row.yes_no).as_dict()
+    first, readings = row.order[0], row.reading_objects()
+    values = inputs_of(first, readings, row.chooser, row.relevance, row.yes_no, row.rules).as_dict()
     return [values[name] for name in INPUT_NAMES]
 
 
@@ -93,14 +98,18 @@ def fit_policy(rows: Sequence[VerdictRow], c: float = 1.0, seed: int = 2026) -> 
     splits = [(np.flatnonzero(folds != k), np.flatnonzero(folds == k)) for k in range(5)]
     crossed = cross_val_predict(model, z, y, cv=splits, method="predict_proba")[:, 1]
     model.fit(z, y)
-    yes_at = _least_safe([r.readings[r.order[0] - 1]["yes"] for r in tuning if r.yes_no],
-                         [r.expected == "yes" and r.answering[r.order[0] - 1] for r in tuning if r.yes_no])  # fmt: skip
-    no_scores, no_right = [], []
-    for row in (r for r in tuning if r.yes_no):
-        best = int(np.argmax([reading["no"] for reading in row.readings]))
-        no_scores.append(row.readings[best]["no"])
-        no_right.append(row.expected == "no" and row.refuting[best])
-    no_at = _least_safe(no_scores, no_right)
+    claims = [row for row in tuning if row.yes_no and row.expected in ("yes", "no")]  # the truth is known
+    proves = [(row.readings[row.order[0] - 1]["yes"], row.expected == "yes", _rule(row, row.order[0]) == "yes")
+              for row in claims]  # fmt: skip
+    yes_at = _least_safe([p for p, _, _ in proves], [right for _, right, _ in proves])
+    yes_with_rules_at = _least_safe([p for p, _, ruled in proves if ruled], [r for _, r, ruled in proves if ruled])
+    refutes = []
+    for row in claims:
+        ruled = [n for n in row.order if _rule(row, n) in ("no", "opposite")]
+        refuting = ruled[0] if ruled else 1 + int(np.argmax([reading["no"] for reading in row.readings]))
+        refutes.append((row.readings[refuting - 1]["no"], row.expected == "no", bool(ruled)))
+    no_at = _least_safe([p for p, _, _ in refutes], [right for _, right, _ in refutes])
+    no_with_rules_at = _least_safe([p for p, _, ruled in refutes if ruled], [r for _, r, ruled in refutes if ruled])
     any_answer = np.array([any(row.answering) for row in tuning])
     not_found_below = 0.0
     for threshold in np.linspace(0.02, 0.6, 59):
@@ -120,15 +129,20 @@ def fit_policy(rows: Sequence[VerdictRow], c: float = 1.0, seed: int = 2026) -> 
     }
     return VerdictPolicy(
         INPUT_NAMES, tuple(mean.tolist()), tuple(scale.tolist()), tuple(model.coef_[0].tolist()),
-        float(model.intercept_[0]), not_found_below, unsure_below, yes_at, no_at, provenance,
+        float(model.intercept_[0]), not_found_below, unsure_below, yes_at, no_at, yes_with_rules_at,
+        no_with_rules_at, provenance,
     )  # fmt: skip
+
+
+def _rule(row: VerdictRow, number: int) -> str | None:
+    return row.rules[number - 1] if len(row.rules) >= number else None
 
 
 def _least_safe(scores: Sequence[float], right: Sequence[bool]) -> float:
     """The least threshold at which saying it where the score reaches it was wrong at most 1 time in 100, and
     said at least once (1.0, never said, where none is)."""
     scores_array, right_array = np.asarray(scores, float), np.asarray(right, bool)
-    for threshold in np.linspace(0.3, 0.995, 140):
+    for threshold in np.linspace(0.05, 0.995, 190):
         said = scores_array >= threshold
         if said.any() and (~right_array[said]).mean() <= WRONG_VERDICTS_AT_MOST:
             return float(threshold)

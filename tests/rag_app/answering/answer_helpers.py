@@ -15,6 +15,7 @@ from rag_app.answering.conversation import RewriteMethod, RewrittenQuery
 from rag_app.answering.stages import Retrieval
 from rag_app.answering.verdict import INPUT_NAMES, VerdictPolicy, decide
 from rag_app.answering.verdict_reader import LABELS, VerdictReading
+from rag_app.answering.verdict_stage import rules_of
 from rag_app.serving.llm_server import LLMServerError
 from retriever.types import Query, ScoredBy, SearchResult
 from tests.conftest import make_settings
@@ -119,10 +120,12 @@ def after_notice(result: Answer) -> str:
 def verdict_policy(**thresholds: float) -> VerdictPolicy:
     """A policy whose confidence is sigmoid(4 (chooser_first - 0.5)): the chooser's probability alone."""
     weights = tuple(4.0 if name == "chooser_first" else 0.0 for name in INPUT_NAMES)
-    limits = {"not_found_below": 0.2, "unsure_below": 0.6, "yes_at": 0.8, "no_at": 0.8, **thresholds}
+    limits = {"not_found_below": 0.2, "unsure_below": 0.6, "yes_at": 0.8, "no_at": 0.8, "yes_with_rules_at": 0.5,
+              "no_with_rules_at": 0.5, **thresholds}  # fmt: skip
     width = len(INPUT_NAMES)
     return VerdictPolicy(INPUT_NAMES, (0.5,) * width, (1.0,) * width, weights, 0.0, limits["not_found_below"],
-                         limits["unsure_below"], limits["yes_at"], limits["no_at"], {})  # fmt: skip
+                         limits["unsure_below"], limits["yes_at"], limits["no_at"], limits["yes_with_rules_at"],
+                         limits["no_with_rules_at"], {})  # fmt: skip
 
 
 class ScriptedVerdict:
@@ -142,4 +145,5 @@ class ScriptedVerdict:
         self.read_questions.append(question)
         readings = [self.reading(hit.record.text) for hit in sources]
         kinds = [hit.record.kind for hit in sources]
-        return decide(self.policy, readings, choice.order, choice.probabilities, relevance, yes_no, kinds), 1.0
+        rules = rules_of(choice)
+        return decide(self.policy, readings, choice.order, choice.probabilities, relevance, yes_no, kinds, rules), 1.0

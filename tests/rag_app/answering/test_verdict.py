@@ -27,10 +27,12 @@ from rag_app.settings.answering import VerdictSettings
 def policy(**thresholds: float) -> VerdictPolicy:
     """Confidence = sigmoid(4 * (chooser_first - 0.5)): the chooser alone, so a test sets it directly."""
     weights = tuple(4.0 if name == "chooser_first" else 0.0 for name in INPUT_NAMES)
-    limits = {"not_found_below": 0.2, "unsure_below": 0.6, "yes_at": 0.8, "no_at": 0.8, **thresholds}
+    limits = {"not_found_below": 0.2, "unsure_below": 0.6, "yes_at": 0.8, "no_at": 0.8, "yes_with_rules_at": 0.5,
+              "no_with_rules_at": 0.5, **thresholds}  # fmt: skip
     width = len(INPUT_NAMES)
     return VerdictPolicy(INPUT_NAMES, (0.5,) * width, (1.0,) * width, weights, 0.0, limits["not_found_below"],
-                         limits["unsure_below"], limits["yes_at"], limits["no_at"], {})  # fmt: skip
+                         limits["unsure_below"], limits["yes_at"], limits["no_at"], limits["yes_with_rules_at"],
+                         limits["no_with_rules_at"], {})  # fmt: skip
 
 
 def reading(**probabilities: float) -> VerdictReading:
@@ -87,7 +89,7 @@ def test_a_policy_file_round_trips_and_one_naming_an_unknown_input_fails_with_th
 
 
 def test_a_missing_or_foreign_model_directory_says_how_to_build_one(tmp_path: Path) -> None:
-    with pytest.raises(VerdictModelError, match="train_verdict_cross_encoder"):
+    with pytest.raises(VerdictModelError, match="train_verdict"):
         VerdictCrossEncoder(tmp_path)
     (tmp_path / "card.json").write_text(json.dumps({"kind": "cross-encoder-lora", "labels": ["relevant"]}))
     with pytest.raises(VerdictModelError, match="not a verdict model"):

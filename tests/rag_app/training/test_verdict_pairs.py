@@ -13,7 +13,7 @@ import pytest
 from ingestion.records import Source, StatementKind, StatementRecord, statement_id
 from rag_app.training.verdict_pairs import LABELS, VerdictPair, make_pairs, read_pairs, write_pairs
 
-SHARED = Path("/work/shared")
+SHARED = Path(__file__).resolve().parents[3].parent / "shared"  # ../shared beside the checkout
 
 
 def stmt(paper: str, label: str, text: str, kind: StatementKind = StatementKind.LEMMA) -> StatementRecord:
