@@ -137,6 +137,48 @@ def measure(rag: MathRAG) -> list[dict[str, Any]]:
     return outcomes
 
 
+def model_adds(rag: MathRAG, limit: int) -> None:
+    """Does the model's added statement (``answers.quote.model_adds``: the model reads the sources after the verdict's
+    quote and may point to one more) help? Over questions sampled from the untouched halves where the model is asked
+    (the ranker not sure): how often it adds one, and how often the added one answers where the first quote does
+    not (the only place it can help), against the seconds it costs."""
+    import random
+
+    sets = [query_set for query_set in all_sets() if query_set.name != "no-answer-questions"]
+    halves = SetHalves.of(sets)
+    pool = [(s.name, q) for s in sets for q in s.queries if halves.side(s.name, q.qid) == "untouched"]
+    rows = []
+    for set_name, query in tqdm(random.Random(2026).sample(pool, min(limit, len(pool))), unit="q"):
+        started = time.perf_counter()
+        answer = rag.ask(query.text)
+        seconds = time.perf_counter() - started
+        gold = {docno for docno, grade in query.relevant.items() if grade > 0}
+        sources = list(answer.generation.sources)
+        answering = [bool(places(rag, hit) & gold) for hit in sources]
+        picked = list(answer.generation.picked)
+        asked = any(call.purpose == "choice" for call in answer.model_calls)
+        rows.append({"set": set_name, "asked": asked, "first_settles": bool(picked) and answering[picked[0] - 1],
+                     "added": len(picked) > 1, "added_answers": len(picked) > 1 and answering[picked[1] - 1],
+                     "seconds": seconds, "verdict": answer.verdict})  # fmt: skip
+    asked = [r for r in rows if r["asked"]]
+    helped = [r for r in asked if r["added_answers"] and not r["first_settles"]]
+    lines = [
+        f"# The model's added statement ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs)", "",
+        f"{len(rows)} questions sampled from the untouched halves (no-answer set left out); the model asked for "
+        f"{len(asked)}; it added a statement to {sum(r['added'] for r in asked)}; the added one answers for "
+        f"{sum(r['added_answers'] for r in asked)}, and **where the first quote does not settle, for {len(helped)}** "
+        f"(of {sum(not r['first_settles'] for r in asked)} such asked). Seconds per answer where asked: p50 "
+        f"{_p(asked, 50)}, p95 {_p(asked, 95)}; where not asked: p50 {_p([r for r in rows if not r['asked']], 50)}.",
+    ]  # fmt: skip
+    (OUT / "verdict_answers-model-adds.md").write_text("\n".join(lines) + "\n")
+    (OUT / "verdict_answers-model-adds.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print("\n".join(lines))
+
+
+def _p(rows: list[dict[str, Any]], q: float) -> float | None:
+    return round(float(np.percentile([r["seconds"] for r in rows], q)), 1) if rows else None
+
+
 def _percentile(outcomes: list[dict[str, Any]], key: str, q: float) -> float | None:
     values = [o[key] for o in outcomes if o.get(key) is not None]
     return round(float(np.percentile(values, q)), 1) if values else None
@@ -292,19 +334,24 @@ def reliability_plot(path: Path, outcomes: list[dict[str, Any]]) -> None:
     plt.close(figure)
 
 
-def write(name: str, outcomes: list[dict[str, Any]], about: str) -> None:
+def write(name: str, outcomes: list[dict[str, Any]], about: str, full: bool = True) -> None:
+    """The summary as Markdown; with ``full``, its JSON and the reliability plot too (the replay of a collected run
+    gives the same answers as ``measure``, which writes them)."""
     meta = {"name": name, "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "about": about}  # fmt: skip
     summary = summarize(outcomes)
-    (OUT / f"verdict_answers-{name}.json").write_text(json.dumps({"meta": meta, "summary": summary}, indent=1) + "\n")
     (OUT / f"verdict_answers-{name}.md").write_text(markdown(summary, meta))
-    reliability_plot(OUT / f"verdict_answers-{name}.png", outcomes)
+    if full:
+        summary_json = json.dumps({"meta": meta, "summary": summary}, indent=1)
+        (OUT / f"verdict_answers-{name}.json").write_text(summary_json + "\n")
+        reliability_plot(OUT / f"verdict_answers-{name}.png", outcomes)
     print(markdown(summary, meta))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("collect", "fit", "report", "measure"))
+    parser.add_argument("step", choices=("collect", "fit", "report", "measure", "model-adds"))
+    parser.add_argument("--limit", type=int, default=60, help="model-adds: questions sampled from the untouched halves")
     parser.add_argument("--index", type=Path, default=DEFAULT_WORK / "index")
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--policy", type=Path, default=PACKAGED_POLICY)
@@ -323,7 +370,10 @@ def main() -> None:
         rows = read_rows(args.work / ROWS)
         outcomes = [outcome(row, replay(policy, row)) for row in rows]
         about = f"Replayed from {len(rows)} collected answers under `{args.policy.name}`.\n\n" + orders_table(rows)
-        write(args.name or "replay", outcomes, about)
+        write(args.name or "replay", outcomes, about, full=False)
+        return
+    if args.step == "model-adds":
+        model_adds(open_rag(args.index), args.limit)
         return
     reader = "off" if args.name == "off" else "packaged"
     rag = with_verdict(open_rag(args.index, model_adds=False), reader)

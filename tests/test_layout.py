@@ -46,8 +46,9 @@ def test_no_class_has_over_25_methods() -> None:
 # Issue 86 raised it to 8.5 MB: the answer record's schema in docs/openapi.json, exact search, its bench and tests
 # (about 20 KB; the bench's result is one Markdown summary).
 # Issue 92 raised it to 8.65 MB: the set written apart, the split record, the chooser and its bench.
-MAX_TRACKED_BYTES = 9_000_000  # issue 93: the changelog, the lexicon, one test per defect; issue 94: the build;
-# issue 94 the benches; issues 99-100: the commit log and its tests, the no-answer set, the verdict reader, its pairs
+MAX_TRACKED_BYTES = 9_300_000  # issue 93: the changelog, the lexicon, one test per defect; issue 94: the build;
+# issue 94 the benches; issues 99-100: the commit log and its tests, the no-answer set, the verdict reader, its pairs;
+# issue 100 again: the verdict's measurements through ask and its reliability plots (about 250 KB)
 MAX_FILE_BYTES = 1_000_000
 WEIGHT_FOLDERS = ("retriever/models/formula_weights/", "retriever/models/", "rag_app/answering/verdict_weights/")
 

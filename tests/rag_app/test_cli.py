@@ -268,7 +268,9 @@ def test_ask_quotes_the_learned_choosers_pick_with_the_model_down(demo_index_dir
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert answer["chosen_by"] == "chooser" and answer["status"] == "answered" and answer["llm_error"] is None
-    assert answer["answer"].startswith("[1] Theorem (Hilbert's basis theorem)")
+    quoted = answer["answer"].removeprefix(f"{answer['lead_in']}\n\n" if answer["lead_in"] else "")
+    assert quoted.startswith("[1] Theorem (Hilbert's basis theorem)")  # under the verdict's line, where it has one
+    assert answer["verdict"] in ("answers", "unsure") and 0 < answer["confidence"] < 1
     choice = answer["source_choice"]
     assert choice["order"][0] == 1 and choice["answers"] and len(choice["probabilities"]) == len(answer["sources"])
     # where the chooser was unsure enough to ask the model, the record says it could not be had
