@@ -22,7 +22,6 @@ sets written apart are untouched whole), on the same index:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
@@ -50,6 +49,7 @@ from rag_app.answering.verdict_stage import rules_of
 from rag_app.datasets.query_set import EvalQuery
 from rag_app.datasets.set_halves import SetHalves
 from rag_app.training.fit_verdict_policy import VerdictRow, fit_policy, read_rows, replay
+from rag_app.training.verdict_data import reliability_plot
 
 OUT = Path(__file__).resolve().parent / "results"
 ROWS = "verdict_rows.jsonl"
@@ -304,34 +304,15 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reliability_plot(path: Path, outcomes: list[dict[str, Any]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(5.5, 5))
-    axes.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
-    edges = np.linspace(0, 1, 11)
+def plot(path: Path, outcomes: list[dict[str, Any]]) -> None:
+    """The answer's confidence against whether its first quote settles, per half."""
+    curves = {}
     for side in ("tune", "untouched"):
         rated = [o for o in outcomes if o["side"] == side and o["confidence"] is not None]
-        confidence = np.array([o["confidence"] for o in rated])
-        correct = np.array([o["first_settles"] for o in rated], float)
-        points = []
-        for low, high in itertools.pairwise(edges):
-            inside = (confidence >= low) & (confidence <= high)
-            if inside.sum() >= 5:
-                points.append((float(confidence[inside].mean()), float(correct[inside].mean())))
-        if points:
-            error = expected_calibration_error(confidence, correct)
-            axes.plot(*zip(*points, strict=True), marker="o", label=f"{side} halves (ECE {error:.3f}, n {len(rated)})")
-    axes.set_xlabel("confidence (the answer's, that its first quote settles)")
-    axes.set_ylabel("share whose first quote settles")
-    axes.set_title("The answer's confidence: reliability")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+        curves[f"{side} halves"] = (np.array([o["confidence"] for o in rated]),
+                                    np.array([o["first_settles"] for o in rated], float))  # fmt: skip
+    axis = ("confidence (the answer's, that its first quote settles)", "share whose first quote settles")
+    reliability_plot(path, curves, axis=axis, title="The answer's confidence: reliability")
 
 
 def write(name: str, outcomes: list[dict[str, Any]], about: str, full: bool = True) -> None:
@@ -344,7 +325,7 @@ def write(name: str, outcomes: list[dict[str, Any]], about: str, full: bool = Tr
     if full:
         summary_json = json.dumps({"meta": meta, "summary": summary}, indent=1)
         (OUT / f"verdict_answers-{name}.json").write_text(summary_json + "\n")
-        reliability_plot(OUT / f"verdict_answers-{name}.png", outcomes)
+        plot(OUT / f"verdict_answers-{name}.png", outcomes)
     print(markdown(summary, meta))
 
 

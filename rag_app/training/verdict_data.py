@@ -197,7 +197,14 @@ def _share(flags: np.ndarray) -> str:
     return f"{int(flags.sum())}/{len(flags)}"
 
 
-def reliability_plot(path: Path, curves: dict[str, tuple[np.ndarray, np.ndarray]], bins: int = 10) -> None:
+def reliability_plot(
+    path: Path,
+    curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    bins: int = 10,
+    axis: tuple[str, str] = ("P(the statement settles the question)", "share that settle"),
+    title: str = "Verdict reader: reliability",
+) -> None:
+    """Stated probability against the share right, one curve per group (bins of at least 5), each with its ECE."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -214,10 +221,10 @@ def reliability_plot(path: Path, curves: dict[str, tuple[np.ndarray, np.ndarray]
                 points.append((float(confidence[inside].mean()), float(correct[inside].mean())))
         if points:
             error = expected_calibration_error(confidence, correct)
-            axes.plot(*zip(*points, strict=True), marker="o", label=f"{name} (ECE {error:.3f})")
-    axes.set_xlabel("P(the statement settles the question)")
-    axes.set_ylabel("share that settle")
-    axes.set_title("Verdict reader: reliability")
+            axes.plot(*zip(*points, strict=True), marker="o", label=f"{name} (ECE {error:.3f}, n {len(confidence)})")
+    axes.set_xlabel(axis[0])
+    axes.set_ylabel(axis[1])
+    axes.set_title(title)
     axes.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

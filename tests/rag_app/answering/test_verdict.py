@@ -22,17 +22,9 @@ from rag_app.answering.verdict_cross_encoder import VerdictCrossEncoder, Verdict
 from rag_app.answering.verdict_reader import LABELS, VerdictReading
 from rag_app.answering.verdict_stage import VerdictStage
 from rag_app.settings.answering import VerdictSettings
+from tests.rag_app.answering.answer_helpers import verdict_policy
 
-
-def policy(**thresholds: float) -> VerdictPolicy:
-    """Confidence = sigmoid(4 * (chooser_first - 0.5)): the chooser alone, so a test sets it directly."""
-    weights = tuple(4.0 if name == "chooser_first" else 0.0 for name in INPUT_NAMES)
-    limits = {"not_found_below": 0.2, "unsure_below": 0.6, "yes_at": 0.8, "no_at": 0.8, "yes_with_rules_at": 0.5,
-              "no_with_rules_at": 0.5, **thresholds}  # fmt: skip
-    width = len(INPUT_NAMES)
-    return VerdictPolicy(INPUT_NAMES, (0.5,) * width, (1.0,) * width, weights, 0.0, limits["not_found_below"],
-                         limits["unsure_below"], limits["yes_at"], limits["no_at"], limits["yes_with_rules_at"],
-                         limits["no_with_rules_at"], {})  # fmt: skip
+policy = verdict_policy  # confidence = sigmoid(4 * (chooser_first - 0.5)): the chooser alone, set by a test
 
 
 def reading(**probabilities: float) -> VerdictReading:
