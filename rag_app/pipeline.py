@@ -28,6 +28,7 @@ from prompts import load_prompt
 from rag_app.answering.answer import Answer, AnswerStream
 from rag_app.answering.answerer import Answerer
 from rag_app.answering.conversation import QueryRewriter, RewrittenQuery, Turn
+from rag_app.answering.question import Question
 from rag_app.answering.stages import ModelCall, Retrieval
 from rag_app.answering.verdict_stage import VerdictStage
 from rag_app.indexing.arxiv_month import MonthReport, month_ingest
@@ -72,6 +73,7 @@ class MathRAG:
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
         self.indexes = OpenedIndex(settings, self.llm.client)
         self._verdict: VerdictStage | bool | None = False  # False: not made yet
+        self._answerer: _MadeAnswerer | None = None
 
     @property
     def verdict_stage(self) -> VerdictStage | None:
@@ -321,14 +323,24 @@ class MathRAG:
         result, next_hits = result.with_hits(hits[:k]), tuple(hits[k:])
         filter_ = where.describe() if where is not None else "everything"
         retrieval = Retrieval(search, result, filter_, str(mode), calls, next_hits)
-        # over this index's current store and embedder (a reindex may swap them)
-        links = self.statement_links
-        answerer = Answerer(
-            self.settings, self.index.embedder, self.indexes.stored_vectors, self.llm.client,
-            lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
-            links.citing_sentences, self.verdict_stage,
-        )  # fmt: skip
-        return answerer.stream(question, retrieval, started)
+        asked = Question.read(question, search)  # read once: every stage after the search reads this record
+        return self.answerer.stream(asked, retrieval, started)
+
+    @property
+    def answerer(self) -> Answerer:
+        """The stages after the search (:mod:`rag_app.answering.answerer`), made once over this index's current
+        embedder and statement graph (made again where a reindex swapped them)."""
+        index = self.index
+        made = self._answerer
+        if made is None or made.embedder is not index.embedder or made.index is not index:
+            links = self.statement_links
+            answerer = Answerer(
+                self.settings, index.embedder, self.indexes.stored_vectors, self.llm.client,
+                lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
+                links.citing_sentences, self.verdict_stage,
+            )  # fmt: skip
+            made = self._answerer = _MadeAnswerer(answerer, index.embedder, index)
+        return made.answerer
 
     # ------------------------------------------------------------------ the statement graph
     def statement(self, id_or_label: str, depth: int = 2) -> StatementView:
@@ -356,6 +368,15 @@ class MathRAG:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _MadeAnswerer:
+    """The answerer, and the index and embedder it was made over."""
+
+    answerer: Answerer
+    embedder: object
+    index: StatementIndex
 
 
 def _write_papers(writer: StatementWriter, papers: Iterable[PaperStatements], report: IngestReport) -> None:

@@ -1,11 +1,12 @@
-"""What each stage of answering hands the next, as immutable records.
+"""What each stage of answering hands the next, as immutable records (the stages themselves and the one place that
+orders them: :mod:`rag_app.answering.answerer`).
 
     Retrieval   the sources found and how (the search's own provenance)       built by ``MathRAG.ask``
-    Relevance   how close the best source is to the question: generate or not  the Answerer's gate
-    Generation  what the model was given and returned (a quote: its picks)    the Answerer, streaming
-    Checks      the answer's text after the checks, and what they found       after the last chunk
+    Relevance   how close the best source is to the question: generate or not  the gate (``relevance_gate``)
+    Generation  what was chosen, read and quoted (the verdict among it)        the choose, verdict, quote and model stages
+    Checks      the answer's text after the checks, and what they found       after the last chunk (``answer_checks``)
 
-:class:`rag_app.answering.answer.Answer` is assembled from the four once the stream ends.
+:class:`rag_app.answering.answer.Answer` is assembled from the four once the stream ends (``record_stage``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The verdict stage of an answer: the sources in, what the first quote settles out (:class:`VerdictRead`).
+"""The verdict stage of an answer: the question and the chosen sources in, what the first quote settles out
+(:class:`VerdictRead`).
 
 One per :class:`rag_app.MathRAG` (the cross-encoder is loaded once, by the first answer that needs it, and serves
 every answer after); each answer calls :meth:`VerdictStage.read` once, over the sources the chooser ordered.
@@ -10,6 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from rag_app.answering.question import Question
 from rag_app.answering.source_chooser import SourceChoice
 from rag_app.answering.verdict import VerdictPolicy, VerdictRead, decide
 from rag_app.answering.verdict_cross_encoder import PACKAGED_DIR, VerdictCrossEncoder
@@ -37,12 +39,13 @@ class VerdictStage:
         return self.reader.identity
 
     def read(
-        self, question: str, sources: Sequence[SearchHit], choice: SourceChoice, relevance: float | None, yes_no: bool
+        self, question: Question, sources: Sequence[SearchHit], choice: SourceChoice, relevance: float | None
     ) -> tuple[VerdictRead, float]:
         """The verdict on ``sources`` (numbered from 1, the chooser's ``choice`` of them) and the milliseconds the
         reading took."""
         started = time.perf_counter()
-        readings = self.reader.readings(question, [hit.record for hit in sources])
+        yes_no = question.yes_no
+        readings = self.reader.readings(question.for_model, [hit.record for hit in sources])
         kinds = [hit.record.kind for hit in sources]
         rules = rules_of(choice)
         read = decide(self.policy, readings, choice.order, choice.probabilities, relevance, yes_no, kinds, rules)

@@ -141,8 +141,9 @@ class ScriptedVerdict:
         rest = (1.0 - sum(found.values())) / max(1, len(LABELS) - len(found))
         return VerdictReading({label: float(found.get(label, rest)) for label in LABELS})
 
-    def read(self, question, sources, choice, relevance, yes_no):
-        self.read_questions.append(question)
+    def read(self, question, sources, choice, relevance):
+        self.read_questions.append(question.for_model)
+        yes_no = question.yes_no
         readings = [self.reading(hit.record.text) for hit in sources]
         kinds = [hit.record.kind for hit in sources]
         rules = rules_of(choice)
