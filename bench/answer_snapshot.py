@@ -36,6 +36,7 @@ from answer_choice import DEFAULT_WORK, all_sets, open_rag, places
 from rag_app.datasets.set_halves import SetHalves
 
 OUT = Path(__file__).resolve().parent / "results"
+DOUBT = ("unsure", "not_found")
 SHOWN = ("ranking", "picked", "chosen_by", "verdict", "confidence", "text")  # what a difference is read in
 
 
@@ -81,19 +82,27 @@ def compare(before_name: str, after_name: str, out: Path) -> str:
     what = Counter(f for key in changed for f in SHOWN if before[key][f] != after[key][f])
     per_set: dict[str, list[int]] = {}
     for key in keys:
-        counts = per_set.setdefault(key[0], [0, 0, 0])
+        counts = per_set.setdefault(key[0], [0, 0, 0, 0, 0, 0, 0])
         counts[0] += 1
-        counts[1] += before[key]["settles"]
-        counts[2] += after[key]["settles"]
+        for side, row in enumerate((before[key], after[key])):
+            undoubted = bool(row["picked"]) and row["verdict"] not in DOUBT
+            counts[1 + side] += row["settles"]
+            counts[3 + side] += undoubted and row["settles"]
+            counts[5 + side] += undoubted and not row["settles"]
     lines = [
         f"# Answers on the untouched halves: {before_name} against {after_name}",
         "",
         f"{len(keys)} questions asked on both sides; **{len(changed)} answers differ** "
         f"({', '.join(f'{f}: {n}' for f, n in what.most_common()) or 'in nothing'}).",
         "",
-        "| set | questions | first quote settles: before | after |",
-        "| --- | ---: | ---: | ---: |",
-        *(f"| {name} | {n} | {b} | {a} |" for name, (n, b, a) in sorted(per_set.items())),
+        "Settles: the first quote is a statement judged to answer. Undoubted: quoted under a verdict other than "
+        "`unsure` or `not_found` (the answer presented as settled): right when its first quote settles, wrong when "
+        "not.",
+        "",
+        "| set | questions | settles: before | after | undoubted right: before | after | undoubted wrong: before "
+        "| after |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *(f"| {name} | {' | '.join(map(str, counts))} |" for name, counts in sorted(per_set.items())),
         "",
     ]
     if changed:
@@ -101,8 +110,8 @@ def compare(before_name: str, after_name: str, out: Path) -> str:
         for key in changed:
             fields = [f for f in SHOWN if before[key][f] != after[key][f]]
             show = [f for f in fields if f != "text"] or fields
-            b = "; ".join(f"{f}={before[key][f]}" for f in show)
-            a = "; ".join(f"{f}={after[key][f]}" for f in show)
+            b = "; ".join(f"{f}={before[key][f]}" for f in [*show, "settles"])
+            a = "; ".join(f"{f}={after[key][f]}" for f in [*show, "settles"])
             lines.append(f"| {key[0]} | {key[1]} | {', '.join(fields)} | {b} | {a} |")
     text = "\n".join(lines) + "\n"
     out.write_text(text, encoding="utf-8")

@@ -72,17 +72,7 @@ class MathRAG:
         self.settings = settings
         self.llm = LLMConnection(settings)  # the answering LLM's client and, if started here, its server
         self.indexes = OpenedIndex(settings, self.llm.client)
-        self._verdict: VerdictStage | bool | None = False  # False: not made yet
         self._answerer: _MadeAnswerer | None = None
-
-    @property
-    def verdict_stage(self) -> VerdictStage | None:
-        """What an answer's first quote settles (``answers.verdict``): made once, its model loaded by the first
-        answer that reads it; None where it is off."""
-        if self._verdict is False:
-            device = resolve_device(self.settings.embedding.device)
-            self._verdict = VerdictStage.of(self.settings.answers.verdict, device)
-        return self._verdict  # type: ignore[return-value]
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, settings: Settings | None = None) -> MathRAG:
@@ -329,15 +319,21 @@ class MathRAG:
     @property
     def answerer(self) -> Answerer:
         """The stages after the search (:mod:`rag_app.answering.answerer`), made once over this index's current
-        embedder and statement graph (made again where a reindex swapped them)."""
+        embedder and statement graph (made again where a reindex swapped them); ``answerer.verdict`` is the verdict
+        stage (``answers.verdict``; None where it is off)."""
         index = self.index
         made = self._answerer
         if made is None or made.embedder is not index.embedder or made.index is not index:
             links = self.statement_links
+            # the verdict's cross-encoder is loaded once (by the first answer that reads it), whatever the index
+            if made is not None:
+                verdict = made.answerer.verdict
+            else:
+                verdict = VerdictStage.of(self.settings.answers.verdict, resolve_device(self.settings.embedding.device))
             answerer = Answerer(
                 self.settings, index.embedder, self.indexes.stored_vectors, self.llm.client,
                 lambda statement_id, limit: links.definition_records(statement_id, depth=1, limit=limit),
-                links.citing_sentences, self.verdict_stage,
+                links.citing_sentences, verdict,
             )  # fmt: skip
             made = self._answerer = _MadeAnswerer(answerer, index.embedder, index)
         return made.answerer

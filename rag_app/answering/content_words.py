@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from rag_app.answering.claims.lexicon import WORD
+from rag_app.answering.claims.vocabulary import WORD
 
 INLINE_MATH = re.compile(r"\$[^$]+\$|\\\(.+?\\\)")
 MIN_LENGTH = 3  # "of", "is", "R": too short to say what a text is about

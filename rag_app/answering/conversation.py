@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from prompts import PromptTemplate
+from rag_app.answering.claims.vocabulary import NEGATIONS, STOPWORDS
 from rag_app.answering.content_words import content_words
 from rag_app.serving.llm_client import ChatClient
 from rag_app.serving.llm_connection import LLM_FAILURES
@@ -32,12 +33,8 @@ _QUESTION_OPENING = re.compile(
     r"find|compute|give|state|define|let)\b",
     re.IGNORECASE,
 )
-_STOPWORD_TEXT = (
-    "the and for with that this what which when where does how are can there from into about its "
-    "any all why who whom whose then than also such same some each every only not but our your you "
-    "they them"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# A rewrite keeps the question's words: all but the stopwords and negations count ("not" says nothing of a topic).
+_STOPWORDS = STOPWORDS | NEGATIONS
 _PREFIX = re.compile(r"^(standalone (search )?query|query|rewritten( question)?)\s*:\s*", re.IGNORECASE)
 
 logger = logging.getLogger(__name__)

@@ -35,8 +35,8 @@ import numpy as np
 from ingestion.records import StatementRecord
 from rag_app.answering.claims import ClaimComparison, Verdict, compare
 from rag_app.answering.claims.asked_question import AskedQuestion
-from rag_app.answering.claims.claim_terms import SCAFFOLDING, formula_key, split_math, stem_of
-from rag_app.answering.claims.lexicon import WORD
+from rag_app.answering.claims.claim_terms import split_math, stem_of
+from rag_app.answering.claims.vocabulary import STOPWORDS, WORD, formula_key
 from rag_app.answering.claims.yes_no_questions import topic_words
 from retriever.types import SearchHit
 
@@ -220,7 +220,7 @@ def read_claim(question: str | AskedQuestion, record: StatementRecord) -> ClaimC
 def _phrases(text: str) -> set[str]:
     """Adjacent pairs of word families ("finitely presented", "main theorem"): technical terms are phrases."""
     words = [word.lower().strip("'-") for word in WORD.findall(_INLINE_MATH.sub(" ", text))]
-    stems = [stem_of(word) for word in words if len(word) >= 3 and word not in SCAFFOLDING]
+    stems = [stem_of(word) for word in words if len(word) >= 3 and word not in STOPWORDS]
     return {f"{a} {b}" for a, b in pairwise(stems)}
 
 

@@ -3,7 +3,7 @@ orders them: :mod:`rag_app.answering.answerer`).
 
     Retrieval   the sources found and how (the search's own provenance)       built by ``MathRAG.ask``
     Relevance   how close the best source is to the question: generate or not  the gate (``relevance_gate``)
-    Generation  what was chosen, read and quoted (the verdict among it)        the choose, verdict, quote and model stages
+    Generation  what was chosen, read and quoted (the verdict among it)        the choose to model stages
     Checks      the answer's text after the checks, and what they found       after the last chunk (``answer_checks``)
 
 :class:`rag_app.answering.answer.Answer` is assembled from the four once the stream ends (``record_stage``).

@@ -29,35 +29,25 @@ from functools import cache
 from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from rag_app.answering.citations import CITATION_PATTERN
-from rag_app.answering.claims.lexicon import (
+from rag_app.answering.claims.vocabulary import (
     EQUIVALENCE,
     NEGATIONS,
     OBJECT_NOUNS,
+    QUANTIFIERS,
     SETUP_SENTENCE,
     SETUP_WORDS,
+    STATEMENT_WORDS,
+    STOPWORDS,
     SYMBOL_WORDS,
+    formula_key,
+    same_formula,
 )
-from retriever.text.formula_normalizer import normalize_formula
 from retriever.text.math_tokenizer import english_stemmer
 
-# Words that carry no mathematical claim of their own. Quantifiers and negations are deliberately not
-# here: they are words that change what a sentence asserts. "and", "or" and "if" are, because they are
-# checked where they stand (a connective between the same two words, the hypotheses of the source).
-_FUNCTION_WORDS = frozenset(
-    """a an the this that these those it its it's is are was were be been being has have had do does did
-    of in on at to for from by with as into onto over under about than then there here which who whom
-    whose what when where why how also we one our us you your they their i me my he she his her them
-    can may might must shall should will would could such same other another more most less very so
-    yes indeed just only namely precisely exactly called say says said state states stated statement
-    statements theorem lemma proposition corollary definition remark example result results source sources
-    follow following given let suppose assume denote denoted write written case note see fact known
-    both either whether particular particularly therefore hence thus consequently implies imply implied
-    since because so-called like and or if iff then whenever
-    specifically particular precisely namely also too always automatically directly direct fundamental
-    consequence provided provides mention mentions mentioned show shows shown confirm confirms guaranteed
-    guarantees express expressed expresses respectively well-known important crucial key basic e but yet
-    lemmas theorems propositions corollaries definitions remarks specified property properties""".split()  # noqa: SIM905 (one word list, read as prose)
-) | frozenset(SETUP_WORDS)  # the words that open a setup ("Consider ...") claim nothing
+# The words that carry no claim of their own; the quantifiers are kept (a sentence that says "every" where its
+# source says "some" changes the claim); the words that open a setup ("Consider ...") and those that name a statement
+# ("the theorem states") claim nothing.
+_FUNCTION_WORDS = (STOPWORDS - QUANTIFIERS) | frozenset(SETUP_WORDS) | STATEMENT_WORDS
 _REASONING_LINKS = (
     "this implies", "which implies", "it follows", "this means", "therefore", "hence", "consequently",
     "this shows", "as a consequence", "is a consequence of", "directly implies", "thus",
@@ -85,36 +75,9 @@ def content_terms(text: str) -> set[str]:
     return set(english_stemmer().stemWords(words))
 
 
-def canonical_formula(latex: str) -> tuple[str, ...]:
-    """A formula's normalized tokens with single-letter variables renamed in order of appearance,
-    so that ``IM = M`` and ``JN = N`` compare equal."""
-    names: dict[str, str] = {}
-    out = []
-    for token in normalize_formula(latex).tokens:
-        if len(token) == 1 and token.isalpha():
-            token = names.setdefault(token, f"v{len(names)}")
-        out.append(token)
-    return tuple(out)
-
-
-_STRUCTURE = frozenset({"{", "}", "(", ")", "\\left", "\\right", "\\frac", "/", "\\,", "\\;", "\\!", "\\quad"})
-
-
-def _bare(tokens: Sequence[str]) -> tuple[str, ...]:
-    """Tokens without grouping and spacing: ``\\frac{a}{b}`` and ``a/b``, ``f(x)`` and ``f x`` agree."""
-    return tuple(token for token in tokens if token not in _STRUCTURE)
-
-
 def _formula_in(formula: str, source_formulas: Sequence[str]) -> bool:
-    """``formula`` is one of the source's up to renaming, or a run of one as written (grouping aside)."""
-    wanted, tokens = canonical_formula(formula), _bare(normalize_formula(formula).tokens)
-    for candidate in source_formulas:
-        if canonical_formula(candidate) == wanted:
-            return True
-        theirs = _bare(normalize_formula(candidate).tokens)
-        if any(theirs[i : i + len(tokens)] == tokens for i in range(len(theirs) - len(tokens) + 1)):
-            return True
-    return False
+    """``formula`` is one of the source's up to renaming, or a run of one as written."""
+    return any(same_formula(formula, candidate) for candidate in source_formulas)
 
 
 # A sentence made only of the question's words must find this share of them in the source.
@@ -196,7 +159,7 @@ class StatementChecker:
         source_formulas = [span.latex for span in find_formula_spans(source)]
         formulas_found = False
         for span in find_formula_spans(sentence):
-            if not normalize_formula(span.latex).tokens:
+            if not formula_key(span.latex):
                 continue
             if _formula_in(span.latex, source_formulas):
                 formulas_found = formulas_found or span.latex not in question

@@ -32,7 +32,7 @@ def warm_up(rag: MathRAG) -> WarmedUp:
     """Load the models, read every statement into the store's cache and make its ranking profile."""
     started = time.perf_counter()
     rag.search("warm up", k=1)  # the models, the query encoder, the search stack
-    stage = rag.verdict_stage
+    stage = rag.answerer.verdict
     if stage is not None:
         stage.reader.load()  # the verdict's cross-encoder (about a second)
     index = rag.index

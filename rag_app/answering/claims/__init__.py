@@ -8,7 +8,8 @@ answer says its quote settles is the trained verdict's (:mod:`rag_app.answering.
 
 from rag_app.answering.claims.claim_comparison import ClaimComparison, Verdict, compare
 from rag_app.answering.claims.statement_claims import StatementClaim, statement_claims
-from rag_app.answering.claims.yes_no_questions import is_yes_no_question, negates, topic_overlap
+from rag_app.answering.claims.vocabulary import negates
+from rag_app.answering.claims.yes_no_questions import is_yes_no_question, topic_overlap
 
 __all__ = [
     "ClaimComparison",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from rag_app.answering.claims.claim_terms import Terms, question_latex, split_math, terms_of
 from rag_app.answering.claims.implied_conditions import StatedConditions
-from rag_app.answering.claims.lexicon import EQUIVALENCE
-from rag_app.answering.claims.yes_no_questions import is_yes_no_question, negates, topic_words
+from rag_app.answering.claims.vocabulary import EQUIVALENCE, negates
+from rag_app.answering.claims.yes_no_questions import is_yes_no_question, topic_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +33,15 @@ class AskedQuestion:
         """``question`` read (a question already read is returned as it is)."""
         if isinstance(question, AskedQuestion):
             return question
-        claim = terms_of(*split_math(question_latex(EQUIVALENCE.sub(",", question))))
+        latex = question_latex(question)
+        # an "iff" read as a comma; the LaTeX read again only where the question says one
+        claim_latex = question_latex(EQUIVALENCE.sub(",", question)) if EQUIVALENCE.search(question) else latex
+        claim = terms_of(*split_math(claim_latex))
         return cls(
             text=question,
             yes_no=is_yes_no_question(question),
             negated=negates(question),
-            latex=question_latex(question),
+            latex=latex,
             claim=claim,
             stated=StatedConditions.of(question, " ".join(claim.formulas)),
             topic=frozenset(topic_words(question)),

@@ -18,10 +18,20 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from rag_app.answering.claims.lexicon import GENERIC_NOUNS, NEGATIONS, NUMBER_WORDS
+from rag_app.answering.claims.vocabulary import (
+    ABBREVIATIONS,
+    ANTONYMS,
+    ARTICLES,
+    GENERIC_NOUNS,
+    NEGATIONS,
+    NUMBER_WORDS,
+    SAME_STEMS,
+    STOPWORDS,
+    UNIVERSAL_QUANTIFIERS,
+    formula_key,
+)
 from retriever.text.math_tokenizer import english_stemmer
 from retriever.text.query_notation import read_typed_notation, to_latex
-from retriever.text.unicode_math_text import UnicodeMathText
 
 # Formulas: $$...$$, $...$, \[...\], \(...\), and the display environments statements use.
 _MATH = re.compile(
@@ -34,82 +44,7 @@ _LATEX_MARKUP = re.compile(r"\\(?:emph|textit|textbf|text|it|bf|em)\b|\{\\it\s|[
 # A formula naming one object (M, R, x_1, 𝔭) says nothing a question must repeat.
 _NAME_ONLY = re.compile(r"^[^\W\d_]{1,2}(?:_[^\W_]{1,2})?'?$")
 
-# Words that carry no claim: the question's scaffolding, articles, connectives, quantifiers that every
-# phrasing of one claim may or may not use ("Is every X Y?", "Must an X be Y?", "Does an X always Y?").
-_SCAFFOLDING_WORDS = """
-    is are was were be been being does do did can could must should will would may might shall has have had a an
-    the of in on at to for from by with as and or if then than into onto over under about what which when
-    whenever where who whom whose why how that this these those it its it's there here such also still every
-    each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
-    assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
-    existing actually just case cases whole following ie eg resp cf but however moreover yet becomes become
-    respect having either only again too
-"""
-SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
-# Antonym pairs (stems): the second member is the negative of the first.
-_ANTONYMS = {
-    "diverg": "converg",
-    "infinit": "finit",
-    "unbound": "bound",
-    "uncount": "countabl",
-    "nontrivi": "trivial",
-    "non-trivi": "trivial",
-    "nonconst": "constant",
-    "non-const": "constant",
-    "nonplanar": "planar",
-    "non-planar": "planar",
-    "unsolv": "solvabl",
-    "nonzero": "zero",
-    "non-zero": "zero",
-    "nonempti": "empti",
-    "non-empti": "empti",
-    "non-abelian": "abelian",
-    "nonabelian": "abelian",
-    "noncompact": "compact",
-    "non-compact": "compact",
-    "disconnect": "connect",
-    "non-homeomorph": "homeomorph",
-    "non-isomorph": "isomorph",
-    "nonisomorph": "isomorph",
-    "irreduc": "reduc",
-    "nonneg": "neg",
-    "non-neg": "neg",
-    "non-singular": "singular",
-    "nonsingular": "singular",
-    "nondegener": "degener",
-}
-# The same thing named two ways (stems, after abbreviations are expanded): each maps to one name.
-_SAME = {
-    "colour": "color",
-    "neighbour": "neighbor",
-    "factoris": "factor",
-    "factoriz": "factor",
-    "centr": "center",
-    "centre": "center",
-    "root": "zero",
-    "diagonalis": "diagonaliz",
-    "normalis": "normaliz",
-    "vertic": "vertex",
-    "preserv": "stabl",  # "preserved by base change": "stable under base change"
-}
-# Abbreviations people type, as the statements write them.
-ABBREVIATIONS = {
-    "PID": "principal ideal domain",
-    "PIDs": "principal ideal domains",
-    "UFD": "unique factorization domain",
-    "UFDs": "unique factorization domains",
-    "DVR": "discrete valuation ring",
-    "iid": "i.i.d.",
-    "RV": "random variable",
-    "RVs": "random variables",
-}
 _ABBREVIATION = re.compile(r"\b(" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + r")\b")
-_UNICODE = UnicodeMathText()
-# Bold capitals are the number systems where research text writes them so (the Stacks project's $\\mathbf{Z}$).
-_LETTER_VARIANTS = str.maketrans(
-    {"ϕ": "φ", "ϵ": "ε", "ϑ": "θ", "ϱ": "ρ", "𝐑": "ℝ", "𝐂": "ℂ", "𝐙": "ℤ", "𝐐": "ℚ", "𝐍": "ℕ"}
-)
-_PMOD = re.compile(r"\\pmod\s*\{([^{}]*)\}|\\pmod\s*(\w)")
 # "a^(p-1) congruent to 1 mod p" typed in words: the congruence a statement writes with ≡
 _TYPED_CONGRUENCE = re.compile(
     r"(?<![\w$])(\$[^$]+\$|[\w^()+\-!/]+) (?:is )?congruent to (\$[^$]+\$|[\w^()+\-/]+) mod(?:ulo)? (\$[^$]+\$|\w+)"
@@ -118,15 +53,6 @@ _OPERAND = r"(?:[A-Za-z0-9|][A-Za-z0-9_^/+|.\-]{0,14}(?:\([^()$]{0,20}\))?)+(?<!
 _TYPED_RELATION = re.compile(rf"(?<![A-Za-z]){_OPERAND}\s*(?:<=|>=|!=|<|>|=|\+)\s*{_OPERAND}(?![A-Za-z])")
 _TOKEN = re.compile("\ue000(\\d+)\ue001|[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*|\\d+|[,.;:()]")
 _PUNCTUATION = frozenset(",.;:()")
-# Relation macros as their signs before rendering (pylatexenc drops some of them: ``\ne`` renders as nothing).
-_RELATION_SIGNS = {
-    "ne": "≠", "neq": "≠", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "nmid": "∤", "mid": "|", "equiv": "≡",
-    "subseteq": "⊆", "subset": "⊂", "ll": "≪", "cong": "≅", "sim": "∼", "simeq": "≃", "in": "∈", "notin": "∉",
-    "to": "→", "mapsto": "↦", "lt": "<", "gt": ">",
-}  # fmt: skip
-_RELATION_MACRO = re.compile(r"\\(" + "|".join(sorted(_RELATION_SIGNS, key=len, reverse=True)) + r")(?![A-Za-z])")
-_QUANTIFIERS = frozenset({"every", "any", "all", "each", "arbitrary"})
-_ARTICLES = frozenset({"a", "an", "the"})
 _NUMBER_SYSTEMS = frozenset("ℝℂℤℚℕ")
 _BLACKBOARD_LETTERS = {"R": "ℝ", "C": "ℂ", "Z": "ℤ", "Q": "ℚ", "N": "ℕ"}
 _MEASURED_NUMBER = re.compile(
@@ -171,17 +97,6 @@ class Terms:
 
     def merged(self, other: Terms) -> Terms:
         return Terms(self.words + other.words, self.formulas + other.formulas, self.names + other.names)
-
-
-def formula_key(latex: str) -> str:
-    """A formula as compared: rendered as Unicode, without spaces, braces or ``\\left``/``\\right``."""
-    latex = _PMOD.sub(lambda m: f"(\\mathrm{{mod}}\\ {m.group(1) or m.group(2)})", latex)
-    latex = latex.replace("\\bmod", "\\mathrm{mod}")
-    latex = _RELATION_MACRO.sub(lambda m: _RELATION_SIGNS[m.group(1)], latex)
-    rendered = _UNICODE.render(f"${latex}$")
-    rendered = rendered.replace("\\", "")
-    rendered = re.sub(r"[\s{}]|left|right", "", rendered).replace("−", "-").replace("∣", "|")
-    return rendered.translate(_LETTER_VARIANTS)
 
 
 def split_math(latex: str) -> tuple[str, list[str]]:
@@ -254,20 +169,20 @@ def terms_of(text: str, formulas: list[str]) -> Terms:
             keys.append(_BLACKBOARD_LETTERS[token])
             phrase += 1
             continue
-        if lowered in SCAFFOLDING or (len(lowered) < 2 and not lowered.isdigit()):
+        if lowered in STOPWORDS or (len(lowered) < 2 and not lowered.isdigit()):
             negate_next = max(0, negate_next - 1)
             phrase += 1
             after_name = False
-            quantified = lowered in _QUANTIFIERS  # "every finite field": up to the next small word
+            quantified = lowered in UNIVERSAL_QUANTIFIERS  # "every finite field": up to the next small word
             if lowered == "of":
                 of_link = True
-            elif lowered not in _ARTICLES:
+            elif lowered not in ARTICLES:
                 of_link = False
             continue
         stem = stem_of(lowered)
         negative = negate_next > 0
-        if stem in _ANTONYMS:
-            stem, negative = _ANTONYMS[stem], not negative
+        if stem in ANTONYMS:
+            stem, negative = ANTONYMS[stem], not negative
         elif (plain := _NON_PREFIX.sub("", lowered)) != lowered:  # "nonflat", "non-split": not flat, not split
             stem, negative = stem_of(plain), not negative
         words.append(Word(stem, negative, token, phrase, after_name, quantified, of_link and bool(words)))
@@ -298,7 +213,7 @@ def stem_of(word: str) -> str:
     """One word's stem; a hyphenated word stems its last part (``path-connected`` → ``path-connect``)."""
     head, _, last = word.rpartition("-")
     stem = english_stemmer().stemWord(last)
-    stem = _SAME.get(stem, stem)
+    stem = SAME_STEMS.get(stem, stem)
     return f"{head}-{stem}" if head else stem
 
 

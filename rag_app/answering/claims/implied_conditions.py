@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag_app.answering.claims.lexicon import NUMBER_WORDS
+from rag_app.answering.claims.vocabulary import NUMBER_WORDS
 
 _NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 _WORDED_BOUND = re.compile(

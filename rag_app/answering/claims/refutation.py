@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from rag_app.answering.claims.asked_question import AskedQuestion
 from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, split_math, stem_of, terms_of
-from rag_app.answering.claims.lexicon import SETUP_SENTENCE
 from rag_app.answering.claims.statement_claims import StatementClaim, statement_claims
 from rag_app.answering.claims.term_matching import unmatched_terms
+from rag_app.answering.claims.vocabulary import SETUP_SENTENCE
 
 _EXISTENCE = re.compile(r"\bthere (?:exists?|is|are)\b|\bthere exist\b", re.IGNORECASE)
 _GENERALITY_DENIED = re.compile(

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 from rag_app.answering.claims.claim_terms import Terms, split_math, terms_of
-from rag_app.answering.claims.lexicon import EQUIVALENCE_PHRASES, SETUP_SENTENCE
+from rag_app.answering.claims.vocabulary import EQUIVALENCE_PHRASES, SETUP_SENTENCE
 
 # The verbs that end a statement's subject ("A bounded entire function | is constant").
 _VERB = re.compile(

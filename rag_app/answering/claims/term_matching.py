@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from rag_app.answering.claims.claim_terms import Terms, Word, is_generic, stem_of
-from rag_app.answering.claims.lexicon import SYMBOL_WORDS
+from rag_app.answering.claims.vocabulary import SYMBOL_WORDS
 
 _GREEK_LETTERS = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "zeta": "ζ", "theta": "θ",

@@ -1,17 +1,68 @@
-"""The words every reader of mathematical English here shares: the claims reading (``claim_terms``,
-``statement_claims``, ``refutation``, ``implied_conditions``) and the written answer's check
-(``rag_app.answering.statement_check``). One list each, so that a word learned for one reader is learned for all;
-the regular expressions built from them live here too."""
+"""The one vocabulary every reader of mathematical English and formulas here shares: the claims reading
+(``claim_terms``, ``statement_claims``, ``refutation``, ``implied_conditions``, ``yes_no_questions``), the chooser's
+features, the conversation's rewrite check and the written answer's check (``rag_app.answering.statement_check``).
+
+One stopword list, one negation list, one formula comparer, and the word tables (signs, antonyms, spellings,
+abbreviations, number words, object nouns), so that a word learned for one reader is learned for all. An entry is
+general mathematical English (an antonym formed by a prefix, a spelling variant, a sign's name); one written to make
+a single sentence of a question set pass has no place here.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from retriever.text.unicode_math_text import UnicodeMathText
+
 # Words that deny what follows ("is not solvable", "has no zeros", "a ring without zero divisors").
 NEGATIONS = frozenset(
-    "not no never cannot can't isn't aren't doesn't don't nor neither none fails fail without".split()  # noqa: SIM905
+    "not no never cannot can't isn't aren't doesn't don't nor neither none nothing fails fail without".split()  # noqa: SIM905
 )
+# Words that ask whether a claim fails without denying anything themselves ("Is it false that ...", "Is there a
+# counterexample to ..."): a question that uses one is read as negated, as one with a negation is.
+FAILURE_WORDS = frozenset({"false", "counterexample", "counterexamples"})
+_NEGATED = re.compile(
+    r"\b(?:" + "|".join(sorted(map(re.escape, NEGATIONS | FAILURE_WORDS), key=len, reverse=True)) + r"|non[-\w]*)\b",
+    re.IGNORECASE,
+)
+
+
+def negates(text: str) -> bool:
+    """Whether ``text`` carries a negation (a word of :data:`NEGATIONS`, "non-", "false", "counterexample")."""
+    return bool(_NEGATED.search(text))
+
+
+# Words that carry no claim of their own: the scaffolding every phrasing of one claim may or may not use ("Is every
+# X Y?", "Must an X be Y?"), articles, pronouns, auxiliaries, prepositions, connectives, discourse ("it follows",
+# "provided"). Not here: negations (above), the number words and the words said as signs (below: "at most", "less
+# than" are claims), the words that name a statement (below). Quantifiers are, as a named part: the written answer's
+# check keeps them (a sentence that says "every" where its source says "some" changes the claim).
+UNIVERSAL_QUANTIFIERS = frozenset({"every", "any", "all", "each", "arbitrary"})  # the claims read them as generalizing
+QUANTIFIERS = UNIVERSAL_QUANTIFIERS | {"some", "always", "exist", "exists", "existing"}
+ARTICLES = frozenset({"a", "an", "the"})
+STOPWORDS = frozenset(
+    """is are was were be been being does do did can could must should will would may might shall has have had
+    a an the of in on at to for from by with as and or if iff then than into onto over under about what which when
+    whenever where who whom whose why how that this these those it its it's there here such also still every each
+    any all some always necessarily true hold holds really indeed so thus hence therefore consequently let given
+    suppose assume assuming we our us you your they their them i me my he she his her one ones arbitrary certain
+    whether necessary need needs say says said state states stated exist exists existing actually just case cases
+    whole following follow ie eg resp cf but however moreover yet becomes become respect having either only again
+    too both same other another very namely precisely exactly specifically particular particularly called
+    so-called like since because implies imply implied note see fact known well-known provided provides mention
+    mentions mentioned show shows shown confirm confirms guaranteed guarantees express expressed expresses
+    respectively important crucial key basic fundamental direct directly automatically consequence e possible
+    possibly specified denote denoted write written yes consider throughout""".split()  # noqa: SIM905 (one word list)
+)
+# Words that name a statement rather than say it ("the theorem states", "by the lemma"): the written answer's check
+# passes over them; the claims and the chooser read them (a question's "main theorem" is a statement's name).
+STATEMENT_WORDS = frozenset(
+    """statement statements theorem theorems lemma lemmas proposition propositions corollary corollaries definition
+    definitions remark remarks example result results source sources property properties""".split()  # noqa: SIM905
+)
+
+
 
 # Words that open a sentence setting up a statement's objects rather than claiming ("Let $X$ be a scheme.").
 SETUP_WORDS = ("let", "suppose", "assume", "fix", "consider", "denote", "given", "set", "throughout", "write")
@@ -53,7 +104,6 @@ class Signs:
 
 SYMBOL_WORDS: dict[str, Signs] = {
     "equal": Signs(("=", "\\ge", "\\le", "\\geq", "\\leq"), "="),
-    "between": Signs(("<", "\\le")),
     "greater": Signs((">", "\\ge", "\\geq"), ">"),
     "less": Signs(("<", "\\le", "\\leq"), "<"),
     "most": Signs((), "≤"),
@@ -65,7 +115,6 @@ SYMBOL_WORDS: dict[str, Signs] = {
     "sum": Signs(("\\sum", "+", "\\oplus"), "∑"),
     "union": Signs(("\\cup", "\\bigcup"), "∪"),
     "intersection": Signs(("\\cap", "\\bigcap"), "∩"),
-    "cap": Signs((), "∩"),
     "subset": Signs(("\\subset", "\\subseteq")),
     "contains": Signs((), "⊆⊂"),
     "inside": Signs((), "⊆⊂"),
@@ -85,7 +134,6 @@ SYMBOL_WORDS: dict[str, Signs] = {
     "converges": Signs((), "→"),
     "tends": Signs((), "→"),
     "complex": Signs((), "ℂ"),
-    "plane": Signs((), "ℂ"),
     "real": Signs((), "ℝ"),
     "integer": Signs((), "ℤ"),
     "rational": Signs((), "ℚ"),
@@ -103,3 +151,113 @@ NUMBER_WORDS = {
 
 # A word of running text (hyphens and apostrophes inside it).
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
+
+# Antonym pairs (stems): the second member is the negative of the first.
+ANTONYMS = {
+    "diverg": "converg",
+    "infinit": "finit",
+    "unbound": "bound",
+    "uncount": "countabl",
+    "nontrivi": "trivial",
+    "non-trivi": "trivial",
+    "nonconst": "constant",
+    "non-const": "constant",
+    "nonplanar": "planar",
+    "non-planar": "planar",
+    "unsolv": "solvabl",
+    "nonzero": "zero",
+    "non-zero": "zero",
+    "nonempti": "empti",
+    "non-empti": "empti",
+    "non-abelian": "abelian",
+    "nonabelian": "abelian",
+    "noncompact": "compact",
+    "non-compact": "compact",
+    "disconnect": "connect",
+    "non-homeomorph": "homeomorph",
+    "non-isomorph": "isomorph",
+    "nonisomorph": "isomorph",
+    "irreduc": "reduc",
+    "nonneg": "neg",
+    "non-neg": "neg",
+    "non-singular": "singular",
+    "nonsingular": "singular",
+    "nondegener": "degener",
+}
+# The same thing named two ways (stems, after abbreviations are expanded): each maps to one name.
+SAME_STEMS = {
+    "colour": "color",
+    "neighbour": "neighbor",
+    "factoris": "factor",
+    "factoriz": "factor",
+    "centr": "center",
+    "centre": "center",
+    "root": "zero",
+    "diagonalis": "diagonaliz",
+    "normalis": "normaliz",
+    "vertic": "vertex",
+}
+# Abbreviations people type, as the statements write them.
+ABBREVIATIONS = {
+    "PID": "principal ideal domain",
+    "PIDs": "principal ideal domains",
+    "UFD": "unique factorization domain",
+    "UFDs": "unique factorization domains",
+    "DVR": "discrete valuation ring",
+    "RV": "random variable",
+    "RVs": "random variables",
+}
+
+
+# ---------------------------------------------------------------- formulas: one comparer
+_UNICODE = UnicodeMathText()
+# Bold capitals are the number systems where research text writes them so (the Stacks project's $\\mathbf{Z}$).
+_LETTER_VARIANTS = str.maketrans(
+    {"ϕ": "φ", "ϵ": "ε", "ϑ": "θ", "ϱ": "ρ", "𝐑": "ℝ", "𝐂": "ℂ", "𝐙": "ℤ", "𝐐": "ℚ", "𝐍": "ℕ"}
+)
+_PMOD = re.compile(r"\\pmod\s*\{([^{}]*)\}|\\pmod\s*(\w)")
+# Relation macros as their signs before rendering (pylatexenc drops some of them: ``\ne`` renders as nothing).
+_RELATION_SIGNS = {
+    "ne": "≠", "neq": "≠", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "nmid": "∤", "mid": "|", "equiv": "≡",
+    "subseteq": "⊆", "subset": "⊂", "ll": "≪", "cong": "≅", "sim": "∼", "simeq": "≃", "in": "∈", "notin": "∉",
+    "to": "→", "mapsto": "↦", "lt": "<", "gt": ">",
+}  # fmt: skip
+_RELATION_MACRO = re.compile(r"\\(" + "|".join(sorted(_RELATION_SIGNS, key=len, reverse=True)) + r")(?![A-Za-z])")
+# What a formula's letters are, for a comparison up to renaming: one letter standing alone, not a command's name or
+# the argument of \mathrm, \operatorname, \text (those are names: Spec, Hom) nor a number system's letter.
+_NAMED = re.compile(r"\\(?:mathrm|operatorname|text|mathbb|mathbf)\s*\{[^{}]*\}|\\[A-Za-z]+")
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def formula_key(latex: str) -> str:
+    """A formula as compared: rendered as Unicode, without spaces, braces or ``\\left``/``\\right``."""
+    latex = _PMOD.sub(lambda m: f"(\\mathrm{{mod}}\\ {m.group(1) or m.group(2)})", latex)
+    latex = latex.replace("\\bmod", "\\mathrm{mod}")
+    latex = _RELATION_MACRO.sub(lambda m: _RELATION_SIGNS[m.group(1)], latex)
+    rendered = _UNICODE.render(f"${latex}$")
+    rendered = rendered.replace("\\", "")
+    rendered = re.sub(r"[\s{}]|left|right", "", rendered).replace("−", "-").replace("∣", "|")
+    return rendered.translate(_LETTER_VARIANTS)
+
+
+def formula_shape(latex: str) -> str:
+    """A formula as compared up to renaming its variables: each single letter named by the order it first appears in
+    (``IM = M`` and ``J N=N`` have one shape, ``IM = N`` another), then compared as :func:`formula_key` compares."""
+    names: dict[str, str] = {}
+    parts = []
+    last = 0
+    for named in _NAMED.finditer(latex):
+        parts.append(_renamed(latex[last : named.start()], names))
+        parts.append(named.group(0))
+        last = named.end()
+    parts.append(_renamed(latex[last:], names))
+    return formula_key("".join(parts))
+
+
+def _renamed(text: str, names: dict[str, str]) -> str:
+    return _LETTER.sub(lambda m: names.setdefault(m.group(0), f"\\alpha_{{{len(names)}}}"), text)
+
+
+def same_formula(formula: str, other: str) -> bool:
+    """``formula`` is ``other`` up to renaming, or a run of it as written (spaces, braces and sizes aside)."""
+    return formula_shape(formula) == formula_shape(other) or formula_key(formula) in formula_key(other)

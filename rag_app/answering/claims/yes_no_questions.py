@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from rag_app.answering.claims.claim_terms import SCAFFOLDING, stem_of
-from rag_app.answering.claims.lexicon import WORD
+from rag_app.answering.claims.claim_terms import stem_of
+from rag_app.answering.claims.vocabulary import FAILURE_WORDS, NEGATIONS, STOPWORDS, WORD
 
 # Auxiliary verbs that open a yes/no question in English (after an optional "so," or "but").
 _YES_NO_OPENING = re.compile(
@@ -30,21 +30,8 @@ def is_yes_no_question(question: str) -> bool:
     return bool(_YES_NO_OPENING.match(question) or _PREFACED_YES_NO.match(question))
 
 
-# A question that negates (or asks about failure) is where the model's verdicts went wrong.
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nothing|cannot|can't|isn't|aren't|doesn't|don't|fails?|false|without|"
-    r"counterexamples?|non[-\w]*)\b",
-    re.IGNORECASE,
-)
-# Words that carry no topic, beyond the claims' scaffolding: truth words and existence.
-_NOT_TOPIC = SCAFFOLDING | frozenset(
-    "isn't aren't doesn't don't can't not no false possible possibly exist exists existing".split()  # noqa: SIM905
-)
-
-
-def negates(question: str) -> bool:
-    """Whether the question carries a negation ("not", "non-", "fails", "without", ...)."""
-    return bool(_NEGATION.search(question))
+# Words that carry no topic: the stopwords, negations, and the words asking about failure.
+_NOT_TOPIC = STOPWORDS | NEGATIONS | FAILURE_WORDS
 
 
 def topic_words(text: str) -> set[str]:

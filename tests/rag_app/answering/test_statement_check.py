@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_app.answering.statement_check import StatementChecker, canonical_formula, split_hypotheses
+from rag_app.answering.claims.vocabulary import formula_shape
+from rag_app.answering.statement_check import StatementChecker, split_hypotheses
 
 CHECK = StatementChecker()
 COHEN_MACAULAY = (
@@ -61,7 +62,7 @@ def test_or_turned_into_and_is_caught() -> None:
 
 
 def test_formulas_are_equal_up_to_renaming_of_variables() -> None:
-    assert canonical_formula("IM = M") == canonical_formula("J N=N") != canonical_formula("IM = N")
+    assert formula_shape("IM = M") == formula_shape("J N=N") != formula_shape("IM = N")
     source = r"Let $I$ be an ideal and $M$ a finite module with $IM = M$. Then $M$ is zero."
     assert not any("formula" in p for p in CHECK.check(r"A finite module with $JN = N$ is zero.", source).problems)
 

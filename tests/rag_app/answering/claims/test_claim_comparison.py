@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rag_app.answering.claims import Verdict, compare, is_yes_no_question, statement_claims
-from rag_app.answering.claims.claim_terms import formula_key, question_latex
+from rag_app.answering.claims.claim_terms import question_latex
+from rag_app.answering.claims.vocabulary import formula_key
 
 LIOUVILLE = "A bounded entire function is constant."
 MERTENS = (
