@@ -41,9 +41,12 @@ def parse_in_pool(
     in_flight: deque[tuple[Item, Future[PaperStatements]]] = deque()
     context = multiprocessing.get_context("spawn")
     started = context.Value("i", 0)  # workers past their start (see _wait_for_starting_workers)
-    spawned = workers  # the pool starts them all at once, and replaces each one it kills or loses
+    # the pool starts its workers all at once at its first task (none without one), and replaces each one it kills
+    # or loses
+    spawned = 0
     with ProcessPool(max_workers=workers, context=context, initializer=_count_start, initargs=(started,)) as pool:
         for item in items:
+            spawned = spawned or workers
             function, arguments = task(item)
             in_flight.append((item, pool.schedule(function, args=arguments, timeout=timeout_s)))
             while len(in_flight) >= 2 * workers:

@@ -48,3 +48,14 @@ def test_a_pool_that_killed_a_worker_ends_with_a_clean_stderr(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["result", "parsing took longer than 1 s"]
     assert done.stderr == "", done.stderr
+
+
+def test_a_pool_given_no_paper_waits_for_no_worker(monkeypatch) -> None:
+    """A rerun of a month whose papers are all unchanged schedules nothing: the pool never starts a worker, so
+    closing it waits for none (it waited out its 30 s limit for workers that were never spawned)."""
+    from ingestion import paper_pool
+
+    waited_for: list[int] = []
+    monkeypatch.setattr(paper_pool, "_wait_for_starting_workers", lambda started, spawned: waited_for.append(spawned))
+    assert list(paper_pool.parse_in_pool([], lambda item: (print, (item,)), 2, 1)) == []
+    assert waited_for == [0]
