@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ingestion import LatexIngestor, ingest_sources
 from rag_app import MathRAG
 from rag_app.pipeline import demo_corpus_path
 from rag_app.serving.llm_server import free_port
@@ -125,8 +126,8 @@ def test_cli_searches_and_a_server_beside_an_ingest_see_only_committed_batches(t
     """Issue 99: an ingest of the HoTT book and the demo corpus, two statements a write (some 500 writes, a minute
     or two on 2 CPUs), and beside it new `rag-app search` processes (each opens the index mid-write, as a CLI user
     would) and one `rag-app serve` searched over HTTP. Every search ends well and returns only statements of
-    batches committed when it returned; then the stores equal a clean ingest of the same papers."""
-    index, clean = tmp_path / "index", tmp_path / "clean"
+    batches committed when it returned; then the stores hold what a clean ingest of the same papers holds."""
+    index = tmp_path / "index"
     env = _environment(tmp_path, RAG_APP_INGESTION__BATCH_STATEMENTS="2")
     demo = sorted(demo_corpus_path().iterdir())
     seed, rest = demo[0], [*demo[1:], HOTT_BOOK]
@@ -202,11 +203,11 @@ def test_cli_searches_and_a_server_beside_an_ingest_see_only_committed_batches(t
     assert ingest.returncode == 0, ingest_errors.decode()
     assert failures == [] and searches >= 200 and cli_processes >= 3, (searches, cli_processes, failures[:5])
     assert "Traceback" not in served, served[-3000:]
-    clean_env = _environment(tmp_path)
-    done = subprocess.run(_ingest_command(clean, seed, *rest), env=clean_env, capture_output=True, timeout=900)
-    assert done.returncode == 0, done.stderr
-    written, clean_status = _status(index, env), _status(clean, env)
-    assert written["in_step"] and clean_status["in_step"], (written, clean_status)
+    # A clean ingest of the same papers holds every statement they parse into, once in every store: the papers parsed
+    # here the way `ingest` parses them (an ingest of its own would embed them all again, half a minute).
+    parsed = {record.id for paper in ingest_sources([seed, *rest], LatexIngestor()) for record in paper.records}
+    written = _status(index, env)
+    assert written["in_step"], written
     stores = {store["store"]: store["statements"] for store in written["stores"]}  # type: ignore[union-attr]
-    assert stores == {store["store"]: store["statements"] for store in clean_status["stores"]}  # type: ignore[union-attr]
-    assert CommitLog(index).ids() == CommitLog(clean).ids()
+    assert set(stores.values()) == {len(parsed)}, stores
+    assert CommitLog(index).ids() == parsed
