@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import mmap
 import platform
@@ -272,12 +273,19 @@ def instruction_needs(raw_bytes: list[str], mnemonic: str, operands: str) -> set
 
 
 def library_needs(path: Path) -> dict[str, int]:
-    """Feature -> how many instructions of ``path`` need it (objdump's disassembly of its code)."""
+    """Feature -> how many instructions of ``path`` need it (objdump's disassembly of its code). Read once per
+    process for a file as it stands (the disassembly of libllama takes seconds; a rebuilt file is read again)."""
+    stat = path.stat()
+    return dict(_library_needs(str(path.resolve()), stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=32)
+def _library_needs(path: str, _size: int, _mtime_ns: int) -> dict[str, int]:
     objdump = shutil.which("objdump")
     if objdump is None:
         raise FileNotFoundError("objdump is not installed (Debian: binutils)")
     # A deadline on the disassembly too (libllama's is tens of MB of text: seconds).
-    listing = subprocess.run([objdump, "-d", "-w", str(path)], capture_output=True, text=True, timeout=600, check=True)
+    listing = subprocess.run([objdump, "-d", "-w", path], capture_output=True, text=True, timeout=600, check=True)
     counts: dict[str, int] = {}
     for line in listing.stdout.splitlines():
         match = INSTRUCTION_LINE.match(line)
