@@ -75,16 +75,24 @@ WINDOWS = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("window", list(WINDOWS))
-def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
-    tmp_path: Path, window: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    papers = corpus(tmp_path)
-    clean = MathRAG(make_settings(tmp_path / "clean", second_embedding=SECOND))
+@pytest.fixture(scope="module")
+def clean_ingest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """The corpus (read only) and the stores of one clean ingest of it, which every crash window's rerun must equal."""
+    base = tmp_path_factory.mktemp("clean-ingest")
+    papers = corpus(base)
+    clean = MathRAG(make_settings(base / "clean", second_embedding=SECOND))
     clean.ingest([papers])
     expected = snapshot(clean)
     assert len(expected["chroma"]) > 40 and expected["grouped"] and expected["edges"]  # type: ignore[arg-type]
+    return papers, expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("window", list(WINDOWS))
+def test_a_crash_in_each_write_window_is_caught_up_by_the_rerun(
+    tmp_path: Path, window: str, monkeypatch: pytest.MonkeyPatch, clean_ingest: tuple[Path, dict[str, object]]
+) -> None:
+    papers, expected = clean_ingest
 
     ingestion = {"batch_statements": 20, "isolate_papers": False}
     settings = make_settings(tmp_path / "crashed", ingestion=ingestion, second_embedding=SECOND)
