@@ -83,12 +83,13 @@ def test_two_fresh_processes_rank_every_research_question_the_same(demo_index_di
                "--index", str(demo_index_dir)]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
 
-    def top_tens() -> list[list[str]]:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return [[hit["id"] for hit in json.loads(line)["results"]] for line in done.stdout.splitlines()]
-
-    first, second = top_tens(), top_tens()
+    # the two processes run side by side (each loads its models while the other does)
+    running = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+               for _ in range(2)]  # fmt: skip
+    outputs = [process.communicate(timeout=600) for process in running]
+    assert [process.returncode for process in running] == [0, 0], [err[-2000:] for _, err in outputs]
+    first, second = ([[hit["id"] for hit in json.loads(line)["results"]] for line in out.splitlines()]
+                     for out, _ in outputs)  # fmt: skip
     assert len(first) == len(questions) == 103
     differ = [questions[i] for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
     assert not differ, f"{len(differ)} of {len(questions)} questions ranked differently: {differ[:3]}"
