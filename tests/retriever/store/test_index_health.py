@@ -259,6 +259,20 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
 
 
+def _clis_side_by_side(env: dict[str, str], *commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
+    """``rag-app`` commands that only read, each in a process of its own, run at the same time (two users)."""
+    running = [
+        (arguments, subprocess.Popen([sys.executable, "-m", "rag_app.cli", *arguments], env={**os.environ, **env},
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for arguments in commands
+    ]  # fmt: skip
+    done = []
+    for arguments, process in running:
+        out, err = process.communicate(timeout=600)
+        done.append(subprocess.CompletedProcess(arguments, process.returncode, out, err))
+    return done
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("store", ["bm25", "formula_bm25"])
 def test_a_damaged_lexical_catalogue_is_named_and_rebuilt_by_repair(tmp_path: Path, store: str) -> None:
@@ -269,15 +283,19 @@ def test_a_damaged_lexical_catalogue_is_named_and_rebuilt_by_repair(tmp_path: Pa
         journal.unlink()
     # Overwritten: a cut file this small reads as an empty catalogue ("behind", exit 1; repair rebuilds).
     catalogue.write_bytes(bytes(range(256)) * 16)
-    status = _cli(env, "status", "--index", str(index))
+    status, search = _clis_side_by_side(
+        env, ["status", "--index", str(index)],
+        ["search", "bounded entire", "--index", str(index), "--mode", "hybrid-formula"],
+    )  # fmt: skip
     assert status.returncode == 3 and f"{catalogue} is damaged" in status.stdout, status.stdout + status.stderr
-    search = _cli(env, "search", "bounded entire", "--index", str(index), "--mode", "hybrid-formula")
     assert search.returncode == 3 and "Traceback" not in search.stderr, search.stderr
     assert f"{catalogue} is damaged" in search.stderr and "rag-app repair" in search.stderr
     repair = _cli(env, "repair", "--index", str(index))
     assert repair.returncode == 0, repair.stdout + repair.stderr
-    assert _cli(env, "status", "--index", str(index)).returncode == 0
-    search = _cli(env, "search", "bounded entire", "--index", str(index), "--mode", "bm25")
+    status, search = _clis_side_by_side(
+        env, ["status", "--index", str(index)], ["search", "bounded entire", "--index", str(index), "--mode", "bm25"]
+    )
+    assert status.returncode == 0, status.stdout + status.stderr
     assert search.returncode == 0 and "Liouville" in search.stdout
 
 
