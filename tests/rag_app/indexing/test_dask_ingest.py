@@ -31,17 +31,24 @@ def write_two_months(source: Path) -> None:
         (source / f"2302.{number:05d}v1.gz").write_bytes(gzip.compress(paper(100 + number)))
 
 
-def ingest_cli(source: Path, index: Path, *extra: str) -> list[dict[str, object]]:
-    command = [
-        sys.executable, "-m", "rag_app.cli", "ingest", "arxiv", "--month", "2023-01", "--month", "2023-02",
-        "--source", str(source), "--index", str(index), "--json", *extra,
-    ]  # fmt: skip
+def ingest_clis(source: Path, *runs: tuple[Path, list[str]]) -> list[list[dict[str, object]]]:
+    """``ingest arxiv`` of both months into each ``(index, extra arguments)``, the processes side by side."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    reports = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    refused = any(report["failed"] for report in reports)  # 2023-01 holds a binary paper, refused when first met
-    assert done.returncode == (1 if refused else 0), done.stderr[-3000:]
-    return reports
+    running = []
+    for index, extra in runs:
+        command = [
+            sys.executable, "-m", "rag_app.cli", "ingest", "arxiv", "--month", "2023-01", "--month", "2023-02",
+            "--source", str(source), "--index", str(index), "--json", *extra,
+        ]  # fmt: skip
+        running.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    all_reports = []
+    for process in running:
+        out, err = process.communicate(timeout=600)
+        reports = [json.loads(line) for line in out.splitlines() if line.strip()]
+        refused = any(report["failed"] for report in reports)  # 2023-01 holds a binary paper, refused when first met
+        assert process.returncode == (1 if refused else 0), err[-3000:]
+        all_reports.append(reports)
+    return all_reports
 
 
 def snapshot(index: Path) -> dict[str, tuple[str, str, np.ndarray]]:
@@ -54,13 +61,13 @@ def snapshot(index: Path) -> dict[str, tuple[str, str, np.ndarray]]:
 def test_two_months_on_a_local_dask_cluster_equal_a_local_run(tmp_path: Path) -> None:
     source = tmp_path / "src"
     write_two_months(source)
-    reports = ingest_cli(source, tmp_path / "dask-index", "--dask", "--workers", "2")
+    reports, local = ingest_clis(
+        source, (tmp_path / "dask-index", ["--dask", "--workers", "2"]), (tmp_path / "local-index", ["--workers", "1"])
+    )
     assert [r["month"] for r in reports] == ["2023-01", "2023-02"]
     assert [(r["papers_ok"], r["added"]) for r in reports] == [(4, 12), (3, 9)]
     assert [f["paper"] for f in reports[0]["failed"]] == ["2301.00099"]  # the binary one, reported as locally
     assert "PDF-only" in reports[0]["skipped"][0]["reason"]
-
-    local = ingest_cli(source, tmp_path / "local-index", "--workers", "1")
     assert [(r["papers_ok"], r["added"]) for r in local] == [(4, 12), (3, 9)]
     on_cluster, here = snapshot(tmp_path / "dask-index"), snapshot(tmp_path / "local-index")
     assert on_cluster.keys() == here.keys() and len(here) == 21
