@@ -146,7 +146,7 @@ def test_kill_9_then_rerun_gives_the_store_of_an_uninterrupted_run(tmp_path: Pat
     write_month(source, papers=24)
     env = {**os.environ, "RAG_APP_INGESTION__BATCH_STATEMENTS": "9", "RAG_APP_DATA_DIR": str(tmp_path / "data")}
     reference = tmp_path / "reference"
-    assert _cli(reference, source, env).wait(timeout=300) == 1  # 1: the month holds a refused paper
+    uninterrupted = _cli(reference, source, env)  # side by side with the run that is killed
 
     interrupted = tmp_path / "interrupted"
     process = _cli(interrupted, source, env)
@@ -166,6 +166,7 @@ def test_kill_9_then_rerun_gives_the_store_of_an_uninterrupted_run(tmp_path: Pat
     with sqlite3.connect(manifest) as db:
         done = db.execute("SELECT COUNT(*) FROM papers WHERE status='ok'").fetchone()[0]
     assert 0 < done < 24, "the kill should land in the middle of the run"
+    assert uninterrupted.wait(timeout=300) == 1  # 1: the month holds a refused paper
     assert _cli(interrupted, source, env).wait(timeout=300) == 1
     assert store_snapshot(interrupted) == store_snapshot(reference)
     rag = MathRAG(make_settings(tmp_path, index_dir=interrupted))
