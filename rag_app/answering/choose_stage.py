@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_app.answering.claim_readings import ClaimReadings
 from rag_app.answering.model_reading import Definitions
 from rag_app.answering.question import Question
 from rag_app.answering.source_chooser import SourceChoice, SourceChooser
@@ -74,9 +73,7 @@ class ChooseStage:
         scope = self.definitions
         in_scope = (lambda statement_id: scope(statement_id, SCOPE_DEFINITIONS)) if scope is not None else None
         similarities = relevance.similarities[: len(candidates)]
-        claims = ClaimReadings()  # each source's claim reading, made once for this answer
-        asked = question.asked
-        return SourceFeatures.of(asked, candidates, similarities, learned, in_scope, self.citing, claims.reading)
+        return SourceFeatures.of(question.asked, candidates, similarities, learned, in_scope, self.citing)
 
     def choose(
         self, chooser: SourceChooser, question: Question, candidates: Sequence[SearchHit], relevance: Relevance

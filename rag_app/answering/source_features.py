@@ -145,7 +145,7 @@ class SourceFeatures:
         known_covers = [_cover(asked, known) for _, _, known in words_of]
         name_covers = [_cover(asked, named) for _, named, _ in words_of]
         unknown = [len(asked - known) for _, _, known in words_of]
-        claim_of = reading or read_claim  # (the answer passes its own: each statement read once per answer)
+        claim_of = reading or read_claim  # each candidate is read once here
         verdicts = [claim_of(question, hit.record).verdict if yes_no else None for hit in hits]
         said_yes = [verdict is Verdict.YES for verdict in verdicts]
         said_no = [verdict in (Verdict.NO, Verdict.OPPOSITE) for verdict in verdicts]
