@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from prompts import PromptTemplate
-from rag_app.answering.claims.vocabulary import NEGATIONS, STOPWORDS
+from rag_app.answering.claims.vocabulary import DISCOURSE_WORDS, NEGATIONS, STOPWORDS
 from rag_app.answering.content_words import content_words
 from rag_app.serving.llm_client import ChatClient
 from rag_app.serving.llm_connection import LLM_FAILURES
@@ -33,8 +33,9 @@ _QUESTION_OPENING = re.compile(
     r"find|compute|give|state|define|let)\b",
     re.IGNORECASE,
 )
-# A rewrite keeps the question's words: all but the stopwords and negations count ("not" says nothing of a topic).
-_STOPWORDS = STOPWORDS | NEGATIONS
+# A rewrite keeps the question's words: all but the stopwords, negations and discourse count ("not" says nothing
+# of a topic).
+_STOPWORDS = STOPWORDS | NEGATIONS | DISCOURSE_WORDS
 _PREFIX = re.compile(r"^(standalone (search )?query|query|rewritten( question)?)\s*:\s*", re.IGNORECASE)
 
 logger = logging.getLogger(__name__)

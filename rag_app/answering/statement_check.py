@@ -30,6 +30,7 @@ from ingestion.formula_spans import find_formula_spans
 from ingestion.records import StatementRecord
 from rag_app.answering.citations import CITATION_PATTERN
 from rag_app.answering.claims.vocabulary import (
+    DISCOURSE_WORDS,
     EQUIVALENCE,
     NEGATIONS,
     OBJECT_NOUNS,
@@ -47,7 +48,7 @@ from retriever.text.math_tokenizer import english_stemmer
 # The words that carry no claim of their own; the quantifiers are kept (a sentence that says "every" where its
 # source says "some" changes the claim); the words that open a setup ("Consider ...") and those that name a statement
 # ("the theorem states") claim nothing.
-_FUNCTION_WORDS = (STOPWORDS - QUANTIFIERS) | frozenset(SETUP_WORDS) | STATEMENT_WORDS
+_FUNCTION_WORDS = (STOPWORDS - QUANTIFIERS) | DISCOURSE_WORDS | frozenset(SETUP_WORDS) | STATEMENT_WORDS
 _REASONING_LINKS = (
     "this implies", "which implies", "it follows", "this means", "therefore", "hence", "consequently",
     "this shows", "as a consequence", "is a consequence of", "directly implies", "thus",

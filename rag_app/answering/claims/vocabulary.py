@@ -34,26 +34,35 @@ def negates(text: str) -> bool:
 
 
 # Words that carry no claim of their own: the scaffolding every phrasing of one claim may or may not use ("Is every
-# X Y?", "Must an X be Y?"), articles, pronouns, auxiliaries, prepositions, connectives, discourse ("it follows",
-# "provided"). Not here: negations (above), the number words and the words said as signs (below: "at most", "less
-# than" are claims), the words that name a statement (below). Quantifiers are, as a named part: the written answer's
-# check keeps them (a sentence that says "every" where its source says "some" changes the claim).
+# X Y?", "Must an X be Y?", "Does an X always Y?"), articles, pronouns, auxiliaries, prepositions, connectives. Not
+# here: negations (above), the number words and the words said as signs (below: "at most", "less than" are claims),
+# the words of an answer's discourse and those that name a statement (below: "exactly one" is a claim). Quantifiers
+# are, as a named part: the written answer's check keeps them (a sentence that says "every" where its source says
+# "some" changes the claim).
 UNIVERSAL_QUANTIFIERS = frozenset({"every", "any", "all", "each", "arbitrary"})  # the claims read them as generalizing
 QUANTIFIERS = UNIVERSAL_QUANTIFIERS | {"some", "always", "exist", "exists", "existing"}
 ARTICLES = frozenset({"a", "an", "the"})
 STOPWORDS = frozenset(
-    """is are was were be been being does do did can could must should will would may might shall has have had
-    a an the of in on at to for from by with as and or if iff then than into onto over under about what which when
-    whenever where who whom whose why how that this these those it its it's there here such also still every each
-    any all some always necessarily true hold holds really indeed so thus hence therefore consequently let given
-    suppose assume assuming we our us you your they their them i me my he she his her one ones arbitrary certain
-    whether necessary need needs say says said state states stated exist exists existing actually just case cases
-    whole following follow ie eg resp cf but however moreover yet becomes become respect having either only again
-    too both same other another very namely precisely exactly specifically particular particularly called
-    so-called like since because implies imply implied note see fact known well-known provided provides mention
-    mentions mentioned show shows shown confirm confirms guaranteed guarantees express expressed expresses
-    respectively important crucial key basic fundamental direct directly automatically consequence e possible
-    possibly specified denote denoted write written yes consider throughout""".split()  # noqa: SIM905 (one word list)
+    """
+    is are was were be been being does do did can could must should will would may might shall has have had a an
+    the of in on at to for from by with as and or if then than into onto over under about what which when
+    whenever where who whom whose why how that this these those it its it's there here such also still every
+    each any all some always necessarily true hold holds really indeed so thus hence therefore let given suppose
+    assume assuming we our one ones arbitrary certain whether necessary need needs say says exist exists
+    existing actually just case cases whole following ie eg resp cf but however moreover yet becomes become
+    respect having either only again too possible possibly you your they them
+    """.split()  # noqa: SIM905 (one word list, read as prose)
+)
+# The words of an answer's discourse ("namely", "it follows", "as is well known"): the written answer's check and the
+# conversation's passes over them; the claims read them ("exactly one", "the same dimension" are claims).
+DISCOURSE_WORDS = frozenset(
+    """
+    us their i me my he she his her same other another very yes namely precisely exactly called said state
+    states stated follow denoted written note see fact known both particular particularly consequently implies
+    imply implied since because so-called like iff specifically automatically directly direct fundamental
+    consequence provided provides mention mentions mentioned show shows shown confirm confirms guaranteed
+    guarantees express expressed expresses respectively well-known important crucial key basic e specified
+    """.split()  # noqa: SIM905
 )
 # Words that name a statement rather than say it ("the theorem states", "by the lemma"): the written answer's check
 # passes over them; the claims and the chooser read them (a question's "main theorem" is a statement's name).
